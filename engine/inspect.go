@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUnknownGroup is returned, wrapped, by the inspection methods Committed
+// and InFlight when the topic exists but the group does not. The core calls
+// never return it: for them an absent group is a state, answered with false
+// or an empty result (SPEC rules 8, 10).
+var ErrUnknownGroup = errors.New("tributary: unknown group")
+
+// PartitionCount returns the number of partitions of topic, 1..64.
+// Errors (ErrInvalidArgument): invalid identifier, unknown topic.
+func (b *Broker) PartitionCount(topicName string) (int32, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return 0, err
+	}
+	return int32(len(t.parts)), nil
+}
+
+// LogStartOffset returns the offset of the oldest record partition of topic
+// retains, or its log end offset when it retains none. Errors
+// (ErrInvalidArgument): invalid identifier, unknown topic, partition outside
+// [0, partitionCount).
+func (b *Broker) LogStartOffset(topicName string, partition int32) (int64, error) {
+	start, _, err := b.logOffsets(topicName, partition)
+	return start, err
+}
+
+// LogEndOffset returns the offset the next successful publish to partition
+// of topic will get. Errors as LogStartOffset.
+func (b *Broker) LogEndOffset(topicName string, partition int32) (int64, error) {
+	_, end, err := b.logOffsets(topicName, partition)
+	return end, err
+}
+
+func (b *Broker) logOffsets(topicName string, partition int32) (start, end int64, err error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := t.checkPartition(partition); err != nil {
+		return 0, 0, err
+	}
+	p := &t.parts[partition]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.StartOffset(), p.log.EndOffset(), nil
+}
+
+// Committed returns group's committed offset on partition of topic: the next
+// offset the group will be given, in [log start, log end]. Errors:
+// ErrInvalidArgument for an invalid identifier, an unknown topic or a
+// partition outside [0, partitionCount); ErrUnknownGroup for an absent group.
+func (b *Broker) Committed(topicName, groupName string, partition int32) (int64, error) {
+	c, err := b.cursor(topicName, groupName, partition)
+	return c.committed, err
+}
+
+// InFlight reports whether group has a delivery in flight on partition of
+// topic (always the record at the committed offset). Errors as Committed.
+func (b *Broker) InFlight(topicName, groupName string, partition int32) (bool, error) {
+	c, err := b.cursor(topicName, groupName, partition)
+	return c.inFlight, err
+}
+
+// cursor returns a copy of group's cursor on partition.
+func (b *Broker) cursor(topicName, groupName string, partition int32) (cursor, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return cursor{}, err
+	}
+	if err := checkID("group", groupName); err != nil {
+		return cursor{}, err
+	}
+	if err := t.checkPartition(partition); err != nil {
+		return cursor{}, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g := t.groups[groupName]
+	if g == nil {
+		return cursor{}, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topicName, groupName)
+	}
+	p := &t.parts[partition]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cursors[g.idx], nil
+}
