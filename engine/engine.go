@@ -48,6 +48,7 @@ type config struct{}
 // concurrent use by any number of goroutines.
 type Broker struct {
 	capacity int32
+	faults   faultSet // empty unless built with tributary_faults (faults.go)
 
 	// createMu serialises Create's copy-on-write of topics. It guards no
 	// state that other calls read.
@@ -58,8 +59,9 @@ type Broker struct {
 
 // topic is one topic: its partitions and its consumer groups.
 type topic struct {
-	name  string
-	parts []partition // fixed at Create; len 1..64
+	name   string
+	parts  []partition // fixed at Create; len 1..64
+	faults faultSet    // the Broker's at Create; empty in a normal build
 
 	// mu guards groups (the map and the group indexes handed out). Lock
 	// order: topic.mu → group.mu → partition.mu ascending (package doc).
@@ -150,6 +152,7 @@ func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
 	t := &topic{
 		name:   topicName,
 		parts:  make([]partition, partitionCount),
+		faults: b.faults,
 		groups: map[string]*group{},
 	}
 	for i := range t.parts {
@@ -247,6 +250,9 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 	p := &t.parts[partition]
 	p.mu.Lock()
 	off, ok := p.log.Append(entry{payload: payload})
+	if t.faults.on(faultPublishBurnsOffset) {
+		off, ok = t.burnOffset(p, off, ok)
+	}
 	p.mu.Unlock()
 	if !ok {
 		return -1, nil
@@ -293,9 +299,15 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	mask := g.assigned[member]
+	if t.faults.on(faultPollStaleAssignment) {
+		t.yieldGroupLock(g)
+	}
 	var locked shard.Mask
 	taken := int32(0)
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
+		if t.faults.on(faultPollReleasesEach) {
+			locked = t.releasePolled(locked)
+		}
 		part := &t.parts[p]
 		part.mu.Lock()
 		locked = locked.With(p)
@@ -363,7 +375,7 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if g.owner[partition] != member {
+	if g.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
 		return false, nil
 	}
 	part := &t.parts[partition]
@@ -386,6 +398,9 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 		low := c.committed
 		for i := range part.cursors {
 			low = min(low, part.cursors[i].committed)
+		}
+		if t.faults.on(faultTrimIgnoresMemberless) {
+			low = t.lowIgnoringMemberless(part, g, c.committed)
 		}
 		part.log.TrimTo(low)
 	}
@@ -442,7 +457,9 @@ func (t *topic) rebalanceLocked(g *group) {
 		g.owner[p] = owner
 		part := &t.parts[p]
 		part.mu.Lock()
-		part.cursors[g.idx].inFlight = false
+		if !t.faults.on(faultRebalanceKeepsInFlight) {
+			part.cursors[g.idx].inFlight = false
+		}
 		part.mu.Unlock()
 	}
 	g.assigned = assigned

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/f91dcac0/tributary/bench"
+)
+
+// Report is everything one run measured; it is what -json writes.
+type Report struct {
+	Meta    Meta     `json:"meta"`
+	Results []Result `json:"results"`
+	Targets []Target `json:"targets"`
+}
+
+// Result is one (scenario, subject, procs) measurement: the median of -count
+// samples. Units are the scenario's Unit (a record, a delivery, a rebalance
+// or a call).
+type Result struct {
+	Scenario   string `json:"scenario"`
+	Unit       string `json:"unit"`
+	Parallel   bool   `json:"parallel"` // b.RunParallel with one goroutine per proc
+	Subject    string `json:"subject"`
+	Procs      int    `json:"procs"` // GOMAXPROCS
+	Failed     bool   `json:"failed,omitempty"`
+	Iterations int    `json:"iterations"` // b.N of the kept sample
+
+	Units         float64   `json:"units"`           // units done in the kept sample
+	NsPerUnit     float64   `json:"ns_per_unit"`     // wall nanoseconds per unit (aggregate across goroutines)
+	UnitsPerSec   float64   `json:"units_per_s"`     // units per wall-clock second, all goroutines together
+	AllocsPerUnit float64   `json:"allocs_per_unit"` // heap allocations per unit
+	BytesPerUnit  float64   `json:"bytes_per_unit"`  // heap bytes allocated per unit
+	SamplesNs     []float64 `json:"samples_ns_per_unit"`
+
+	// Throughput of this subject divided by the naive broker's and the
+	// channel baseline's in the same scenario at the same procs (>1: this
+	// subject is faster). Absent for the baseline itself or where it was
+	// not measured.
+	VsNaive *float64 `json:"throughput_vs_naive,omitempty"`
+	VsChan  *float64 `json:"throughput_vs_chan,omitempty"`
+	// Scaling is this row's throughput divided by the same scenario and
+	// subject at GOMAXPROCS 1; only for parallel scenarios, absent where 1
+	// was not measured.
+	Scaling *float64 `json:"scaling_vs_1_proc,omitempty"`
+}
+
+func (r Result) brief() string {
+	if r.Failed {
+		return "FAILED"
+	}
+	return fmt.Sprintf("%9.1f ns/%s  %s %s/s  %.2f allocs/%s", r.NsPerUnit, r.Unit, si(r.UnitsPerSec), bench.Plural(r.Unit), r.AllocsPerUnit, r.Unit)
+}
+
+type key struct {
+	scenario, subject string
+	procs             int
+}
+
+// index maps (scenario, subject, procs) to the successful results.
+func index(rs []Result) map[key]*Result {
+	m := map[key]*Result{}
+	for i := range rs {
+		if !rs[i].Failed {
+			m[key{rs[i].Scenario, rs[i].Subject, rs[i].Procs}] = &rs[i]
+		}
+	}
+	return m
+}
+
+// derive fills in the baseline ratios and the scaling of every result.
+func derive(rs []Result) {
+	m := index(rs)
+	ratio := func(r *Result, subject string, procs int) *float64 {
+		o := m[key{r.Scenario, subject, procs}]
+		if o == nil || o.UnitsPerSec == 0 {
+			return nil
+		}
+		v := r.UnitsPerSec / o.UnitsPerSec
+		return &v
+	}
+	for i := range rs {
+		r := &rs[i]
+		if r.Failed {
+			continue
+		}
+		if r.Subject != bench.KindNaive {
+			r.VsNaive = ratio(r, bench.KindNaive, r.Procs)
+		}
+		if r.Subject != bench.KindChan {
+			r.VsChan = ratio(r, bench.KindChan, r.Procs)
+		}
+		if r.Parallel {
+			r.Scaling = ratio(r, r.Subject, 1)
+		}
+	}
+}
+
+// Target is one of issue 4's performance targets with the measured ratio.
+type Target struct {
+	Name     string   `json:"name"`
+	Goal     string   `json:"goal"`               // the inequality the ratio must meet
+	Ratio    *float64 `json:"ratio,omitempty"`    // the measured ratio; absent when not measured
+	Met      *bool    `json:"met,omitempty"`      // absent when not measured
+	Measured string   `json:"measured,omitempty"` // how the ratio was computed, with the figures
+}
+
+// evaluateTargets computes issue 4's targets from the results, using only
+// figures from this run.
+func evaluateTargets(rs []Result) []Target {
+	m := index(rs)
+	get := func(sc, subject string, procs int) *Result { return m[key{sc, subject, procs}] }
+	var ts []Target
+
+	costVsChan := func(name, scenario string, limit float64) {
+		t := Target{Name: name, Goal: fmt.Sprintf("engine ns/record ≤ %g× bare channel send+receive", limit)}
+		// Prefer 1 proc (one goroutine); else the fewest procs both have.
+		for _, procs := range procsOf(rs) {
+			e, c := get(scenario, bench.KindEngine, procs), get("ChanSendRecv", bench.KindChan, procs)
+			if e == nil || c == nil {
+				continue
+			}
+			v := e.NsPerUnit / c.NsPerUnit
+			met := v <= limit
+			t.Ratio, t.Met = &v, &met
+			t.Measured = fmt.Sprintf("%s %.1f ns / ChanSendRecv %.1f ns at GOMAXPROCS %d", scenario, e.NsPerUnit, c.NsPerUnit, procs)
+			break
+		}
+		ts = append(ts, t)
+	}
+	costVsChan("single-goroutine publish → poll(1) → ack", "RoundTrip", 3)
+	costVsChan("the same with poll batches of 64, acks per record", "Batch64", 2)
+
+	t := Target{Name: "parallel pipelines on distinct partitions: 2 procs vs 1", Goal: "engine records/s at 2 procs ≥ 1.7× at 1 proc"}
+	if a, b := get("Parallel/groups=1", bench.KindEngine, 1), get("Parallel/groups=1", bench.KindEngine, 2); a != nil && b != nil {
+		v := b.UnitsPerSec / a.UnitsPerSec
+		met := v >= 1.7
+		t.Ratio, t.Met = &v, &met
+		t.Measured = fmt.Sprintf("%s records/s at 2 procs / %s at 1", si(b.UnitsPerSec), si(a.UnitsPerSec))
+	}
+	ts = append(ts, t)
+
+	t = Target{Name: "pipelines with 3 groups at 2 procs vs the naive broker", Goal: "engine records/s ≥ 3× naive at 2 procs"}
+	if e, n := get("Parallel/groups=3", bench.KindEngine, 2), get("Parallel/groups=3", bench.KindNaive, 2); e != nil && n != nil {
+		v := e.UnitsPerSec / n.UnitsPerSec
+		met := v >= 3
+		t.Ratio, t.Met = &v, &met
+		t.Measured = fmt.Sprintf("engine %s records/s / naive %s", si(e.UnitsPerSec), si(n.UnitsPerSec))
+	}
+	ts = append(ts, t)
+
+	t = Target{Name: "zero allocations per record on the steady publish / poll-into / ack path", Goal: "engine allocs/record = 0 in Publish, RoundTrip and Batch64 at every procs"}
+	var worst *Result
+	n := 0
+	for i := range rs {
+		r := &rs[i]
+		if r.Failed || r.Subject != bench.KindEngine || (r.Scenario != "Publish" && r.Scenario != "RoundTrip" && r.Scenario != "Batch64") {
+			continue
+		}
+		n++
+		if worst == nil || r.AllocsPerUnit > worst.AllocsPerUnit {
+			worst = r
+		}
+	}
+	if worst != nil {
+		v := worst.AllocsPerUnit
+		met := v == 0
+		t.Ratio, t.Met = &v, &met
+		t.Measured = fmt.Sprintf("largest of %d rows: %s at GOMAXPROCS %d, %g allocs/record", n, worst.Scenario, worst.Procs, v)
+	}
+	ts = append(ts, t)
+	return ts
+}
+
+// procsOf returns the procs values present in rs, ascending.
+func procsOf(rs []Result) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, r := range rs {
+		if !seen[r.Procs] {
+			seen[r.Procs] = true
+			out = append(out, r.Procs)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// si formats v with a k/M/G suffix and three significant figures.
+func si(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3gG", v/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.3gM", v/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.3gk", v/1e3)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+func times(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", *v)
+}
+
+func allocs(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// rows returns the table's header and cells, one row per result.
+func rows(rs []Result) [][]string {
+	out := [][]string{{"scenario", "subject", "procs", "ns/unit", "unit", "units/s", "allocs/unit", "×naive", "×chan", "scaling"}}
+	for _, r := range rs {
+		if r.Failed {
+			out = append(out, []string{r.Scenario, r.Subject, fmt.Sprint(r.Procs), "FAILED", r.Unit, "-", "-", "-", "-", "-"})
+			continue
+		}
+		out = append(out, []string{r.Scenario, r.Subject, fmt.Sprint(r.Procs),
+			fmt.Sprintf("%.1f", r.NsPerUnit), r.Unit, si(r.UnitsPerSec), allocs(r.AllocsPerUnit),
+			times(r.VsNaive), times(r.VsChan), times(r.Scaling)})
+	}
+	return out
+}
+
+func metaLine(m Meta) string {
+	return fmt.Sprintf("%s · %s %s/%s · %d CPUs (%s) · -benchtime %s -count %d · load average %s → %s · %.0f s",
+		m.Date, m.GoVersion, m.GOOS, m.GOARCH, m.NumCPU, m.CPUModel, m.Benchtime, m.Count, m.LoadAvgStart, m.LoadAvgEnd, m.Seconds)
+}
+
+const legend = "ns/unit: wall time per unit, all goroutines together. ×naive, ×chan: this row's throughput ÷ that baseline's in the same scenario at the same procs (>1 = faster). scaling (parallel scenarios only): throughput ÷ the same scenario and subject at GOMAXPROCS 1."
+
+func targetLine(t Target) (verdict, ratio string) {
+	switch {
+	case t.Met == nil:
+		return "not measured", "-"
+	case *t.Met:
+		verdict = "met"
+	default:
+		verdict = "NOT met"
+	}
+	return verdict, fmt.Sprintf("%.3g", *t.Ratio)
+}
+
+func writeText(w io.Writer, rep Report) {
+	fmt.Fprintln(w, metaLine(rep.Meta))
+	fmt.Fprintln(w, legend)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	prev := ""
+	for i, row := range rows(rep.Results) {
+		if i > 0 && row[0] != prev && prev != "scenario" {
+			// An empty row between scenarios; its cells keep the columns aligned.
+			fmt.Fprintln(tw, strings.Repeat("\t", len(row)-1))
+		}
+		prev = row[0]
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Targets (issue 4):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range rep.Targets {
+		verdict, ratio := targetLine(t)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", verdict, ratio, t.Name, t.Goal, t.Measured)
+	}
+	tw.Flush()
+}
+
+func writeMarkdown(w io.Writer, rep Report) {
+	fmt.Fprintf(w, "%s\n\n%s\n\n", metaLine(rep.Meta), legend)
+	for i, row := range rows(rep.Results) {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		if i == 0 {
+			fmt.Fprintln(w, "|---|---|--:|--:|---|--:|--:|--:|--:|--:|")
+		}
+	}
+	fmt.Fprintln(w, "\n| target | goal | ratio | verdict | measured |\n|---|---|--:|---|---|")
+	for _, t := range rep.Targets {
+		verdict, ratio := targetLine(t)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", t.Name, t.Goal, ratio, verdict, t.Measured)
+	}
+}

@@ -1,0 +1,394 @@
+// Command lincheck runs seeded concurrent workloads against the Tributary
+// engine and checks each recorded history for linearizability against the
+// sequential model (package porcupine, which uses the porcupine checker).
+//
+// Usage:
+//
+//	lincheck [flags]
+//
+// It runs histories one after another, history i with seed -seed+i, until
+// -count histories or -duration have passed (whichever comes first; with
+// neither, 100 histories), and prints one line per history (seed, mix, ops,
+// clients, verdict, check time) and a summary. Each history is checked with
+// a -timeout; a check that runs out of time is Unknown, never a pass.
+//
+// On an Illegal history it writes to -out the porcupine HTML visualization
+// of the failing topic (seed-<seed>-<topic>.html), that topic's history as
+// a fixture for porcupine/testdata (seed-<seed>.json) and the command that
+// reruns the workload (seed-<seed>.txt), then stops (unless -keep-going).
+// The seed reproduces the workload's calls, not the interleaving: the JSON
+// file is the exact history.
+//
+// With -replay file.json it checks one stored history instead (a fixture
+// from porcupine/testdata, or a history lincheck wrote), with -timeout, and
+// draws the visualization of an Illegal one.
+//
+// Exit status: 0 when every history is Ok; 1 when any is Illegal or Unknown;
+// 2 for bad flags or a failure to run.
+//
+// A progress bar is drawn on standard error when it is a terminal, or with
+// -progress.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	porc "github.com/anishathalye/porcupine"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/porcupine"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// faultFlag, set by fault_on.go in tributary_faults builds, registers -fault
+// and returns a function giving the selected fault's broker constructor and
+// name ("" and nil for the correct engine).
+var faultFlag func(fs *flag.FlagSet) func() (func(int32) (*engine.Broker, error), string, error)
+
+// config is the parsed command line.
+type config struct {
+	count     int
+	duration  time.Duration
+	seed      uint64
+	mix       string
+	shape     porcupine.Workload // Topics … Members; Seed and Mix per history
+	timeout   time.Duration
+	out       string
+	progress  bool
+	keepGoing bool
+	replay    string
+	newBroker func(int32) (*engine.Broker, error)
+	fault     string
+}
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("lincheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lincheck [flags]\n\nChecks seeded concurrent histories of the engine for linearizability.\n\n")
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&c.count, "count", 0, "histories to run (0: 100, or unlimited with -duration)")
+	fs.DurationVar(&c.duration, "duration", 0, "run histories until this much time has passed (0: no limit)")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the first history; history i uses seed+i")
+	fs.StringVar(&c.mix, "mix", "all", "workload mix: all (cycle through the mixes) or one of "+strings.Join(porcupine.MixNames(), ", "))
+	fs.IntVar(&c.shape.Topics, "topics", 4, "independent topics per history")
+	fs.IntVar(&c.shape.Clients, "clients", 8, "client goroutines per topic")
+	fs.IntVar(&c.shape.OpsPerClient, "ops", 40, "calls per client")
+	var partitions, capacity int
+	fs.IntVar(&partitions, "partitions", 0, "partitions per topic (0: the mix's)")
+	fs.IntVar(&capacity, "capacity", 0, "records per partition (0: the mix's)")
+	fs.IntVar(&c.shape.Groups, "groups", 0, "consumer groups per topic (0: the mix's)")
+	fs.IntVar(&c.shape.Members, "members", 0, "member ids per group (0: the mix's)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "limit on checking one history; a check that hits it is Unknown")
+	fs.StringVar(&c.out, "out", "lincheck-out", "directory for the files written on a violation")
+	fs.BoolVar(&c.progress, "progress", false, "draw the progress bar even when standard error is not a terminal")
+	fs.BoolVar(&c.keepGoing, "keep-going", false, "go on after an Illegal history")
+	fs.StringVar(&c.replay, "replay", "", "check the history in this JSON file (a fixture, or one lincheck wrote) instead of running workloads")
+	var fault func() (func(int32) (*engine.Broker, error), string, error)
+	if faultFlag != nil {
+		fault = faultFlag(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	c.shape.Partitions, c.shape.Capacity = int32(partitions), int32(capacity)
+	if c.mix != "all" {
+		if _, err := porcupine.LookupMix(c.mix); err != nil {
+			return c, err
+		}
+	}
+	if c.count < 0 || c.duration < 0 || c.timeout <= 0 {
+		return c, errors.New("-count and -duration must not be negative, -timeout must be positive")
+	}
+	if c.count == 0 && c.duration == 0 {
+		c.count = 100
+	}
+	if fault != nil {
+		var err error
+		if c.newBroker, c.fault, err = fault(); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// workload returns history i's workload, resolved.
+func (c config) workload(i int) (porcupine.Workload, error) {
+	w := c.shape
+	w.Seed = c.seed + uint64(i)
+	w.Mix = c.mix
+	if c.mix == "all" {
+		names := porcupine.MixNames()
+		w.Mix = names[int(w.Seed%uint64(len(names)))]
+	}
+	return w.Resolve()
+}
+
+// tally is the running summary.
+type tally struct {
+	histories, ok, illegal, unknown, ops int
+	checks                               []time.Duration
+	start                                time.Time
+}
+
+func (t *tally) String() string {
+	var total time.Duration
+	for _, d := range t.checks {
+		total += d
+	}
+	sorted := slices.Sorted(slices.Values(t.checks))
+	pct := func(p float64) time.Duration {
+		if len(sorted) == 0 {
+			return 0
+		}
+		return sorted[int(p*float64(len(sorted)-1))]
+	}
+	mean := time.Duration(0)
+	if len(sorted) > 0 {
+		mean = total / time.Duration(len(sorted))
+	}
+	return fmt.Sprintf("%d histories, %d ops (%.0f per history): Ok %d, Illegal %d, Unknown %d; check time total %v, mean %v, median %v, max %v; wall %v",
+		t.histories, t.ops, float64(t.ops)/float64(max(t.histories, 1)), t.ok, t.illegal, t.unknown,
+		round(total), round(mean), round(pct(0.5)), round(pct(1)), round(time.Since(t.start)))
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "lincheck:", err)
+		return 2
+	}
+	if c.replay != "" {
+		return replay(c, stdout, stderr)
+	}
+	if c.fault != "" {
+		fmt.Fprintf(stdout, "fault injected: %s (expect Illegal)\n", c.fault)
+	}
+	bar := newBar(c, stderr)
+	t := &tally{start: time.Now()}
+	say := func(format string, a ...any) {
+		if bar != nil {
+			bar.Clear()
+		}
+		fmt.Fprintf(stdout, format, a...)
+	}
+	for i := 0; c.count == 0 || i < c.count; i++ {
+		if ctx.Err() != nil || (c.duration > 0 && time.Since(t.start) >= c.duration) {
+			break
+		}
+		w, err := c.workload(i)
+		if err != nil {
+			fmt.Fprintln(stderr, "lincheck:", err)
+			return 2
+		}
+		h, err := porcupine.Run(w, c.newBroker)
+		if err != nil {
+			fmt.Fprintln(stderr, "lincheck:", err)
+			return 2
+		}
+		h.Fault = c.fault
+		res := porcupine.Check(h, c.timeout)
+		t.histories++
+		t.ops += len(h.Ops)
+		t.checks = append(t.checks, res.Elapsed)
+		line := fmt.Sprintf("seed=%d mix=%s topics=%d clients=%d ops=%d verdict=%s check=%v",
+			w.Seed, w.Mix, w.Topics, w.Clients, len(h.Ops), res.Verdict, round(res.Elapsed))
+		stopHere := false
+		switch res.Verdict {
+		case porc.Ok:
+			t.ok++
+		case porc.Unknown:
+			t.unknown++
+			line += fmt.Sprintf(" (check timed out after %v; not a pass)", c.timeout)
+			if path, err := keepUnknown(c, h); err != nil {
+				line += fmt.Sprintf("; writing the history: %v", err)
+			} else {
+				line += "; history in " + path
+			}
+		case porc.Illegal:
+			t.illegal++
+			files, err := keepIllegal(c, h, res)
+			if err != nil {
+				line += fmt.Sprintf(" topic=%s; writing the evidence: %v", res.Topic, err)
+			} else {
+				line += fmt.Sprintf(" topic=%s; wrote %s", res.Topic, strings.Join(files, " "))
+			}
+			stopHere = !c.keepGoing
+		}
+		say("%s\n", line)
+		if bar != nil {
+			bar.Describe(fmt.Sprintf("Ok %d Illegal %d Unknown %d", t.ok, t.illegal, t.unknown))
+			if c.count > 0 {
+				bar.Add(1)
+			} else {
+				bar.Set64(int64(time.Since(t.start) / time.Second))
+			}
+		}
+		if stopHere {
+			break
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+		bar.Clear()
+	}
+	fmt.Fprintf(stdout, "summary: %v\n", t)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stdout, "interrupted")
+	}
+	if t.illegal > 0 || t.unknown > 0 || t.histories == 0 {
+		return 1
+	}
+	return 0
+}
+
+// newBar returns the progress bar, or nil when standard error is not a
+// terminal and -progress is off.
+func newBar(c config, stderr io.Writer) *progressbar.ProgressBar {
+	if !c.progress && !isTerminal(stderr) {
+		return nil
+	}
+	opts := []progressbar.Option{
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("starting"),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100 * time.Millisecond),
+		progressbar.OptionShowElapsedTimeOnFinish(),
+		progressbar.OptionSetPredictTime(true),
+	}
+	if c.count > 0 && (c.duration == 0 || c.count < 1_000_000) {
+		return progressbar.NewOptions(c.count, append(opts, progressbar.OptionShowCount())...)
+	}
+	return progressbar.NewOptions64(int64(c.duration/time.Second), append(opts, progressbar.OptionSetItsString("s"))...)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// reproduce returns the command line that reruns h's workload.
+func reproduce(c config, h porcupine.History) string {
+	w := h.Workload
+	cmd := fmt.Sprintf("go run ./cmd/lincheck -count 1 -seed %d -mix %s -topics %d -clients %d -ops %d -partitions %d -capacity %d -groups %d -members %d",
+		w.Seed, w.Mix, w.Topics, w.Clients, w.OpsPerClient, w.Partitions, w.Capacity, w.Groups, w.Members)
+	if c.fault != "" {
+		cmd = strings.Replace(cmd, "go run ", "go run -tags tributary_faults ", 1) + " -fault " + c.fault
+	}
+	return cmd
+}
+
+// keepIllegal writes the evidence of an Illegal history to c.out and returns
+// the paths written.
+func keepIllegal(c config, h porcupine.History, res porcupine.Result) ([]string, error) {
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return nil, err
+	}
+	base := filepath.Join(c.out, fmt.Sprintf("seed-%d", h.Workload.Seed))
+	html := fmt.Sprintf("%s-%s.html", base, res.Topic)
+	verdict, err := porcupine.Visualize(h, res.Topic, html, 0)
+	if err != nil {
+		return nil, err
+	}
+	if verdict != porc.Illegal {
+		return nil, fmt.Errorf("verbose recheck of topic %s says %s", res.Topic, verdict)
+	}
+	cmd := reproduce(c, h)
+	note := fmt.Sprintf("Illegal: topic %s of %v, found by lincheck; rerun the workload with: %s", res.Topic, h.Workload, cmd)
+	fixture := porcupine.Fixture{Verdict: porc.Illegal, Note: note, History: h.Topic(res.Topic)}
+	if err := porcupine.WriteFixture(base+".json", fixture); err != nil {
+		return nil, err
+	}
+	text := fmt.Sprintf(`Illegal history: seed %d, topic %s.
+Workload: %v
+Rerun the workload (same calls per client; the interleaving differs, so it
+may take several runs, or -count with the same -seed, to fail again):
+
+  %s
+
+%s.json is the exact history of topic %s; copy it to porcupine/testdata/ to
+keep it as a regression fixture. %s is its visualization.
+`, h.Workload.Seed, res.Topic, h.Workload, cmd, filepath.Base(base), res.Topic, filepath.Base(html))
+	if err := os.WriteFile(base+".txt", []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{html, base + ".json", base + ".txt"}, nil
+}
+
+// keepUnknown writes a history whose check timed out, for a longer check.
+func keepUnknown(c config, h porcupine.History) (string, error) {
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.out, fmt.Sprintf("seed-%d-unknown.json", h.Workload.Seed))
+	note := fmt.Sprintf("Unknown: the check timed out after %v; not a fixture until a longer check decides it. Rerun: %s", c.timeout, reproduce(c, h))
+	return path, porcupine.WriteFixture(path, porcupine.Fixture{Verdict: porc.Unknown, Note: note, History: h})
+}
+
+// replay checks one stored history with c.timeout; for an Illegal one it
+// writes the failing topic's visualization to c.out.
+func replay(c config, stdout, stderr io.Writer) int {
+	f, err := porcupine.ReadFixture(c.replay)
+	if err != nil {
+		fmt.Fprintln(stderr, "lincheck:", err)
+		return 2
+	}
+	res := porcupine.Check(f.History, c.timeout)
+	line := fmt.Sprintf("%s: %d ops verdict=%s check=%v (recorded verdict %s)", c.replay, len(f.Ops), res.Verdict, round(res.Elapsed), f.Verdict)
+	if res.Verdict == porc.Illegal {
+		if err := os.MkdirAll(c.out, 0o755); err != nil {
+			fmt.Fprintln(stderr, "lincheck:", err)
+			return 2
+		}
+		html := filepath.Join(c.out, strings.TrimSuffix(filepath.Base(c.replay), ".json")+"-"+res.Topic+".html")
+		if _, err := porcupine.Visualize(f.History, res.Topic, html, 0); err != nil {
+			fmt.Fprintln(stderr, "lincheck:", err)
+			return 2
+		}
+		line += fmt.Sprintf(" topic=%s; wrote %s", res.Topic, html)
+	}
+	fmt.Fprintln(stdout, line)
+	if res.Verdict != porc.Ok {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// lincheck runs the command in-process and returns its exit status and
+// standard output and error.
+func lincheck(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestAllOk(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := lincheck(t, "-count", "3", "-topics", "2", "-ops", "10", "-out", out)
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 4, stdout)
+	for i, seed := range []string{"seed=1 ", "seed=2 ", "seed=3 "} {
+		require.True(t, strings.HasPrefix(lines[i], seed), lines[i])
+		require.Contains(t, lines[i], "verdict=Ok")
+		require.Contains(t, lines[i], "ops=162 ") // 2 topics × (1 Create + 8 clients × 10 calls)
+	}
+	require.Contains(t, lines[3], "summary: 3 histories, 486 ops")
+	require.Contains(t, lines[3], "Ok 3, Illegal 0, Unknown 0")
+	entries, _ := os.ReadDir(out)
+	require.Empty(t, entries, "nothing written without a violation")
+}
+
+func TestDurationAndProgress(t *testing.T) {
+	code, stdout, stderr := lincheck(t, "-duration", "300ms", "-ops", "5", "-mix", "full", "-progress", "-out", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "mix=full")
+	require.NotEmpty(t, stderr, "the progress bar draws on stderr")
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-count", "-1"},
+		{"-mix", "nope"},
+		{"-timeout", "0s"},
+		{"-clients", "65", "-count", "1"},
+		{"stray"},
+		{"-nosuchflag"},
+	} {
+		code, _, stderr := lincheck(t, args...)
+		require.Equal(t, 2, code, "%q", args)
+		require.NotEmpty(t, stderr, "%q", args)
+	}
+	code, _, _ := lincheck(t, "-h")
+	require.Equal(t, 0, code)
+}
+
+func TestReplay(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, _ := lincheck(t, "-replay", filepath.Join("..", "..", "porcupine", "testdata", "ok-engine.json"), "-out", out)
+	require.Equal(t, 0, code, stdout)
+	require.Contains(t, stdout, "verdict=Ok")
+
+	code, stdout, _ = lincheck(t, "-replay", filepath.Join("..", "..", "porcupine", "testdata", "illegal-ack-skips-owner.json"), "-out", out)
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stdout, "verdict=Illegal")
+	html, err := filepath.Glob(filepath.Join(out, "illegal-ack-skips-owner-*.html"))
+	require.NoError(t, err)
+	require.Len(t, html, 1)
+
+	code, _, stderr := lincheck(t, "-replay", filepath.Join(out, "missing.json"))
+	require.Equal(t, 2, code)
+	require.NotEmpty(t, stderr)
+}

@@ -1,0 +1,38 @@
+package engine
+
+// Deliberate bugs, for proving that the linearizability checker (package
+// porcupine) can fail. Each fault is one realistic concurrency or
+// bookkeeping bug, guarded in engine.go by a branch of the form
+//
+//	if t.faults.on(faultX) { … }
+//
+// The faults exist only in builds with the tributary_faults build tag
+// (faults_on.go, which exports Broker.InjectFault). In every other build
+// faultSet is an empty struct whose on method is the constant false
+// (faults_off.go): the compiler inlines it and removes every fault branch,
+// so the normal build pays nothing, not even a load.
+
+// fault identifies one deliberate bug; faultNone is the correct engine.
+type fault uint8
+
+const (
+	faultNone fault = iota
+	// (a) Poll releases each partition lock before taking the next one, so
+	// a poll over several partitions is no longer one atomic snapshot.
+	faultPollReleasesEach
+	// (b) A rebalance keeps the in-flight delivery of a partition whose
+	// owner changed.
+	faultRebalanceKeepsInFlight
+	// (c) Ack and Retry skip the current-owner check.
+	faultAckSkipsOwner
+	// (d) Publish bumps its offset counter before the capacity check, so a
+	// publish to a full partition uses up an offset.
+	faultPublishBurnsOffset
+	// (e) The retention trim ignores groups that have no members.
+	faultTrimIgnoresMemberless
+	// (f) Poll reads the member's assignment in one critical section and
+	// walks the partitions in another, so a concurrent Join or Leave is not
+	// atomic with respect to it.
+	faultPollStaleAssignment
+	faultCount
+)

@@ -1,0 +1,177 @@
+//go:build tributary_faults
+
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/f91dcac0/tributary/shard"
+)
+
+// Fault is one deliberate bug that InjectFault switches on, for proving that
+// the linearizability checker catches it. It exists only in builds with the
+// tributary_faults build tag; never use such a build for anything but tests.
+type Fault uint8
+
+// The faults, one realistic bug each. Names (String, ParseFault) in
+// parentheses.
+const (
+	// FaultNone is the correct engine ("none").
+	FaultNone = Fault(faultNone)
+	// FaultPollReleasesEach (a): Poll releases each partition lock before
+	// taking the next one and yields in between, so a poll over several
+	// partitions is no longer one atomic snapshot ("poll-releases-each").
+	FaultPollReleasesEach = Fault(faultPollReleasesEach)
+	// FaultRebalanceKeepsInFlight (b): a rebalance keeps the in-flight
+	// delivery of a partition whose owner changed
+	// ("rebalance-keeps-inflight").
+	FaultRebalanceKeepsInFlight = Fault(faultRebalanceKeepsInFlight)
+	// FaultAckSkipsOwner (c): Ack and Retry accept any member of the group,
+	// not only the partition's current owner ("ack-skips-owner").
+	FaultAckSkipsOwner = Fault(faultAckSkipsOwner)
+	// FaultPublishBurnsOffset (d): Publish numbers records from a counter it
+	// bumps before the capacity check, so a publish to a full partition
+	// uses up an offset and later publishes report offsets one higher per
+	// refused publish ("publish-burns-offset").
+	FaultPublishBurnsOffset = Fault(faultPublishBurnsOffset)
+	// FaultTrimIgnoresMemberless (e): the retention trim after an Ack
+	// ignores groups that have no members ("trim-ignores-memberless").
+	FaultTrimIgnoresMemberless = Fault(faultTrimIgnoresMemberless)
+	// FaultPollStaleAssignment (f): Poll reads the member's assignment under
+	// the group lock, drops the lock and yields, and walks the partitions
+	// under a second acquisition, so a concurrent Join or Leave is not atomic
+	// with respect to it ("poll-stale-assignment").
+	FaultPollStaleAssignment = Fault(faultPollStaleAssignment)
+)
+
+var faultNames = [faultCount]string{
+	"none",
+	"poll-releases-each",
+	"rebalance-keeps-inflight",
+	"ack-skips-owner",
+	"publish-burns-offset",
+	"trim-ignores-memberless",
+	"poll-stale-assignment",
+}
+
+// String returns the fault's name, as ParseFault accepts it.
+func (f Fault) String() string {
+	if int(f) < len(faultNames) {
+		return faultNames[f]
+	}
+	return fmt.Sprintf("Fault(%d)", uint8(f))
+}
+
+// Faults returns every fault except FaultNone, in declaration order, as a new
+// slice owned by the caller.
+func Faults() []Fault {
+	out := make([]Fault, 0, faultCount-1)
+	for f := faultNone + 1; f < faultCount; f++ {
+		out = append(out, Fault(f))
+	}
+	return out
+}
+
+// ParseFault returns the Fault named name (see the constants), or an
+// ErrInvalidArgument error for an unknown name.
+func ParseFault(name string) (Fault, error) {
+	for i, n := range faultNames {
+		if n == name {
+			return Fault(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown fault %q (want one of %q)", ErrInvalidArgument, name, faultNames[:])
+}
+
+// faultSet is the fault a topic was created with, and the state that fault
+// needs.
+type faultSet struct {
+	f     fault
+	burns *burnTable // FaultPublishBurnsOffset only
+}
+
+// burnTable is FaultPublishBurnsOffset's per-partition count of offsets used
+// up by refused publishes. mu is a leaf lock, taken under partition.mu.
+type burnTable struct {
+	mu     sync.Mutex
+	burned map[*partition]int64
+}
+
+func (s faultSet) on(f fault) bool { return s.f == f }
+
+// InjectFault switches fault f on for every topic created after the call
+// (FaultNone switches faults off for them); topics created before keep the
+// fault they were created with. Call it before the first Create. It returns
+// ErrInvalidArgument for an unknown Fault.
+func (b *Broker) InjectFault(f Fault) error {
+	if f >= Fault(faultCount) {
+		return fmt.Errorf("%w: unknown fault %d", ErrInvalidArgument, uint8(f))
+	}
+	b.createMu.Lock()
+	defer b.createMu.Unlock()
+	b.faults = faultSet{f: fault(f)}
+	if f == FaultPublishBurnsOffset {
+		b.faults.burns = &burnTable{burned: map[*partition]int64{}}
+	}
+	return nil
+}
+
+// releasePolled is fault (a): it unlocks every partition in locked and
+// yields, so that other calls run between two partitions of one poll. It
+// returns the empty mask.
+func (t *topic) releasePolled(locked shard.Mask) shard.Mask {
+	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
+		t.parts[p].mu.Unlock()
+	}
+	runtime.Gosched()
+	return 0
+}
+
+// yieldGroupLock is fault (f): the caller holds g.mu for reading and has read
+// the assignment; the lock is dropped and taken again, so that a Join or
+// Leave can rebalance in between.
+func (t *topic) yieldGroupLock(g *group) {
+	g.mu.RUnlock()
+	runtime.Gosched()
+	g.mu.RLock()
+}
+
+// burnOffset is fault (d): given Append's result on p (whose lock the caller
+// holds), it counts a refused append as a used-up offset and shifts the
+// offset of a successful one by the offsets used up so far.
+func (t *topic) burnOffset(p *partition, off int64, ok bool) (int64, bool) {
+	bt := t.faults.burns
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	if !ok {
+		bt.burned[p]++
+		return -1, false
+	}
+	return off + bt.burned[p], true
+}
+
+// lowIgnoringMemberless is fault (e): the lowest committed offset on part of
+// the topic's groups that have members, and of g, starting from low. The
+// caller holds t.mu for reading, g.mu for reading and part.mu. Another
+// group's membership is read with TryRLock (never blocking, so the lock
+// order is kept); a group being rebalanced at that moment counts as having
+// members.
+func (t *topic) lowIgnoringMemberless(part *partition, g *group, low int64) int64 {
+	for _, o := range t.groups {
+		if o != g && memberless(o) {
+			continue
+		}
+		low = min(low, part.cursors[o.idx].committed)
+	}
+	return low
+}
+
+func memberless(g *group) bool {
+	if !g.mu.TryRLock() {
+		return false
+	}
+	defer g.mu.RUnlock()
+	return len(g.members) == 0
+}
