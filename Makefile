@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test demo lincheck verify race-short fmt
+.PHONY: all test demo lincheck verify race-short fmt bench profile
 
 all: verify test
 
@@ -22,6 +22,27 @@ demo:
 ## evidence of a violation to lincheck-out/ and exits 1. More: go run ./cmd/lincheck -h
 lincheck:
 	$(GO) run ./cmd/lincheck -duration 50s
+
+## bench: a short cmd/brokerbench run (about a minute on 2 cores): every
+## scenario on the engine and its baselines at GOMAXPROCS 1,2,…,NumCPU, the
+## table, the issue's targets, bench/out/results.json and a throughput plot.
+## Longer, steadier: go run ./cmd/brokerbench -benchtime 1s -count 3.
+bench:
+	@mkdir -p bench/out
+	$(GO) run ./cmd/brokerbench -benchtime 100ms -json bench/out/results.json -plot bench/out/throughput.svg
+
+## profile: CPU, mutex and block profiles of the Mixed workload on the engine
+## (and CPU profiles of RoundTrip and Parallel/groups=3) in bench/out/profile/.
+## Read them with go tool pprof, e.g. go tool pprof -top bench/out/profile/mixed.cpu.pprof
+profile:
+	@mkdir -p bench/out/profile
+	$(GO) test -run '^$$' -bench 'Mixed/engine$$' -benchtime 2s -outputdir bench/out/profile -o bench/out/profile/bench.test \
+		-cpuprofile mixed.cpu.pprof -mutexprofile mixed.mutex.pprof -blockprofile mixed.block.pprof ./bench/
+	$(GO) test -run '^$$' -bench 'RoundTrip/engine$$' -benchtime 2s -outputdir bench/out/profile -o bench/out/profile/bench.test \
+		-cpuprofile roundtrip.cpu.pprof ./bench/
+	$(GO) test -run '^$$' -bench 'Parallel/groups=3/engine$$' -benchtime 2s -cpu 2 -outputdir bench/out/profile -o bench/out/profile/bench.test \
+		-cpuprofile parallel3.cpu.pprof -mutexprofile parallel3.mutex.pprof ./bench/
+	@echo "profiles in bench/out/profile/; e.g. go tool pprof -top bench/out/profile/mixed.cpu.pprof"
 
 ## verify: formatting, vet and a tidy go.mod (staticcheck too when it installs).
 verify:

@@ -123,12 +123,12 @@ func decode(data []byte) (int32, []op) {
 
 // outcome is a call's result reduced to what both implementations share.
 type outcome struct {
-	Invalid bool // errors.Is(err, ErrInvalidArgument)
+	Invalid  bool // errors.Is(err, ErrInvalidArgument)
 	OtherErr string
-	Bool    bool
-	Int     int64
-	Parts   []int32
-	Records []string
+	Bool     bool
+	Int      int64
+	Parts    []int32
+	Records  []string
 }
 
 // subject is the engine's API as the differential test drives it, so that a

@@ -2,7 +2,7 @@
 // partitioned topics, consumer groups, per-record acknowledgement and retry,
 // deterministic rebalancing and shared retention. It implements sections 1
 // and 2 of SPEC.md; the sequential reference model of the same contract is
-// package model.
+// package model, and package porcupine checks the engine against it.
 //
 // # Terms
 //
@@ -22,31 +22,45 @@
 // call and return. No call waits for a future event; calls wait only for
 // locks, and the single lock order below rules out deadlock.
 //
-// State and the lock that guards it:
+// State and what guards it:
 //
 //   - Broker.topics: an immutable map published through an atomic pointer;
 //     Create copies it under Broker.createMu. Lookups take no lock.
-//   - topic.mu (sync.RWMutex) guards topic.groups, the set of groups. Join
-//     takes it for writing only to create a group; Join of an existing group,
-//     Leave, Poll, Ack and Retry take it for reading. Publish does not take
-//     it: a publish touches one partition log and nothing else.
-//   - group.mu (sync.RWMutex) guards the group's membership and assignment
-//     (members, owner, assigned). Join and Leave take it for writing; Poll,
-//     Ack and Retry for reading.
-//   - partition.mu (sync.Mutex) guards the partition's log and every group's
-//     cursor on that partition (committed offset, in-flight flag). Keeping
-//     all groups' committed offsets for a partition under the partition lock
-//     is what lets Ack compute the retention trim, and Publish check
-//     capacity, atomically with each other and without touching other
-//     groups' locks.
+//   - topic.mu (sync.Mutex), the topic's membership lock, serialises every
+//     membership change (Join, Leave, group creation) and guards each
+//     group's member list. Poll, Ack, Retry and Publish never take it.
+//   - topic.groups and group.assign: immutable snapshots (the set of groups;
+//     a group's owner per partition and partitions per member) behind
+//     atomic pointers. A writer replaces them only while holding topic.mu
+//     and every partition lock of the topic.
+//   - partition.mu (sync.Mutex, padded to its own cache lines) guards the
+//     partition's log and every group's cursor on that partition (committed
+//     offset, in-flight flag). Keeping all groups' committed offsets for a
+//     partition under the partition lock is what lets Ack compute the
+//     retention trim, and Publish check capacity, atomically with each other
+//     and without touching other groups' state.
 //
 // Lock order, the only one used anywhere in this package:
 //
-//	topic.mu  →  group.mu  →  partition.mu in ascending partition index
+//	topic.mu  →  partition.mu in ascending partition index
 //
-// A call may skip levels but never takes a lock of an earlier level while
-// holding a later one, and never takes a lower-indexed partition lock while
-// holding a higher one.
+// A call never takes topic.mu while holding a partition lock, and never takes
+// a lower-indexed partition lock while holding a higher one.
+//
+// # Why readers need no membership lock
+//
+// The membership lock of a topic is read on every Poll, Ack and Retry; as a
+// sync.RWMutex its reader count is one cache line that every core writes, and
+// a hot topic stops scaling (golang/go#17973, MEASUREMENTS.md). Instead,
+// readers load the assignment snapshot, then lock the partition(s) they
+// need, then check that the snapshot is still the group's current one. A
+// rebalance stores a new snapshot only while holding every partition lock,
+// so once a reader holds any one partition lock and has seen its snapshot
+// current, no rebalance can complete until the reader lets go: the snapshot
+// is as stable as under a read lock. If the check fails, a rebalance ran in
+// between; the reader unlocks and starts again with the new snapshot (a
+// bounded retry that waits only for the rebalance's locks). The reader side
+// thus writes only the cache lines of the partitions it touches.
 //
 // # Linearization points
 //
@@ -54,15 +68,23 @@
 //   - Poll: it locks the member's partitions in ascending order, inspecting
 //     each as it is locked, and releases none until it is done (two-phase
 //     locking); it takes effect once the last lock is taken, so a poll over
-//     several partitions is one atomic snapshot. The group read lock keeps
-//     the assignment fixed throughout.
-//   - Ack, Retry: while holding the group read lock (the owner check) and the
-//     partition lock (the in-flight check, the commit and the trim).
-//   - Join, Leave: while holding the group write lock, which excludes every
-//     Poll, Ack and Retry of that group, so the whole assignment changes at
-//     one instant (SPEC rule 9). Creating a group holds the topic write lock,
-//     which excludes every Ack (so no trim moves a log start offset while the
-//     new group's committed offsets are read) and makes the group visible to
-//     other calls only once complete.
+//     several partitions is one atomic snapshot. A poll that locks nothing
+//     (absent group or member, no partitions) takes effect when it loads the
+//     snapshot that says so.
+//   - Ack, Retry: while holding the partition lock, with the owner check
+//     made against the assignment verified current under that lock.
+//   - Join, Leave: while holding every partition lock, when the new
+//     assignment (and for a new group, its cursors at the log start offsets
+//     and the new set of groups) is stored. No Poll, Ack, Retry or Publish of
+//     the topic is in progress then, so the whole assignment changes at one
+//     instant (SPEC rule 9) and a new group's committed offsets are the log
+//     start offsets of that instant (rule 7).
 //   - Create: the atomic store of the new topics map.
+//
+// # Allocation
+//
+// Publish, Ack, Retry and AppendPoll into a buffer with room allocate
+// nothing; Poll allocates only its result. Identifiers found in the broker's
+// maps were validated when added, so the hot paths validate an identifier
+// only on a miss.
 package engine

@@ -14,8 +14,8 @@ import (
 
 // Limits of the core contract (SPEC rules 1–4).
 const (
-	MinCapacity       = 1    // smallest capacityPerPartition New accepts
-	MaxCapacity       = 1000 // largest capacityPerPartition New accepts
+	MinCapacity       = 1    // smallest capacityPerPartition New accepts, in records
+	MaxCapacity       = 1000 // largest capacityPerPartition New accepts, in records
 	MaxPartitionCount = 64   // largest partitionCount Create accepts (smallest: 1)
 	MaxPollRecords    = 64   // largest maxRecords Poll accepts (smallest: 1)
 	MaxIDLength       = 64   // longest topic, group or member identifier, in bytes
@@ -63,10 +63,15 @@ type topic struct {
 	parts  []partition // fixed at Create; len 1..64
 	faults faultSet    // the Broker's at Create; empty in a normal build
 
-	// mu guards groups (the map and the group indexes handed out). Lock
-	// order: topic.mu → group.mu → partition.mu ascending (package doc).
-	mu     sync.RWMutex
-	groups map[string]*group
+	// mu is the topic's membership lock. It serialises every membership
+	// change (group creation, Join, Leave) and guards each group's members.
+	// Readers do not take it: they read groups and each group's assignment
+	// from immutable snapshots, which a writer replaces only while holding
+	// mu and every partition lock of the topic (package doc).
+	mu sync.Mutex
+	// groups is the topic's set of groups, an immutable map replaced (copy
+	// on write) to add a group. Groups are never removed.
+	groups atomic.Pointer[map[string]*group]
 }
 
 // group is one consumer group of a topic.
@@ -74,11 +79,16 @@ type group struct {
 	name string
 	idx  int // this group's index in every partition's cursors; fixed
 
-	// mu guards members, owner and assigned.
-	mu       sync.RWMutex
-	members  []string              // sorted bytewise, distinct
-	owner    []string              // owner[p]: member owning partition p, "" if none
-	assigned map[string]shard.Mask // member → the partitions it owns
+	members []string // sorted bytewise, distinct; guarded by topic.mu
+
+	// assign is the group's current assignment, immutable once stored.
+	assign atomic.Pointer[assignment]
+}
+
+// assignment is one immutable generation of a group's assignment.
+type assignment struct {
+	owner []string              // owner[p]: member owning partition p, "" if none
+	masks map[string]shard.Mask // every member → its partitions (possibly none)
 }
 
 // cursor is one group's position on one partition.
@@ -87,6 +97,11 @@ type cursor struct {
 	inFlight  bool  // the record at committed is reserved to the owner
 }
 
+// cursorsPerLine is how many cursors fill one padding unit; cursor slices
+// are allocated in whole units so that two partitions' cursors, written by
+// every Poll and Ack, never share a cache line.
+const cursorsPerLine = shard.CacheLineSize / int(unsafe.Sizeof(cursor{}))
+
 // entry is what a partition log stores per record.
 type entry struct {
 	payload string
@@ -94,9 +109,7 @@ type entry struct {
 
 // partitionState is the part of a partition that its mutex guards.
 type partitionState struct {
-	// mu guards log and cursors. cursors is indexed by group.idx; its slice
-	// header changes only when a group is created, which also holds the
-	// topic write lock.
+	// mu guards log and cursors. cursors is indexed by group.idx.
 	mu      sync.Mutex
 	log     ringlog.Log[entry]
 	cursors []cursor
@@ -129,7 +142,7 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 	return b, nil
 }
 
-// Capacity returns the capacity per partition given to New.
+// Capacity returns the capacity per partition given to New, in records.
 func (b *Broker) Capacity() int32 { return b.capacity }
 
 // Create creates topic with partitionCount empty partitions (SPEC rule 2) and
@@ -153,11 +166,12 @@ func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
 		name:   topicName,
 		parts:  make([]partition, partitionCount),
 		faults: b.faults,
-		groups: map[string]*group{},
 	}
 	for i := range t.parts {
 		t.parts[i].log.Init(int(b.capacity))
 	}
+	noGroups := map[string]*group{}
+	t.groups.Store(&noGroups)
 	next := make(map[string]*topic, len(old)+1)
 	for k, v := range old {
 		next[k] = v
@@ -182,25 +196,20 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return nil, err
 	}
-	t.mu.RLock()
-	if g := t.groups[groupName]; g != nil {
-		g.mu.Lock()
-		mask := t.addMemberLocked(g, member)
-		g.mu.Unlock()
-		t.mu.RUnlock()
-		return mask.AppendTo(make([]int32, 0, mask.Len())), nil
-	}
-	t.mu.RUnlock()
-
 	t.mu.Lock()
-	g := t.groups[groupName]
-	if g == nil {
-		g = t.createGroupLocked(groupName)
+	defer t.mu.Unlock()
+	g := (*t.groups.Load())[groupName]
+	created := g == nil
+	if created {
+		g = &group{name: groupName, idx: len(*t.groups.Load())}
+		g.assign.Store(&assignment{owner: make([]string, len(t.parts))})
 	}
-	g.mu.Lock()
-	mask := t.addMemberLocked(g, member)
-	g.mu.Unlock()
-	t.mu.Unlock()
+	i, found := slices.BinarySearch(g.members, member)
+	if !found {
+		g.members = slices.Insert(g.members, i, member)
+		t.rebalanceLocked(g, created)
+	}
+	mask := g.assign.Load().masks[member]
 	return mask.AppendTo(make([]int32, 0, mask.Len())), nil
 }
 
@@ -216,20 +225,18 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return false, err
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	g := t.groups[groupName]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := (*t.groups.Load())[groupName]
 	if g == nil {
 		return false, nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	i, found := slices.BinarySearch(g.members, member)
 	if !found {
 		return false, nil
 	}
 	g.members = slices.Delete(g.members, i, i+1)
-	t.rebalanceLocked(g)
+	t.rebalanceLocked(g, false)
 	return true, nil
 }
 
@@ -267,8 +274,9 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 // by the caller, in ascending partition order, at most one record per
 // partition; it is empty (not nil) when the group or member is absent,
 // nothing is eligible or everything is in flight. Poll never waits for
-// records. Errors (ErrInvalidArgument): unknown topic, invalid identifier,
-// maxRecords outside 1..64.
+// records. It allocates only its result; AppendPoll reuses a caller's
+// buffer instead. Errors (ErrInvalidArgument): unknown topic, invalid
+// identifier, maxRecords outside 1..64.
 func (b *Broker) Poll(topicName, groupName, member string, maxRecords int32) ([]Record, error) {
 	out, err := b.appendPoll(nil, topicName, groupName, member, maxRecords)
 	if out == nil && err == nil {
@@ -279,28 +287,32 @@ func (b *Broker) Poll(topicName, groupName, member string, maxRecords int32) ([]
 
 // appendPoll is Poll appending to dst; with dst nil it allocates only when a
 // record is reserved, sized for the most records the member can get.
+//
+// Identifiers are validated only on a miss: a topic, group or member found
+// in the broker's maps was validated when it was added.
 func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, maxRecords int32) ([]Record, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
 		return dst, err
 	}
-	if err := checkGroupMember(groupName, member); err != nil {
-		return dst, err
-	}
 	if maxRecords < 1 || maxRecords > MaxPollRecords {
+		if err := checkGroupMember(groupName, member); err != nil {
+			return dst, err
+		}
 		return dst, fmt.Errorf("%w: maxRecords %d outside [1,%d]", ErrInvalidArgument, maxRecords, MaxPollRecords)
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	g := t.groups[groupName]
+	g := (*t.groups.Load())[groupName]
 	if g == nil {
-		return dst, nil
+		return dst, checkGroupMember(groupName, member)
 	}
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	mask := g.assigned[member]
+retry:
+	a := g.assign.Load()
+	mask, ok := a.masks[member]
+	if !ok {
+		return dst, checkID("member", member)
+	}
 	if t.faults.on(faultPollStaleAssignment) {
-		t.yieldGroupLock(g)
+		t.faultYield() // widen (f)'s window: let a rebalance run now
 	}
 	var locked shard.Mask
 	taken := int32(0)
@@ -310,6 +322,16 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 		}
 		part := &t.parts[p]
 		part.mu.Lock()
+		if locked == 0 && g.assign.Load() != a && !t.faults.on(faultPollStaleAssignment) {
+			// A rebalance replaced the assignment after we read it. It held
+			// every partition lock to do so, so holding this one, the
+			// current assignment cannot change again until we let go.
+			part.mu.Unlock()
+			goto retry
+		}
+		if t.faults.on(faultRebalanceSkipsLock) {
+			t.faultYield() // widen (g)'s window: hold the lock a while
+		}
 		locked = locked.With(p)
 		c := &part.cursors[g.idx]
 		if c.inFlight {
@@ -347,7 +369,7 @@ func (b *Broker) Ack(topicName, groupName, member string, partition int32, offse
 // Retry releases the in-flight delivery (partition, offset) of member in
 // group without committing it, so the next poll delivers the same record
 // again (SPEC rule 12). It has exactly Ack's checks and errors; on any
-// mismatch it returns false and changes nothing.
+// mismatch it returns false and changes nothing. Retry allocates nothing.
 func (b *Broker) Retry(topicName, groupName, member string, partition int32, offset int64) (bool, error) {
 	return b.settle(topicName, groupName, member, partition, offset, false)
 }
@@ -358,36 +380,46 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	if err != nil {
 		return false, err
 	}
-	if err := checkGroupMember(groupName, member); err != nil {
-		return false, err
-	}
 	if err := t.checkPartition(partition); err != nil {
 		return false, err
 	}
 	if offset < 0 {
+		if err := checkGroupMember(groupName, member); err != nil {
+			return false, err
+		}
 		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	g := t.groups[groupName]
+	g := (*t.groups.Load())[groupName]
 	if g == nil {
-		return false, nil
-	}
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if g.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
-		return false, nil
+		return false, checkGroupMember(groupName, member)
 	}
 	part := &t.parts[partition]
-	part.mu.Lock()
-	defer part.mu.Unlock()
+	for {
+		a := g.assign.Load()
+		if a.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
+			return false, checkID("member", member)
+		}
+		part.mu.Lock()
+		if g.assign.Load() == a {
+			break // holding the partition lock, the assignment is a's until we let go
+		}
+		part.mu.Unlock()
+	}
+	ok := settleLocked(t, g, part, offset, commit)
+	part.mu.Unlock()
+	return ok, nil
+}
+
+// settleLocked applies an Ack or Retry to g's cursor on part, whose lock the
+// caller holds, once the owner check has passed.
+func settleLocked(t *topic, g *group, part *partition, offset int64, commit bool) bool {
 	c := &part.cursors[g.idx]
 	if !c.inFlight || c.committed != offset {
-		return false, nil
+		return false
 	}
 	c.inFlight = false
 	if !commit {
-		return true, nil
+		return true
 	}
 	c.committed++
 	// Invariant: with at least one group, the log start offset equals the
@@ -404,77 +436,96 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 		}
 		part.log.TrimTo(low)
 	}
-	return true, nil
-}
-
-// createGroupLocked adds an empty group whose committed offset on each
-// partition is the partition's log start offset (SPEC rule 7). The caller
-// holds t.mu for writing, which excludes every Ack and so every trim.
-func (t *topic) createGroupLocked(name string) *group {
-	g := &group{
-		name:     name,
-		idx:      len(t.groups),
-		owner:    make([]string, len(t.parts)),
-		assigned: map[string]shard.Mask{},
-	}
-	for i := range t.parts {
-		p := &t.parts[i]
-		p.mu.Lock()
-		p.cursors = append(p.cursors, cursor{committed: p.log.StartOffset()})
-		p.mu.Unlock()
-	}
-	t.groups[name] = g
-	return g
-}
-
-// addMemberLocked adds member to g if absent, rebalancing, and returns the
-// member's partitions. The caller holds g.mu for writing.
-func (t *topic) addMemberLocked(g *group, member string) shard.Mask {
-	i, found := slices.BinarySearch(g.members, member)
-	if !found {
-		g.members = slices.Insert(g.members, i, member)
-		t.rebalanceLocked(g)
-	}
-	return g.assigned[member]
+	return true
 }
 
 // rebalanceLocked replaces g's whole assignment with the round-robin one for
 // g.members (SPEC rules 6, 9): partition p goes to members[p mod n]. A
 // partition whose owner changes loses its in-flight delivery; its committed
-// offset is kept. The caller holds g.mu for writing, which excludes every
-// Poll, Ack and Retry of g, so the change is seen at one instant.
-func (t *topic) rebalanceLocked(g *group) {
-	assigned := make(map[string]shard.Mask, len(g.members))
-	for p := range t.parts {
-		owner := ""
-		if n := len(g.members); n > 0 {
-			owner = g.members[p%n]
-			assigned[owner] = assigned[owner].With(int32(p))
+// offset is kept. With created set, g is new: each partition gets g's cursor
+// at its log start offset (rule 7) and g is added to the topic's groups.
+//
+// The caller holds t.mu. Everything happens while holding every partition
+// lock of the topic, so no Poll, Ack, Retry or Publish is in progress and the
+// log start offsets cannot move: the new assignment (and a new group) takes
+// effect at one instant.
+func (t *topic) rebalanceLocked(g *group, created bool) {
+	old := g.assign.Load()
+	next := &assignment{owner: make([]string, len(t.parts)), masks: make(map[string]shard.Mask, len(g.members))}
+	for _, m := range g.members {
+		next.masks[m] = 0
+	}
+	if n := len(g.members); n > 0 {
+		for p := range t.parts {
+			owner := g.members[p%n]
+			next.owner[p] = owner
+			next.masks[owner] = next.masks[owner].With(int32(p))
 		}
-		if g.owner[p] == owner {
+	}
+	t.lockAll()
+	if created {
+		for i := range t.parts {
+			p := &t.parts[i]
+			p.cursors = appendCursor(p.cursors, cursor{committed: p.log.StartOffset()})
+		}
+		oldGroups := *t.groups.Load()
+		groups := make(map[string]*group, len(oldGroups)+1)
+		for k, v := range oldGroups {
+			groups[k] = v
+		}
+		groups[g.name] = g
+		t.groups.Store(&groups)
+	}
+	for p := range t.parts {
+		if old.owner[p] != next.owner[p] && !t.faults.on(faultRebalanceKeepsInFlight) {
+			t.parts[p].cursors[g.idx].inFlight = false
+		}
+	}
+	g.assign.Store(next)
+	t.unlockAll()
+}
+
+// lockAll locks every partition of t in ascending order (the lock order).
+func (t *topic) lockAll() {
+	for i := range t.parts {
+		if t.faults.on(faultRebalanceSkipsLock) && i == len(t.parts)-1 && i > 0 {
 			continue
 		}
-		g.owner[p] = owner
-		part := &t.parts[p]
-		part.mu.Lock()
-		if !t.faults.on(faultRebalanceKeepsInFlight) {
-			part.cursors[g.idx].inFlight = false
-		}
-		part.mu.Unlock()
+		t.parts[i].mu.Lock()
 	}
-	g.assigned = assigned
+}
+
+// unlockAll unlocks what lockAll locked.
+func (t *topic) unlockAll() {
+	for i := range t.parts {
+		if t.faults.on(faultRebalanceSkipsLock) && i == len(t.parts)-1 && i > 0 {
+			continue
+		}
+		t.parts[i].mu.Unlock()
+	}
+}
+
+// appendCursor appends c to cs, growing the backing array in whole padding
+// units (cursorsPerLine) so that it shares no cache line with another
+// partition's cursors.
+func appendCursor(cs []cursor, c cursor) []cursor {
+	if len(cs) == cap(cs) {
+		grown := make([]cursor, len(cs), (len(cs)/cursorsPerLine+1)*cursorsPerLine)
+		copy(grown, cs)
+		cs = grown
+	}
+	return append(cs, c)
 }
 
 // lookup returns the named topic or ErrInvalidArgument.
 func (b *Broker) lookup(name string) (*topic, error) {
+	if t := (*b.topics.Load())[name]; t != nil {
+		return t, nil // a stored name was validated by Create
+	}
 	if err := checkID("topic", name); err != nil {
 		return nil, err
 	}
-	t := (*b.topics.Load())[name]
-	if t == nil {
-		return nil, fmt.Errorf("%w: unknown topic %q", ErrInvalidArgument, name)
-	}
-	return t, nil
+	return nil, fmt.Errorf("%w: unknown topic %q", ErrInvalidArgument, name)
 }
 
 // checkPartition returns ErrInvalidArgument unless p is in [0, partitionCount).
@@ -485,6 +536,8 @@ func (t *topic) checkPartition(p int32) error {
 	return nil
 }
 
+// checkGroupMember returns the first ErrInvalidArgument error of the group
+// and member identifiers, or nil.
 func checkGroupMember(groupName, member string) error {
 	if err := checkID("group", groupName); err != nil {
 		return err

@@ -30,9 +30,13 @@ const (
 	faultPublishBurnsOffset
 	// (e) The retention trim ignores groups that have no members.
 	faultTrimIgnoresMemberless
-	// (f) Poll reads the member's assignment in one critical section and
-	// walks the partitions in another, so a concurrent Join or Leave is not
-	// atomic with respect to it.
+	// (f) Poll does not check, once it holds a partition lock, that the
+	// assignment it read is still current, so a concurrent Join or Leave is
+	// not atomic with respect to it.
 	faultPollStaleAssignment
+	// (g) A rebalance skips the lock of the topic's last partition while it
+	// replaces the assignment, so a Poll or Ack holding only that partition
+	// can act on the old assignment after the new one is in place.
+	faultRebalanceSkipsLock
 	faultCount
 )

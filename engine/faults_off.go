@@ -16,7 +16,7 @@ func (faultSet) on(fault) bool { return false }
 
 func (t *topic) releasePolled(shard.Mask) shard.Mask { panic(noFaults) }
 
-func (t *topic) yieldGroupLock(*group) { panic(noFaults) }
+func (t *topic) faultYield() { panic(noFaults) }
 
 func (t *topic) burnOffset(*partition, int64, bool) (int64, bool) { panic(noFaults) }
 

@@ -39,11 +39,17 @@ const (
 	// FaultTrimIgnoresMemberless (e): the retention trim after an Ack
 	// ignores groups that have no members ("trim-ignores-memberless").
 	FaultTrimIgnoresMemberless = Fault(faultTrimIgnoresMemberless)
-	// FaultPollStaleAssignment (f): Poll reads the member's assignment under
-	// the group lock, drops the lock and yields, and walks the partitions
-	// under a second acquisition, so a concurrent Join or Leave is not atomic
-	// with respect to it ("poll-stale-assignment").
+	// FaultPollStaleAssignment (f): Poll skips the check, made once it holds
+	// its first partition lock, that the assignment snapshot it read is still
+	// current, so a concurrent Join or Leave is not atomic with respect to it
+	// ("poll-stale-assignment").
 	FaultPollStaleAssignment = Fault(faultPollStaleAssignment)
+	// FaultRebalanceSkipsLock (g): a rebalance replaces the assignment
+	// without taking the lock of the topic's last partition (the "writer
+	// that skips one slot"), so a Poll, Ack or Retry holding only that
+	// partition can act on the replaced assignment
+	// ("rebalance-skips-lock").
+	FaultRebalanceSkipsLock = Fault(faultRebalanceSkipsLock)
 )
 
 var faultNames = [faultCount]string{
@@ -54,6 +60,7 @@ var faultNames = [faultCount]string{
 	"publish-burns-offset",
 	"trim-ignores-memberless",
 	"poll-stale-assignment",
+	"rebalance-skips-lock",
 }
 
 // String returns the fault's name, as ParseFault accepts it.
@@ -129,14 +136,10 @@ func (t *topic) releasePolled(locked shard.Mask) shard.Mask {
 	return 0
 }
 
-// yieldGroupLock is fault (f): the caller holds g.mu for reading and has read
-// the assignment; the lock is dropped and taken again, so that a Join or
-// Leave can rebalance in between.
-func (t *topic) yieldGroupLock(g *group) {
-	g.mu.RUnlock()
-	runtime.Gosched()
-	g.mu.RLock()
-}
+// faultYield widens the window of faults (f) and (g), which need an
+// interleaving: Poll yields after reading the assignment (f) or while
+// holding a partition lock (g), so that a rebalance is likely to run then.
+func (t *topic) faultYield() { runtime.Gosched() }
 
 // burnOffset is fault (d): given Append's result on p (whose lock the caller
 // holds), it counts a refused append as a used-up offset and shifts the
@@ -154,24 +157,14 @@ func (t *topic) burnOffset(p *partition, off int64, ok bool) (int64, bool) {
 
 // lowIgnoringMemberless is fault (e): the lowest committed offset on part of
 // the topic's groups that have members, and of g, starting from low. The
-// caller holds t.mu for reading, g.mu for reading and part.mu. Another
-// group's membership is read with TryRLock (never blocking, so the lock
-// order is kept); a group being rebalanced at that moment counts as having
-// members.
+// caller holds part.mu; each group's membership is read from its current
+// assignment snapshot.
 func (t *topic) lowIgnoringMemberless(part *partition, g *group, low int64) int64 {
-	for _, o := range t.groups {
-		if o != g && memberless(o) {
+	for _, o := range *t.groups.Load() {
+		if o != g && len(o.assign.Load().masks) == 0 {
 			continue
 		}
 		low = min(low, part.cursors[o.idx].committed)
 	}
 	return low
-}
-
-func memberless(g *group) bool {
-	if !g.mu.TryRLock() {
-		return false
-	}
-	defer g.mu.RUnlock()
-	return len(g.members) == 0
 }

@@ -79,9 +79,7 @@ func (b *Broker) cursor(topicName, groupName string, partition int32) (cursor, e
 	if err := t.checkPartition(partition); err != nil {
 		return cursor{}, err
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	g := t.groups[groupName]
+	g := (*t.groups.Load())[groupName]
 	if g == nil {
 		return cursor{}, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topicName, groupName)
 	}

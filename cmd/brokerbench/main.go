@@ -293,19 +293,19 @@ func median(s []Result) Result {
 
 // Meta describes the run: when, where and how.
 type Meta struct {
-	Date         string  `json:"date"`           // RFC 3339, UTC, at the start
-	GoVersion    string  `json:"go_version"`     // runtime.Version()
-	GOOS         string  `json:"goos"`           //
-	GOARCH       string  `json:"goarch"`         //
-	NumCPU       int     `json:"num_cpu"`        // runtime.NumCPU(): logical CPUs usable by the process
-	CPUModel     string  `json:"cpu_model"`      // from /proc/cpuinfo; "" where unavailable
-	Benchtime    string  `json:"benchtime"`      // -benchtime
-	Count        int     `json:"count"`          // -count
-	CPUs         []int   `json:"cpus"`           // -cpu
-	LoadAvgStart string  `json:"loadavg_start"`  // /proc/loadavg 1, 5 and 15 minute averages at the start
-	LoadAvgEnd   string  `json:"loadavg_end"`    // the same at the end
-	Seconds      float64 `json:"duration_s"`     // wall time of all measurements, in seconds
-	Command      string  `json:"command"`        // the command line
+	Date         string  `json:"date"`          // RFC 3339, UTC, at the start
+	GoVersion    string  `json:"go_version"`    // runtime.Version()
+	GOOS         string  `json:"goos"`          // runtime.GOOS
+	GOARCH       string  `json:"goarch"`        // runtime.GOARCH
+	NumCPU       int     `json:"num_cpu"`       // runtime.NumCPU(): logical CPUs usable by the process
+	CPUModel     string  `json:"cpu_model"`     // from /proc/cpuinfo; "" where unavailable
+	Benchtime    string  `json:"benchtime"`     // -benchtime
+	Count        int     `json:"count"`         // -count
+	CPUs         []int   `json:"cpus"`          // -cpu
+	LoadAvgStart string  `json:"loadavg_start"` // /proc/loadavg 1, 5 and 15 minute averages at the start
+	LoadAvgEnd   string  `json:"loadavg_end"`   // the same at the end
+	Seconds      float64 `json:"duration_s"`    // wall time of all measurements, in seconds
+	Command      string  `json:"command"`       // the command line
 }
 
 func collectMeta(o options) Meta {

@@ -67,17 +67,19 @@ func writePlot(path string, rep Report) error {
 		unit := byScenario[name][0].Unit
 		p.Title.Text = name
 		p.X.Label.Text = "GOMAXPROCS"
-		p.Y.Label.Text = fmt.Sprintf("M %ss/s", unit)
+		p.Y.Label.Text = fmt.Sprintf("M %s/s", bench.Plural(unit))
 		p.Y.Min = 0
 		p.Legend.Top = true
 		p.Legend.Left = true
 		p.X.Tick.Marker = procsTicks(rep.Meta.CPUs)
 		p.Add(plotter.NewGrid())
+		top := 0.0
 		for _, k := range bench.Kinds() {
 			var xy plotter.XYs
 			for _, r := range byScenario[name] {
 				if r.Subject == k.Name {
 					xy = append(xy, plotter.XY{X: float64(r.Procs), Y: r.UnitsPerSec / 1e6})
+					top = max(top, r.UnitsPerSec/1e6)
 				}
 			}
 			if len(xy) == 0 {
@@ -93,10 +95,13 @@ func writePlot(path string, rep Report) error {
 			p.Add(line, points)
 			p.Legend.Add(k.Name, line, points)
 		}
+		p.Y.Max = 1.35 * top // headroom for the legend
 		plots[i/cols][i%cols] = p
 	}
 	for i := len(names); i < rows*cols; i++ {
-		plots[i/cols][i%cols] = plot.New() // an empty panel fills the grid
+		empty := plot.New() // a blank panel fills the grid
+		empty.HideAxes()
+		plots[i/cols][i%cols] = empty
 	}
 
 	width, height := 10*vg.Inch, vg.Length(rows)*3.5*vg.Inch+0.5*vg.Inch
