@@ -1,8 +1,13 @@
 // Package engine is Tributary's broker: a bounded, in-memory event broker with
 // partitioned topics, consumer groups, per-record acknowledgement and retry,
-// deterministic rebalancing and shared retention. It implements sections 1
-// and 2 of SPEC.md; the sequential reference model of the same contract is
-// package model, and package porcupine checks the engine against it.
+// deterministic rebalancing and shared retention. It implements the core
+// contract, SPEC rules 1–14 (listed in README.md); package model is the
+// sequential reference model of the same contract, and package porcupine
+// checks the engine against it.
+//
+// Identifiers (topic, group and member) are 1 to 64 bytes of A-Z a-z 0-9 _
+// and -, case-sensitive and never trimmed (SPEC rule 3); anything else is
+// ErrInvalidArgument.
 //
 // # Terms
 //
@@ -51,7 +56,7 @@
 //
 // The membership lock of a topic is read on every Poll, Ack and Retry; as a
 // sync.RWMutex its reader count is one cache line that every core writes, and
-// a hot topic stops scaling (golang/go#17973, MEASUREMENTS.md). Instead,
+// a hot topic stops scaling (golang/go#17973). Instead,
 // readers load the assignment snapshot, then lock the partition(s) they
 // need, then check that the snapshot is still the group's current one. A
 // rebalance stores a new snapshot only while holding every partition lock,
@@ -61,6 +66,22 @@
 // between; the reader unlocks and starts again with the new snapshot (a
 // bounded retry that waits only for the rebalance's locks). The reader side
 // thus writes only the cache lines of the partitions it touches.
+//
+// Cost model of the membership scheme, for a topic of P partitions and a
+// group of M members:
+//
+//   - Read (every Poll, Ack, Retry): two atomic pointer loads (the groups
+//     map, the assignment) and one more after the first partition lock, one
+//     map lookup for the group and, in Poll, one for the member; no write to
+//     any shared line besides the partition locks the call needs anyway.
+//   - Write (Join, Leave): the topic's membership mutex, all P partition
+//     locks in ascending order, and a new assignment: O(P + M) time, one
+//     P-entry owner slice and one M-entry map allocated. Creating a group
+//     also copies the groups map and adds one cursor (16 bytes) per
+//     partition, in cursor slices grown in whole 128-byte units.
+//   - Memory per topic: P padded partitions (128 bytes each plus the ring
+//     buffer), per group one cursor per partition and one live assignment
+//     (older ones are garbage once no reader holds them).
 //
 // # Linearization points
 //

@@ -566,7 +566,7 @@ func checkID(kind, id string) error {
 	}
 	for i := 0; i < len(id); i++ {
 		if !idByte[id[i]] {
-			return fmt.Errorf("%w: %s identifier %q: byte %d (%q) is not one of A-Z a-z 0-9 _ -", ErrInvalidArgument, kind, id, i, id[i])
+			return fmt.Errorf("%w: %s identifier %q: byte %d (0x%02x) is not one of A-Z a-z 0-9 _ -", ErrInvalidArgument, kind, id, i, id[i])
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ package engine
 type fault uint8
 
 const (
+	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultNone fault = iota
 	// (a) Poll releases each partition lock before taking the next one, so
 	// a poll over several partitions is no longer one atomic snapshot.

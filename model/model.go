@@ -1,6 +1,7 @@
 // Package model is the executable specification of the Tributary broker
-// contract: a pure, sequential reference implementation of SPEC.md sections 1
-// and 2 with the same API shape as package engine.
+// contract: a pure, sequential reference implementation of the core contract,
+// SPEC rules 1–14 (listed in README.md), with the same API shape as package
+// engine.
 //
 // The model is deliberately simple rather than fast: plain maps and slices, no
 // locks, no goroutines, no I/O. A *Broker is not safe for concurrent use; the

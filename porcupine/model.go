@@ -277,17 +277,18 @@ func partitionEvents(h []porc.Event) [][]porc.Event {
 // partition of the history.
 func Describe(in Input, out Output) string {
 	var args string
+	g, m := showID(in.Group), showID(in.Member)
 	switch in.Kind {
 	case KindCreate:
-		args = fmt.Sprintf("%s, %d", in.Topic, in.N)
+		args = fmt.Sprintf("%s, %d", showID(in.Topic), in.N)
 	case KindJoin, KindLeave:
-		args = in.Group + " " + in.Member
+		args = g + " " + m
 	case KindPublish:
 		args = fmt.Sprintf("p%d %q", in.Partition, in.Payload)
 	case KindPoll:
-		args = fmt.Sprintf("%s %s max=%d", in.Group, in.Member, in.N)
+		args = fmt.Sprintf("%s %s max=%d", g, m, in.N)
 	case KindAck, KindRetry:
-		args = fmt.Sprintf("%s %s p%d@%d", in.Group, in.Member, in.Partition, in.Offset)
+		args = fmt.Sprintf("%s %s p%d@%d", g, m, in.Partition, in.Offset)
 	}
 	var res string
 	switch {
@@ -327,4 +328,19 @@ func describeState(state interface{}) string {
 	s := html.EscapeString(strings.TrimSuffix(state.(*model.Broker).String(), "\n"))
 	s = strings.ReplaceAll(s, "  ", "&nbsp;&nbsp;")
 	return strings.ReplaceAll(s, "\n", "<br>")
+}
+
+// showID prints an identifier bare when it is a plain word, and quoted when
+// it is empty or holds anything else, so that invalid ids stand out.
+func showID(id string) string {
+	if id == "" {
+		return `""`
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return strconv.Quote(id)
+		}
+	}
+	return id
 }

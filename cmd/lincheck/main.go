@@ -106,6 +106,10 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	var fault func() (func(int32) (*engine.Broker, error), string, error)
 	if faultFlag != nil {
 		fault = faultFlag(fs)
+	} else {
+		fs.Func("fault", "only in a build with -tags tributary_faults", func(string) error {
+			return errors.New("this lincheck was built without the deliberate bugs; run it as: go run -tags tributary_faults ./cmd/lincheck -fault …")
+		})
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err

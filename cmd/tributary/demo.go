@@ -43,7 +43,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "== concurrent workload ==")
 	fmt.Fprintf(stdout, "seed %d (rerun with -seed %d to repeat the random choices)\n", cfg.Seed, cfg.Seed)
 	fmt.Fprintf(stdout, "topic %q: %d partitions, capacity %d records each\n", workloadTopic, cfg.Partitions, cfg.Capacity)
-	fmt.Fprintf(stdout, "%d producers publish %d records to random partitions; %d groups of %d members poll %d at a time,\n",
+	fmt.Fprintf(stdout, "%d producer(s) publish %d records to random partitions; %d group(s) of %d member(s) poll %d at a time,\n",
 		cfg.Producers, cfg.Records, cfg.Groups, cfg.Members, cfg.Batch)
 	churn := "no churn"
 	if cfg.Churn > 0 {
@@ -135,13 +135,15 @@ func runExamples(w io.Writer) []string {
 		return []string{fmt.Sprintf("New(2): %v", err)}
 	}
 	const o, g, m = "orders", "billing", "m1"
+	fmt.Fprintln(w, "Each step: the call, its result, and whether it matches the contract.")
+	fmt.Fprintln(w, "Records print as topic/partition/offset \"payload\".")
 	fmt.Fprintln(w, "example 1: retry and acknowledge (capacity 2)")
 	bad = append(bad, runSteps(w, []step{
 		{`Create("orders", 1)`, func() (string, error) { return fmtBool(b.Create(o, 1)) }, "true"},
 		{`Publish("orders", 0, "a")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "a")) }, "0"},
 		{`Publish("orders", 0, "b")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "b")) }, "1"},
 		{`Join("orders", "billing", "m1")`, func() (string, error) { return fmtPartitions(b.Join(o, g, m)) }, "[0]"},
-		{`Poll("orders", "billing", "m1", 2)`, func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
+		{`Poll("orders", "billing", "m1", 2)  (one in flight per partition)`, func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
 		{`Retry("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.Retry(o, g, m, 0, 0)) }, "true"},
 		{`Poll("orders", "billing", "m1", 2)`, func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
 		{`Ack("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.Ack(o, g, m, 0, 0)) }, "true"},
@@ -166,7 +168,7 @@ func runExamples(w io.Writer) []string {
 		{`Join("events", "g", "a")`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 1 2]"},
 		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "a", 3)) }, `[events/0/0 "x" events/1/0 "y" events/2/0 "z"]`},
 		{`Join("events", "g", "b")`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "b")) }, "[1]"},
-		{`Join("events", "g", "a")  (again: no change)`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 2]"},
+		{`Join("events", "g", "a")  (already a member: no change since step 7)`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 2]"},
 		{`Poll("events", "g", "b", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "b", 3)) }, `[events/1/0 "y"]`},
 		{`Ack("events", "g", "a", 1, 0)`, func() (string, error) { return fmtBool(b.Ack(t, grp, "a", 1, 0)) }, "false"},
 		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "a", 3)) }, "[]"},
@@ -837,6 +839,9 @@ func printReport(w io.Writer, h *history, r report) {
 		acked += g.Acked
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "(redelivered = deliveries of a record the group had been given before: retried ones plus")
+	fmt.Fprintln(w, " those whose ack or retry was refused because a rebalance moved the partition; lost and")
+	fmt.Fprintln(w, " acked twice must be 0; order kept = each partition's acks were offsets 0, 1, 2, … in order)")
 	fmt.Fprintf(w, "publishes refused while a partition was full (retried): %d\n", h.Full)
 	fmt.Fprintf(w, "member leave-and-rejoin events: %d (two rebalances each)\n", h.Churns)
 	rate := 0.0
