@@ -73,7 +73,7 @@ func (s *byteSource) pick(xs ...string) string { return xs[int(s.next())%len(xs)
 var (
 	topicNames  = []string{"t0", "t0", "t0", "t1", "t1", "nope", "bad.id", ""}
 	groupNames  = []string{"g0", "g0", "g1", "g1", "G", "g 2", strings.Repeat("g", 65)}
-	memberNames = []string{"a", "a", "b", "b", "c", "B", "a10", "a9", "é"}
+	memberNames = []string{"a", "a", "b", "b", "c", "B", "a10", "a9", "é", ""}
 )
 
 // decode turns bytes into a capacity (1..4) and a sequence of operations.

@@ -393,6 +393,11 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	if g == nil {
 		return false, checkGroupMember(groupName, member)
 	}
+	if member == "" {
+		// The one invalid id an owner check could pass: a partition with no
+		// owner has owner "". Every other owner is a validated member id.
+		return false, checkID("member", member)
+	}
 	part := &t.parts[partition]
 	for {
 		a := g.assign.Load()
