@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test demo lincheck verify race-short fmt bench profile
+.PHONY: all test demo lincheck verify fmt bench profile bench-scaling
 
 all: verify test
 
@@ -23,13 +23,20 @@ demo:
 lincheck:
 	$(GO) run ./cmd/lincheck -duration 50s
 
-## bench: a short cmd/brokerbench run (about a minute on 2 cores): every
+## bench: a short cmd/brokerbench run (about 35 s on 2 cores): every
 ## scenario on the engine and its baselines at GOMAXPROCS 1,2,…,NumCPU, the
 ## table, the issue's targets, bench/out/results.json and a throughput plot.
 ## Longer, steadier: go run ./cmd/brokerbench -benchtime 1s -count 3.
 bench:
 	@mkdir -p bench/out
 	$(GO) run ./cmd/brokerbench -benchtime 100ms -json bench/out/results.json -plot bench/out/throughput.svg
+
+## bench-scaling: the full table over GOMAXPROCS 1,2,4,8,16 (for a 16-core
+## machine; about 18 minutes), into bench/results/.
+bench-scaling:
+	$(GO) run ./cmd/brokerbench -cpu 1,2,4,8,16 -benchtime 300ms -count 5 \
+		-json bench/results/bench-16core.json -plot bench/results/bench-16core.svg \
+		-markdown bench/results/bench-16core.md
 
 ## profile: CPU, mutex and block profiles of the Mixed workload on the engine
 ## (and CPU profiles of RoundTrip and Parallel/groups=3) in bench/out/profile/.

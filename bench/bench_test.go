@@ -41,16 +41,12 @@ func runNested(b *testing.B, path []string, f func(*testing.B)) {
 	b.Run(path[0], func(b *testing.B) { runNested(b, path[1:], f) })
 }
 
-// BenchmarkChanSendRecv: the bare buffered-channel send + receive the
-// targets are stated against, in ns/record.
-func BenchmarkChanSendRecv(b *testing.B) { runFamily(b, "ChanSendRecv") }
-
 // BenchmarkPublish: appends to one partition kept from filling up, in
 // ns/record.
 func BenchmarkPublish(b *testing.B) { runFamily(b, "Publish") }
 
 // BenchmarkRoundTrip: publish → poll(1) → ack in one goroutine, in
-// ns/record.
+// ns/record; chan-raw is the bare channel send + receive.
 func BenchmarkRoundTrip(b *testing.B) { runFamily(b, "RoundTrip") }
 
 // BenchmarkBatch64: 64 publishes, one poll of 64, 64 acks, in ns/record.

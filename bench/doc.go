@@ -4,7 +4,7 @@
 //
 // A Subject is anything the scenarios can drive: the core API of SPEC
 // section 1 with Poll replaced by PollInto, which appends to a caller's
-// buffer. Four subjects exist (Kinds):
+// buffer. Five subject kinds exist (Kinds):
 //
 //   - "engine": engine.Broker, polling with AppendPoll into a reused buffer,
 //     the allocation-free consumer path;
@@ -16,17 +16,17 @@
 //     channel per (group, partition): a publish is a send to each group's
 //     channel, a poll a receive, an ack does nothing. It has no retention,
 //     no redelivery and no ownership changes in flight, so it runs only the
-//     scenarios where those do not matter.
+//     scenarios where those do not matter;
+//   - "chan-raw": no broker at all: in RoundTrip and Batch64, one bare
+//     buffered-channel send and receive per record in one goroutine, the
+//     cost the single-goroutine performance targets are stated against, measured
+//     beside the engine.
 //
-// A Scenario is one workload, written once against Subject, with the
+// Scenarios are listed by Scenarios. A Scenario is one workload, written once against Subject, with the
 // subjects it is meaningful for. Scenarios report, besides ns/op and
 // allocs/op, three metrics in their own unit (a published record, a
 // delivery, a rebalance or a broker call): units per op, ns per unit and
 // units per second ("records/op", "ns/record", "records/s"). The Benchmark functions in this package's tests run them with
 // go test -bench; cmd/brokerbench runs the same Scenario values with
 // testing.Benchmark over several GOMAXPROCS values and prints the ratios.
-//
-// Only the ChanSendRecv scenario bypasses Subject: it is the bare buffered
-// channel send and receive, in one goroutine, that the targets are
-// stated against.
 package bench

@@ -43,7 +43,7 @@ func TestEveryScenarioRuns(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"ChanSendRecv", "Publish", "RoundTrip", "Batch64", "Parallel/groups=1", "Parallel/groups=3", "Mixed"} {
+	for _, want := range []string{"Publish", "RoundTrip", "Batch64", "Parallel/groups=1", "Parallel/groups=3", "Mixed"} {
 		require.True(t, names[want], "scenario %s missing", want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/f91dcac0/tributary/bench/internal/rwengine"
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/model"
 )
@@ -41,6 +42,8 @@ const (
 	KindEnginePoll = "engine-poll"
 	KindNaive      = "naive"
 	KindChan       = "chan"
+	KindChanRaw    = "chan-raw"
+	KindEngineRW   = "engine-rw"
 )
 
 // Kinds returns every subject kind, the engine's first.
@@ -50,10 +53,14 @@ func Kinds() []Kind {
 			New: func(c int32) (Subject, error) { return NewEngine(c) }},
 		{Name: KindEnginePoll, Doc: "engine.Broker; polls with Poll (a new slice per non-empty poll)",
 			New: func(c int32) (Subject, error) { return NewEnginePoll(c) }},
+		{Name: KindEngineRW, Doc: "the engine's first design: topic and group sync.RWMutex read-locked by every Poll, Ack, Retry (bench/internal/rwengine)", Baseline: true,
+			New: func(c int32) (Subject, error) { return NewEngineRW(c) }},
 		{Name: KindNaive, Doc: "model.Broker behind one global sync.Mutex", Baseline: true,
 			New: func(c int32) (Subject, error) { return NewNaive(c) }},
 		{Name: KindChan, Doc: "buffered channels, one per (group, partition): send per publish, receive per poll", Baseline: true,
 			New: func(c int32) (Subject, error) { return NewChan(c) }},
+		{Name: KindChanRaw, Doc: "no broker: the bare buffered-channel send + receive per record, in one goroutine", Baseline: true,
+			New: func(c int32) (Subject, error) { return NewRawChan(c) }},
 	}
 }
 
@@ -79,6 +86,23 @@ func NewEngine(capacity int32) (Engine, error) {
 // PollInto is engine.Broker.AppendPoll: it allocates nothing when dst has
 // room for the records it reserves.
 func (e Engine) PollInto(dst []engine.Record, topic, group, member string, maxRecords int32) ([]engine.Record, error) {
+	return e.AppendPoll(dst, topic, group, member, maxRecords)
+}
+
+// EngineRW is the engine as first built to the original lock design — a
+// per-topic and a per-group sync.RWMutex read-locked by every Poll, Ack and
+// Retry — frozen in bench/internal/rwengine as the baseline for the
+// snapshot-based reader side.
+type EngineRW struct{ *rwengine.Broker }
+
+// NewEngineRW returns an EngineRW around rwengine.New(capacity).
+func NewEngineRW(capacity int32) (EngineRW, error) {
+	b, err := rwengine.New(capacity)
+	return EngineRW{b}, err
+}
+
+// PollInto is rwengine.Broker.AppendPoll.
+func (e EngineRW) PollInto(dst []engine.Record, topic, group, member string, maxRecords int32) ([]engine.Record, error) {
 	return e.AppendPoll(dst, topic, group, member, maxRecords)
 }
 
@@ -379,4 +403,21 @@ func (c *Chan) Ack(topic, group, member string, partition int32, offset int64) (
 // Retry returns ErrUnsupported.
 func (c *Chan) Retry(topic, group, member string, partition int32, offset int64) (bool, error) {
 	return false, ErrUnsupported
+}
+
+// RawChan marks the bare channel baseline that the single-goroutine
+// targets are stated against. The RoundTrip and Batch64 scenarios, given a
+// *RawChan, ignore the Subject API and time one send and one receive of an
+// engine.Record on a buffered channel per record, so that this figure is
+// measured beside the engine's, repetition by repetition. Through the
+// Subject methods it behaves as its Chan.
+type RawChan struct{ *Chan }
+
+// NewRawChan returns a RawChan whose Chan buffers capacity records.
+func NewRawChan(capacity int32) (*RawChan, error) {
+	c, err := NewChan(capacity)
+	if err != nil {
+		return nil, err
+	}
+	return &RawChan{c}, nil
 }

@@ -13,7 +13,7 @@
 // Usage:
 //
 //	brokerbench [-benchtime 1s] [-count 1] [-cpu 1,2,4] [-scenarios regexp]
-//	            [-subjects regexp] [-json path] [-plot path.svg|.png] [-markdown]
+//	            [-subjects regexp] [-json path] [-plot path.svg|.png] [-markdown path]
 package main
 
 import (
@@ -55,7 +55,8 @@ type options struct {
 	subjects  *regexp.Regexp // selects subject kinds by name
 	jsonPath  string         // "" for none
 	plotPath  string         // "" for none; .svg or .png
-	markdown  bool           // print the table and targets as Markdown
+	mdPath    string         // "" for none; the table and targets as Markdown
+	fromPath  string         // "" to measure; else re-render the results of this JSON file
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -70,7 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&subjects, "subjects", ".", "run only subject kinds (engine, engine-poll, naive, chan) matching this `regexp`")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `path`")
 	fs.StringVar(&o.plotPath, "plot", "", "write a plot of throughput against GOMAXPROCS to `path` (.svg or .png)")
-	fs.BoolVar(&o.markdown, "markdown", false, "print the table and targets as Markdown")
+	fs.StringVar(&o.mdPath, "markdown", "", "also write the table and targets as Markdown to `path`")
+	fs.StringVar(&o.fromPath, "from", "", "measure nothing: print (and -markdown, -plot) the results saved by -json in `path`, targets recomputed")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: brokerbench [flags]\n\nRuns the bench package's scenarios on the engine and its baselines over GOMAXPROCS values.\n\nScenarios:")
 		for _, sc := range bench.Scenarios() {
@@ -147,6 +149,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-benchtime %q: %w", o.benchtime, err)
 	}
 
+	var rep Report
+	if o.fromPath != "" {
+		data, err := os.ReadFile(o.fromPath)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return fmt.Errorf("-from %s: %w", o.fromPath, err)
+		}
+		derive(rep.Results)
+		rep.Targets = evaluateTargets(rep.Results)
+		return output(rep, o, stdout, stderr)
+	}
+
 	var plan []job
 	for _, sc := range bench.Scenarios() {
 		if !o.scenarios.MatchString(sc.Name) {
@@ -167,7 +183,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("no scenario matches -scenarios %q and -subjects %q", o.scenarios, o.subjects)
 	}
 
-	rep := Report{Meta: collectMeta(o)}
+	rep.Meta = collectMeta(o)
 	start := time.Now()
 	fmt.Fprintf(stderr, "brokerbench: %d measurements (%d jobs × %d procs values × count %d), -benchtime %s\n",
 		len(plan)*len(o.cpus)*o.count, len(plan), len(o.cpus), o.count, o.benchtime)
@@ -177,10 +193,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	derive(rep.Results)
 	rep.Targets = evaluateTargets(rep.Results)
 
-	if o.markdown {
-		writeMarkdown(stdout, rep)
-	} else {
-		writeText(stdout, rep)
+	return output(rep, o, stdout, stderr)
+}
+
+// output prints rep's table and targets and writes the -markdown, -json and
+// -plot files. It fails if any measurement failed.
+func output(rep Report, o options, stdout, stderr io.Writer) error {
+	writeText(stdout, rep)
+	if o.mdPath != "" {
+		var md strings.Builder
+		writeMarkdown(&md, rep)
+		if err := os.WriteFile(o.mdPath, []byte(md.String()), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "brokerbench: wrote", o.mdPath)
 	}
 	if o.jsonPath != "" {
 		data, err := json.MarshalIndent(rep, "", "  ")
@@ -216,9 +242,12 @@ type job struct {
 	k  bench.Kind
 }
 
-// measure runs every job at every procs value, count times each,
-// interleaving the subjects of a scenario so that the engine and its
-// baselines are measured close together in time.
+// measure runs every job at every procs value, count times each. Within a
+// scenario it interleaves: each repetition measures every procs value and,
+// within it, every subject in turn, so that the figures a ratio compares
+// (engine and baseline, 2 procs and 1) are taken seconds apart, and the
+// k-th samples of any two rows of a scenario form a pair (see
+// pairedRatio).
 func measure(plan []job, o options, progress io.Writer) []Result {
 	var out []Result
 	for i := 0; i < len(plan); {
@@ -226,14 +255,19 @@ func measure(plan []job, o options, progress io.Writer) []Result {
 		for j < len(plan) && plan[j].sc.Name == plan[i].sc.Name {
 			j++
 		}
-		for _, procs := range o.cpus {
-			samples := make([][]Result, j-i)
-			for range o.count {
+		samples := make([][][]Result, len(o.cpus)) // [procs][subject][repetition]
+		for c := range samples {
+			samples[c] = make([][]Result, j-i)
+		}
+		for range o.count {
+			for c, procs := range o.cpus {
 				for n, jb := range plan[i:j] {
-					samples[n] = append(samples[n], measureOne(jb, procs))
+					samples[c][n] = append(samples[c][n], measureOne(jb, procs))
 				}
 			}
-			for _, s := range samples {
+		}
+		for c := range samples {
+			for _, s := range samples[c] {
 				r := median(s)
 				fmt.Fprintf(progress, "  %-36s %-12s procs=%-3d %s\n", r.Scenario, r.Subject, r.Procs, r.brief())
 				out = append(out, r)
@@ -273,8 +307,8 @@ func fromBenchmark(sc bench.Scenario, subject string, procs int, br testing.Benc
 }
 
 // median returns the sample with the median ns/unit (the lower middle for
-// an even count), carrying every sample's ns/unit. A failed sample makes the
-// result failed.
+// an even count), carrying every sample's ns/unit in repetition order. A
+// failed sample makes the result failed.
 func median(s []Result) Result {
 	var ok []Result
 	var ns []float64

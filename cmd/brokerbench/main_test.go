@@ -43,10 +43,11 @@ func fixture() []Result {
 			Iterations: 1000, NsPerUnit: ns, UnitsPerSec: 1e9 / ns, AllocsPerUnit: allocs}
 	}
 	return []Result{
-		r("ChanSendRecv", "chan", 1, false, 40, 0),
+		r("RoundTrip", "chan-raw", 1, false, 40, 0),
 		r("RoundTrip", "engine", 1, false, 100, 0),
 		r("RoundTrip", "naive", 1, false, 200, 2),
 		r("Batch64", "engine", 1, false, 90, 0),
+		r("Batch64", "chan-raw", 1, false, 40, 0),
 		r("Parallel/groups=1", "engine", 1, true, 100, 0),
 		r("Parallel/groups=1", "engine", 2, true, 50, 0),
 		r("Parallel/groups=3", "engine", 2, true, 100, 0),
@@ -61,7 +62,7 @@ func TestTargets(t *testing.T) {
 	derive(rs)
 	require.InDelta(t, 2.0, *rs[1].VsNaive, 1e-9, "RoundTrip engine vs naive")
 	require.Nil(t, rs[1].Scaling, "no scaling for a sequential scenario")
-	require.InDelta(t, 2.0, *rs[5].Scaling, 1e-9, "Parallel 2 procs vs 1")
+	require.InDelta(t, 2.0, *rs[6].Scaling, 1e-9, "Parallel 2 procs vs 1")
 
 	ts := evaluateTargets(rs)
 	require.Len(t, ts, 5)
@@ -75,11 +76,11 @@ func TestTargets(t *testing.T) {
 		require.Equal(t, w.met, *ts[i].Met, ts[i].Name)
 	}
 
-	ts = evaluateTargets(rs[:4]) // no parallel rows
+	ts = evaluateTargets(rs[:5]) // no parallel rows
 	require.Nil(t, ts[2].Met)
 	require.Nil(t, ts[3].Met)
 	var buf bytes.Buffer
-	writeText(&buf, Report{Results: rs[:4], Targets: ts})
+	writeText(&buf, Report{Results: rs[:5], Targets: ts})
 	require.Contains(t, buf.String(), "not measured")
 }
 
@@ -104,7 +105,7 @@ func TestTablesAndPlot(t *testing.T) {
 		require.NoError(t, err)
 		require.Positive(t, st.Size())
 	}
-	require.Error(t, writePlot(filepath.Join(dir, "none.svg"), Report{Results: rs[:4]}), "nothing parallel to plot")
+	require.Error(t, writePlot(filepath.Join(dir, "none.svg"), Report{Results: rs[:5]}), "nothing parallel to plot")
 }
 
 // TestRunEndToEnd runs the command in-process on a few scenarios for a
@@ -116,19 +117,19 @@ func TestRunEndToEnd(t *testing.T) {
 	t.Cleanup(func() { _ = f.Value.Set(saved) })
 
 	dir := t.TempDir()
-	jsonPath, plotPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg")
+	jsonPath, plotPath, mdPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.svg"), filepath.Join(dir, "r.md")
 	var out, progress bytes.Buffer
-	err := run([]string{"-benchtime", "50x", "-cpu", "1,2", "-scenarios", "^(ChanSendRecv|RoundTrip|Parallel/groups=1)$",
-		"-json", jsonPath, "-plot", plotPath}, &out, &progress)
+	err := run([]string{"-benchtime", "50x", "-cpu", "1,2", "-scenarios", "^(RoundTrip|Parallel/groups=1)$",
+		"-json", jsonPath, "-plot", plotPath, "-markdown", mdPath}, &out, &progress)
 	require.NoError(t, err, progress.String())
-	require.Contains(t, out.String(), "Targets (issue 4):")
+	require.Contains(t, out.String(), "Performance targets:")
 
 	data, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	var rep Report
 	require.NoError(t, json.Unmarshal(data, &rep))
-	// ChanSendRecv: chan; RoundTrip: 4 subjects; Parallel/groups=1: 3; at 2 procs each.
-	require.Len(t, rep.Results, 2*(1+4+3))
+	// RoundTrip: 6 subjects; Parallel/groups=1: 4; at 2 procs each.
+	require.Len(t, rep.Results, 2*(6+4))
 	for _, r := range rep.Results {
 		require.False(t, r.Failed, "%s/%s", r.Scenario, r.Subject)
 		require.Positive(t, r.NsPerUnit)
@@ -138,4 +139,31 @@ func TestRunEndToEnd(t *testing.T) {
 	require.Nil(t, rep.Targets[1].Met, "Batch64 not run")
 	_, err = os.Stat(plotPath)
 	require.NoError(t, err)
+	md, err := os.ReadFile(mdPath)
+	require.NoError(t, err)
+	require.Contains(t, string(md), "| RoundTrip | engine | 1 |")
+
+	// -from re-renders the saved results without measuring.
+	var again bytes.Buffer
+	require.NoError(t, run([]string{"-from", jsonPath}, &again, &progress))
+	require.Equal(t, out.String(), again.String())
+}
+
+// TestPairedRatio: ratios are taken sample by sample, then the median; rows
+// without matching samples fall back to the ratio of their medians.
+func TestPairedRatio(t *testing.T) {
+	a := &Result{NsPerUnit: 200, SamplesNs: []float64{100, 200, 300}}
+	b := &Result{NsPerUnit: 100, SamplesNs: []float64{50, 100, 100}}
+	v, pairs := pairedRatio(a, b)
+	require.Equal(t, []float64{2, 2, 3}, pairs)
+	require.InDelta(t, 2.0, v, 1e-12)
+
+	b.SamplesNs = b.SamplesNs[:2]
+	v, pairs = pairedRatio(a, b)
+	require.Nil(t, pairs)
+	require.InDelta(t, 2.0, v, 1e-12)
+
+	a.SamplesNs, b.SamplesNs = []float64{10, 40}, []float64{10, 10}
+	v, _ = pairedRatio(a, b)
+	require.InDelta(t, 2.5, v, 1e-12, "even count: mean of the middle two")
 }
