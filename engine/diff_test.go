@@ -152,7 +152,20 @@ type newSubject func(capacity int32) (subject, error)
 
 func realEngine(capacity int32) (subject, error) { return engine.New(capacity) }
 
-func engineOutcome(b subject, o op) outcome {
+// caller is the core API of either implementation, R being its Record type.
+type caller[R any] interface {
+	Create(topic string, partitionCount int32) (bool, error)
+	Join(topic, group, member string) ([]int32, error)
+	Leave(topic, group, member string) (bool, error)
+	Publish(topic string, partition int32, payload string) (int64, error)
+	Poll(topic, group, member string, maxRecords int32) ([]R, error)
+	Ack(topic, group, member string, partition int32, offset int64) (bool, error)
+	Retry(topic, group, member string, partition int32, offset int64) (bool, error)
+}
+
+// outcomeOf makes call o on b; show prints a record, invalid is b's
+// invalid-argument sentinel.
+func outcomeOf[R any](b caller[R], o op, show func(R) string, invalid error) outcome {
 	var (
 		out outcome
 		err error
@@ -167,59 +180,36 @@ func engineOutcome(b subject, o op) outcome {
 	case "Publish":
 		out.Int, err = b.Publish(o.topic, o.partition, o.payload)
 	case "Poll":
-		var recs []engine.Record
+		var recs []R
 		recs, err = b.Poll(o.topic, o.group, o.member, o.n)
 		if recs != nil {
 			out.Records = []string{}
 		}
 		for _, r := range recs {
-			out.Records = append(out.Records, fmt.Sprintf("%s/%d/%d %q", r.Topic, r.Partition, r.Offset, r.Payload))
+			out.Records = append(out.Records, show(r))
 		}
 	case "Ack":
 		out.Bool, err = b.Ack(o.topic, o.group, o.member, o.partition, o.offset)
 	case "Retry":
 		out.Bool, err = b.Retry(o.topic, o.group, o.member, o.partition, o.offset)
 	}
-	out.Invalid = errors.Is(err, engine.ErrInvalidArgument)
+	out.Invalid = errors.Is(err, invalid)
 	if err != nil && !out.Invalid {
 		out.OtherErr = err.Error()
 	}
 	return out
 }
 
+func engineOutcome(b subject, o op) outcome {
+	return outcomeOf[engine.Record](b, o, func(r engine.Record) string {
+		return fmt.Sprintf("%s/%d/%d %q", r.Topic, r.Partition, r.Offset, r.Payload)
+	}, engine.ErrInvalidArgument)
+}
+
 func modelOutcome(b *model.Broker, o op) outcome {
-	var (
-		out outcome
-		err error
-	)
-	switch o.kind {
-	case "Create":
-		out.Bool, err = b.Create(o.topic, o.n)
-	case "Join":
-		out.Parts, err = b.Join(o.topic, o.group, o.member)
-	case "Leave":
-		out.Bool, err = b.Leave(o.topic, o.group, o.member)
-	case "Publish":
-		out.Int, err = b.Publish(o.topic, o.partition, o.payload)
-	case "Poll":
-		var recs []model.Record
-		recs, err = b.Poll(o.topic, o.group, o.member, o.n)
-		if recs != nil {
-			out.Records = []string{}
-		}
-		for _, r := range recs {
-			out.Records = append(out.Records, fmt.Sprintf("%s/%d/%d %q", r.Topic, r.Partition, r.Offset, r.Payload))
-		}
-	case "Ack":
-		out.Bool, err = b.Ack(o.topic, o.group, o.member, o.partition, o.offset)
-	case "Retry":
-		out.Bool, err = b.Retry(o.topic, o.group, o.member, o.partition, o.offset)
-	}
-	out.Invalid = errors.Is(err, model.ErrInvalidArgument)
-	if err != nil && !out.Invalid {
-		out.OtherErr = err.Error()
-	}
-	return out
+	return outcomeOf[model.Record](b, o, func(r model.Record) string {
+		return fmt.Sprintf("%s/%d/%d %q", r.Topic, r.Partition, r.Offset, r.Payload)
+	}, model.ErrInvalidArgument)
 }
 
 // cursorState is one group's position on one partition.
