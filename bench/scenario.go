@@ -135,6 +135,11 @@ func Scenarios() []Scenario {
 			Run: func(b *testing.B, s Subject) { runParallel(b, s, groups) },
 		})
 	}
+	s = append(s, Scenario{
+		Name: fmt.Sprintf("HotTopic/partitions=%d", HotTopicPartitions), Unit: "record", Parallel: true, Subjects: engNaive,
+		Doc: fmt.Sprintf("one topic of %d partitions, one group of %d members, one goroutine per partition whatever GOMAXPROCS: publish, poll(1), ack", HotTopicPartitions, HotTopicPartitions),
+		Run: runHotTopic,
+	})
 	s = append(s,
 		Scenario{Name: fmt.Sprintf("Contended/members=%d", ContendedMembers), Unit: "record", Parallel: true, Subjects: engNaive,
 			Doc: fmt.Sprintf("one group of %d members on %d partitions, the members dealt out to the goroutines: publish, poll(1), ack", ContendedMembers, ContendedMembers),
@@ -331,6 +336,48 @@ func runParallel(b *testing.B, s Subject, groups int) {
 					b.Errorf("%s: Ack(%d, %d) = %v, %v", g, p, off, ok, err)
 					return
 				}
+			}
+		}
+	})
+	Report(b, "record", int64(b.N))
+}
+
+// HotTopicPartitions is the partition count, and the goroutine count, of the
+// HotTopic scenario.
+const HotTopicPartitions = 16
+
+// runHotTopic is one hot topic of HotTopicPartitions partitions driven by
+// one goroutine per partition (member i of the one group owns partition i),
+// at any GOMAXPROCS: RunParallel starts at least HotTopicPartitions
+// goroutines, and any beyond that return at once, leaving the iterations to
+// the others.
+func runHotTopic(b *testing.B, s Subject) {
+	b.ReportAllocs()
+	setup(b, s, HotTopicPartitions, 1, HotTopicPartitions)
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((HotTopicPartitions + procs - 1) / procs)
+	var next atomic.Int32
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(1) - 1
+		if i >= HotTopicPartitions {
+			return
+		}
+		p, m, g := i, memberNames[i], groupNames[0]
+		buf := ownBuffer(1)
+		for pb.Next() {
+			off, err := s.Publish(topicName, p, Payload)
+			if err != nil || off < 0 {
+				b.Errorf("Publish(%d) = %d, %v", p, off, err)
+				return
+			}
+			buf, err = s.PollInto(buf[:0], topicName, g, m, 1)
+			if err != nil || len(buf) != 1 || buf[0].Offset != off || buf[0].Partition != p {
+				b.Errorf("Poll = %v, %v; want %d/%d", buf, err, p, off)
+				return
+			}
+			if ok, err := s.Ack(topicName, g, m, p, off); err != nil || !ok {
+				b.Errorf("Ack(%d, %d) = %v, %v", p, off, ok, err)
+				return
 			}
 		}
 	})

@@ -52,6 +52,9 @@ func fixture() []Result {
 		r("Parallel/groups=1", "engine", 2, true, 50, 0),
 		r("Parallel/groups=3", "engine", 2, true, 100, 0),
 		r("Parallel/groups=3", "naive", 2, true, 400, 4),
+		r("HotTopic/partitions=16", "engine", 1, true, 100, 0),
+		r("HotTopic/partitions=16", "engine", 2, true, 60, 0),
+		r("RoundTrip", "engine-rw", 1, false, 80, 0),
 	}
 }
 
@@ -65,11 +68,11 @@ func TestTargets(t *testing.T) {
 	require.InDelta(t, 2.0, *rs[6].Scaling, 1e-9, "Parallel 2 procs vs 1")
 
 	ts := evaluateTargets(rs)
-	require.Len(t, ts, 5)
+	require.Len(t, ts, 7)
 	want := []struct {
 		ratio float64
 		met   bool
-	}{{2.5, true}, {2.25, false}, {2, true}, {4, true}, {0, true}}
+	}{{2.5, true}, {2.25, false}, {2, true}, {4, true}, {100.0 / 60, false}, {100.0 / 80, false}, {0, true}}
 	for i, w := range want {
 		require.NotNil(t, ts[i].Ratio, ts[i].Name)
 		require.InDelta(t, w.ratio, *ts[i].Ratio, 1e-9, ts[i].Name)
@@ -79,6 +82,8 @@ func TestTargets(t *testing.T) {
 	ts = evaluateTargets(rs[:5]) // no parallel rows
 	require.Nil(t, ts[2].Met)
 	require.Nil(t, ts[3].Met)
+	require.Nil(t, ts[4].Met)
+	require.Nil(t, ts[5].Met)
 	var buf bytes.Buffer
 	writeText(&buf, Report{Results: rs[:5], Targets: ts})
 	require.Contains(t, buf.String(), "not measured")

@@ -199,6 +199,24 @@ func evaluateTargets(rs []Result) []Target {
 	}
 	ts = append(ts, t)
 
+	t = Target{Name: "one hot topic (16 partitions, 1 group, a goroutine each): 2 procs vs 1", Goal: "engine records/s at 2 procs ≥ 1.8× at 1 proc"}
+	if a, b := get("HotTopic/partitions=16", bench.KindEngine, 1), get("HotTopic/partitions=16", bench.KindEngine, 2); a != nil && b != nil {
+		v, pairs := pairedRatio(a, b)
+		met := v >= 1.8
+		t.Ratio, t.Met = &v, &met
+		t.Measured = fmt.Sprintf("%s records/s at 2 procs, %s at 1%s", si(b.UnitsPerSec), si(a.UnitsPerSec), ratiosText(pairs))
+	}
+	ts = append(ts, t)
+
+	t = Target{Name: "round trip against the first, RWMutex engine (engine-rw)", Goal: "engine ns/record ≤ 1.1× engine-rw at GOMAXPROCS 1"}
+	if e, r := get("RoundTrip", bench.KindEngine, 1), get("RoundTrip", bench.KindEngineRW, 1); e != nil && r != nil {
+		v, pairs := pairedRatio(e, r) // engine ns ÷ engine-rw ns
+		met := v <= 1.1
+		t.Ratio, t.Met = &v, &met
+		t.Measured = fmt.Sprintf("engine %.1f ns, engine-rw %.1f ns%s", e.NsPerUnit, r.NsPerUnit, ratiosText(pairs))
+	}
+	ts = append(ts, t)
+
 	t = Target{Name: "zero allocations per record on the steady publish / poll-into / ack path",
 		Goal: fmt.Sprintf("engine allocs/record < %g in Publish, RoundTrip and Batch64 at every procs (exact 0 per call: bench/alloc_test.go)", strayAllocs)}
 	var worst *Result
