@@ -56,6 +56,10 @@ func BenchmarkBatch64(b *testing.B) { runFamily(b, "Batch64") }
 // and 3 groups, in ns/record of aggregate throughput.
 func BenchmarkParallel(b *testing.B) { runFamily(b, "Parallel") }
 
+// BenchmarkHotTopic: one topic of 16 partitions, a goroutine per partition
+// whatever GOMAXPROCS, in ns/record of aggregate throughput.
+func BenchmarkHotTopic(b *testing.B) { runFamily(b, "HotTopic") }
+
 // BenchmarkContended: many members of one group; many groups on one
 // partition.
 func BenchmarkContended(b *testing.B) { runFamily(b, "Contended") }

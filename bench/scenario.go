@@ -318,28 +318,35 @@ func runParallel(b *testing.B, s Subject, groups int) {
 	var next atomic.Int32
 	b.RunParallel(func(pb *testing.PB) {
 		i := next.Add(1) - 1
-		p, m := i, memberNames[i]
-		buf := ownBuffer(1)
-		for pb.Next() {
-			off, err := s.Publish(topicName, p, Payload)
-			if err != nil || off < 0 {
-				b.Errorf("Publish(%d) = %d, %v", p, off, err)
-				return
-			}
-			for _, g := range groupNames[:groups] {
-				buf, err = s.PollInto(buf[:0], topicName, g, m, 1)
-				if err != nil || len(buf) != 1 || buf[0].Offset != off || buf[0].Partition != p {
-					b.Errorf("%s: Poll = %v, %v; want %d/%d", g, buf, err, p, off)
-					return
-				}
-				if ok, err := s.Ack(topicName, g, m, p, off); err != nil || !ok {
-					b.Errorf("%s: Ack(%d, %d) = %v, %v", g, p, off, ok, err)
-					return
-				}
-			}
-		}
+		pipeline(b, pb, s, i, groups)
 	})
 	Report(b, "record", int64(b.N))
+}
+
+// pipeline is one goroutine of the parallel scenarios: partition p, member
+// memberNames[p] of each of the first groups groups; per iteration it
+// publishes one record, then polls(1) and acks it in every group.
+func pipeline(b *testing.B, pb *testing.PB, s Subject, p int32, groups int) {
+	m := memberNames[p]
+	buf := ownBuffer(1)
+	for pb.Next() {
+		off, err := s.Publish(topicName, p, Payload)
+		if err != nil || off < 0 {
+			b.Errorf("Publish(%d) = %d, %v", p, off, err)
+			return
+		}
+		for _, g := range groupNames[:groups] {
+			buf, err = s.PollInto(buf[:0], topicName, g, m, 1)
+			if err != nil || len(buf) != 1 || buf[0].Offset != off || buf[0].Partition != p {
+				b.Errorf("%s: Poll = %v, %v; want %d/%d", g, buf, err, p, off)
+				return
+			}
+			if ok, err := s.Ack(topicName, g, m, p, off); err != nil || !ok {
+				b.Errorf("%s: Ack(%d, %d) = %v, %v", g, p, off, ok, err)
+				return
+			}
+		}
+	}
 }
 
 // HotTopicPartitions is the partition count, and the goroutine count, of the
@@ -362,24 +369,7 @@ func runHotTopic(b *testing.B, s Subject) {
 		if i >= HotTopicPartitions {
 			return
 		}
-		p, m, g := i, memberNames[i], groupNames[0]
-		buf := ownBuffer(1)
-		for pb.Next() {
-			off, err := s.Publish(topicName, p, Payload)
-			if err != nil || off < 0 {
-				b.Errorf("Publish(%d) = %d, %v", p, off, err)
-				return
-			}
-			buf, err = s.PollInto(buf[:0], topicName, g, m, 1)
-			if err != nil || len(buf) != 1 || buf[0].Offset != off || buf[0].Partition != p {
-				b.Errorf("Poll = %v, %v; want %d/%d", buf, err, p, off)
-				return
-			}
-			if ok, err := s.Ack(topicName, g, m, p, off); err != nil || !ok {
-				b.Errorf("Ack(%d, %d) = %v, %v", p, off, ok, err)
-				return
-			}
-		}
+		pipeline(b, pb, s, i, 1)
 	})
 	Report(b, "record", int64(b.N))
 }
