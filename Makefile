@@ -25,7 +25,7 @@ lincheck:
 
 ## bench: a short cmd/brokerbench run (about 35 s on 2 cores): every
 ## scenario on the engine and its baselines at GOMAXPROCS 1,2,…,NumCPU, the
-## table, the issue's targets, bench/out/results.json and a throughput plot.
+## table, the performance targets, bench/out/results.json and a throughput plot.
 ## Longer, steadier: go run ./cmd/brokerbench -benchtime 1s -count 3.
 bench:
 	@mkdir -p bench/out

@@ -66,9 +66,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var cpus, scenarios, subjects string
 	fs.StringVar(&o.benchtime, "benchtime", "1s", "run each measurement for this `duration`, or N iterations written Nx (as go test -benchtime)")
 	fs.IntVar(&o.count, "count", 1, "measure each (scenario, subject, procs) `n` times and keep the median ns/unit")
-	fs.StringVar(&cpus, "cpu", defaultCPUs(runtime.NumCPU()), "comma-separated GOMAXPROCS `list`")
+	fs.StringVar(&cpus, "cpu", defaultCPUs(runtime.NumCPU()), "comma-separated GOMAXPROCS `list` (default: 1, 2, 4, … up to and including this machine's CPU count)")
 	fs.StringVar(&scenarios, "scenarios", ".", "run only scenarios whose name matches this `regexp`")
-	fs.StringVar(&subjects, "subjects", ".", "run only subject kinds (engine, engine-poll, naive, chan) matching this `regexp`")
+	fs.StringVar(&subjects, "subjects", ".", "run only subject kinds (engine, engine-poll, engine-rw, naive, chan, chan-raw) matching this `regexp`")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `path`")
 	fs.StringVar(&o.plotPath, "plot", "", "write a plot of throughput against GOMAXPROCS to `path` (.svg or .png)")
 	fs.StringVar(&o.mdPath, "markdown", "", "also write the table and targets as Markdown to `path`")
