@@ -3,11 +3,14 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
+	"github.com/f91dcac0/tributary/engine/assign"
 	"github.com/f91dcac0/tributary/ringlog"
 	"github.com/f91dcac0/tributary/shard"
 )
@@ -16,85 +19,134 @@ import (
 const (
 	MinCapacity       = 1    // smallest capacityPerPartition New accepts, in records
 	MaxCapacity       = 1000 // largest capacityPerPartition New accepts, in records
-	MaxPartitionCount = 64   // largest partitionCount Create accepts (smallest: 1)
+	MaxPartitionCount = 64   // largest partitionCount Create and AddPartitions accept (smallest: 1)
 	MaxPollRecords    = 64   // largest maxRecords Poll accepts (smallest: 1)
 	MaxIDLength       = 64   // longest topic, group or member identifier, in bytes
 )
 
 // ErrInvalidArgument is returned, wrapped with context, by every call that
-// breaks SPEC rules 1–4: a capacity outside 1..1000, a partition count
-// outside 1..64, an invalid identifier, an unknown topic (every method but
-// Create), a partition outside [0, partitionCount), a negative ack or retry
-// offset, or maxRecords outside 1..64. A call that returns it has changed
-// nothing. Test with errors.Is(err, ErrInvalidArgument).
+// breaks SPEC rules 1–4 or 15–20: a capacity outside 1..1000, a partition
+// count outside 1..64, an invalid identifier, an unknown topic (every method
+// but Create), a partition outside [0, partitionCount), a negative offset,
+// maxRecords outside 1..64, a nil Assignor, an option out of range, a
+// message over WithMaxMessageBytes, or a Broker not made by New. A call that
+// returns it has changed nothing. Test with errors.Is(err, ErrInvalidArgument).
 var ErrInvalidArgument = errors.New("tributary: invalid argument")
 
-// Record is a value snapshot of one retained record, as returned by Poll.
-// Changing a Record never changes the broker.
-type Record struct {
-	Topic     string // the topic's identifier
-	Partition int32  // partition index in [0, partitionCount)
-	Offset    int64  // the record's offset in its partition, from 0
-	Payload   string // the published payload, possibly empty
-}
+// ErrOffsetOutOfRange is returned, wrapped, by Seek to an offset outside
+// [log start, log end] of the partition (SPEC rule 20). Nothing changes: a
+// group is never moved to some other offset in its place.
+var ErrOffsetOutOfRange = errors.New("tributary: offset out of range")
 
-// Option configures a Broker at New. The core contract needs none; options
-// for the features layered on it are added as those features land.
-type Option func(*config)
+// ErrGroupNotEmpty is returned, wrapped, by DeleteGroup of a group that
+// still has members (SPEC rule 17). Nothing changes.
+var ErrGroupNotEmpty = errors.New("tributary: consumer group not empty")
 
-type config struct{}
+// ErrInvalidAssignment is returned, wrapped, by a call whose rebalance ran an
+// Assignor that answered something other than one current member per
+// partition, or panicked (SPEC rule 18): Join, Leave, SetAssignor or
+// AddPartitions. The call changed nothing. It is assign.ErrInvalidAssignment.
+var ErrInvalidAssignment = assign.ErrInvalidAssignment
+
+// Assignor decides which member of a group owns each partition (SPEC rule
+// 18). RoundRobin, Range and Sticky are built in; users may implement their
+// own: see package assign for the contract.
+type Assignor = assign.Assignor
+
+// The built-in assignors (SPEC rule 18).
+var (
+	// RoundRobin gives partition p to member p mod n, members sorted
+	// bytewise (rule 6). Join uses it for the groups it creates.
+	RoundRobin Assignor = assign.RoundRobin
+	// Range gives contiguous blocks in member order from partition 0; the
+	// first P mod n members take ⌈P/n⌉ partitions, the rest ⌊P/n⌋ (Kafka's
+	// RangeAssignor for one topic).
+	Range Assignor = assign.Range
+	// Sticky balances first (⌊P/n⌋ or ⌈P/n⌉ partitions each), then keeps
+	// the largest possible number of partitions with their previous owner,
+	// so a rebalance cancels as few in-flight deliveries as balance allows.
+	Sticky Assignor = assign.Sticky
+)
+
+// noLow is partition.low when the topic has no group, and the committed
+// offset of a free cursor slot: it never lowers a minimum.
+const noLow = math.MaxInt64
 
 // Broker is the event broker. Create one with New; a *Broker is safe for
-// concurrent use by any number of goroutines.
+// concurrent use by any number of goroutines. The zero Broker is not usable:
+// its methods return ErrInvalidArgument.
 type Broker struct {
-	capacity int32
-	faults   faultSet // empty unless built with tributary_faults (faults.go)
+	capacity   int32
+	window     int64            // WithReplayWindow, in records
+	clock      func() time.Time // WithClock; nil: time.Now
+	ackTimeout int64            // WithAckTimeout, in nanoseconds; 0: none
+	maxBytes   int              // WithMaxMessageBytes; 0: no limit
+	wall       wallClock        // the default clock
+	faults     faultSet         // empty unless built with tributary_faults (faults.go)
 
-	// createMu serialises Create's copy-on-write of topics. It guards no
-	// state that other calls read.
+	// createMu serialises Create: it guards the write side of topics.
 	createMu sync.Mutex
-	// topics is the current topic registry, never mutated once stored.
-	topics atomic.Pointer[map[string]*topic]
+	// topics is the topic registry; lookups take no lock.
+	topics registry[topic]
 }
 
 // topic is one topic: its partitions and its consumer groups.
 type topic struct {
 	name   string
-	parts  []partition // fixed at Create; len 1..64
-	faults faultSet    // the Broker's at Create; empty in a normal build
+	b      *Broker
+	faults faultSet // the Broker's at Create; empty in a normal build
 
-	// mu is the topic's membership lock. It serialises every membership
-	// change (group creation, Join, Leave) and guards each group's members.
-	// Readers do not take it: they read groups and each group's assignment
-	// from immutable snapshots, which a writer replaces only while holding
-	// mu and every partition lock of the topic (package doc).
-	mu sync.Mutex
-	// groups is the topic's set of groups, an immutable map replaced (copy
-	// on write) to add a group. Groups are never removed.
-	groups atomic.Pointer[map[string]*group]
+	// count is the number of partitions, 1..64. It grows only in
+	// AddPartitions, under mu and every partition lock, after the new
+	// parts entries are written; readers load it, then read parts[p] for
+	// p < count.
+	count atomic.Int32
+	// parts[p] is partition p for p < count; each entry is written once,
+	// before count covers it, and never changes after.
+	parts [MaxPartitionCount]*partition
+
+	// mu is the topic's membership lock. It serialises every change of
+	// membership or configuration (Join, Leave, CreateGroup, DeleteGroup,
+	// SetAssignor, AddPartitions), Seek and Describe, and guards the write
+	// side of groups, each group's members and assignor, and freeSlots and
+	// slots. Poll, Ack, Retry and Publish never take it: they read groups
+	// and each group's assignment from the registry and immutable
+	// snapshots, which a writer replaces only while holding mu and every
+	// partition lock of the topic (package doc).
+	mu     sync.Mutex
+	groups registry[group]
+	// slots is the length of every partition's cursors; freeSlots lists the
+	// slots of deleted groups, reused by the next group created.
+	slots     int
+	freeSlots []int
 }
 
 // group is one consumer group of a topic.
 type group struct {
 	name string
-	idx  int // this group's index in every partition's cursors; fixed
+	slot int // this group's index in every partition's cursors; fixed
 
-	members []string // sorted bytewise, distinct; guarded by topic.mu
+	members  []string // sorted bytewise, distinct; guarded by topic.mu
+	assignor Assignor // guarded by topic.mu
 
-	// assign is the group's current assignment, immutable once stored.
+	// assign is the group's current assignment, immutable once stored. A
+	// deleted group keeps its last one, which has no members, for ever.
 	assign atomic.Pointer[assignment]
 }
 
 // assignment is one immutable generation of a group's assignment.
 type assignment struct {
-	owner []string              // owner[p]: member owning partition p, "" if none
+	owner []string              // owner[p]: member owning partition p, "" if none; len = partition count when made
 	masks map[string]shard.Mask // every member → its partitions (possibly none)
 }
 
 // cursor is one group's position on one partition.
 type cursor struct {
-	committed int64 // next offset the group will be given
-	inFlight  bool  // the record at committed is reserved to the owner
+	committed   int64 // next offset the group will be given; noLow for a free slot
+	deliveredAt int64 // broker clock, Unix ns, of the in-flight delivery (with an ack timeout)
+	attempts    int32 // deliveries of the record at committed so far (SPEC rule 16)
+	inFlight    bool  // the record at committed is reserved to the owner
+	_           [11]byte
 }
 
 // cursorsPerLine is how many cursors fill one padding unit; cursor slices
@@ -102,17 +154,47 @@ type cursor struct {
 // every Poll and Ack, never share a cache line.
 const cursorsPerLine = shard.CacheLineSize / int(unsafe.Sizeof(cursor{}))
 
-// entry is what a partition log stores per record.
+// freeCursor is the cursor of a slot no group uses.
+var freeCursor = cursor{committed: noLow}
+
+// entry is what a partition log stores per record: 32 bytes, the rarely
+// used parts of a message behind one pointer.
 type entry struct {
 	payload string
+	ts      int64      // broker clock at append, Unix ns; unused when meta.time is set
+	meta    *entryMeta // nil for a message with no key, no headers and no Time
+}
+
+// entryMeta is the part of a message Publish never has.
+type entryMeta struct {
+	key     string
+	headers []Header  // the broker's copy; nil when none
+	time    time.Time // Message.Time as given; zero: use entry.ts
+}
+
+// record returns e as the Record at (t, p, off) for its attempt-th delivery;
+// the headers are copied.
+func (e *entry) record(t *topic, p int32, off int64, attempt int32) Record {
+	r := Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Attempt: attempt}
+	if m := e.meta; m != nil {
+		r.Key, r.Headers, r.Time = m.key, cloneHeaders(m.headers), m.time
+	}
+	if r.Time.IsZero() {
+		r.Time = time.Unix(0, e.ts)
+	}
+	return r
 }
 
 // partitionState is the part of a partition that its mutex guards.
 type partitionState struct {
-	// mu guards log and cursors. cursors is indexed by group.idx.
+	// mu guards log, cursors and low. cursors is indexed by group.slot.
 	mu      sync.Mutex
 	log     ringlog.Log[entry]
 	cursors []cursor
+	// low is the least committed offset of the topic's groups on this
+	// partition, noLow when it has none. Records below low are fully
+	// committed; retention keeps at most Broker.window of them.
+	low int64
 }
 
 // partition pads partitionState to whole cache-line pairs so that two
@@ -124,7 +206,9 @@ type partition struct {
 
 // New returns an empty broker whose partitions each retain at most
 // capacityPerPartition records. capacityPerPartition must be in 1..1000
-// (SPEC rule 1); otherwise New returns ErrInvalidArgument.
+// (SPEC rule 1) and each option in its range (WithReplayWindow, WithClock,
+// WithAckTimeout, WithMaxMessageBytes); otherwise New returns
+// ErrInvalidArgument and a nil Broker.
 func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 	if capacityPerPartition < MinCapacity || capacityPerPartition > MaxCapacity {
 		return nil, fmt.Errorf("%w: capacity %d outside [%d,%d]", ErrInvalidArgument, capacityPerPartition, MinCapacity, MaxCapacity)
@@ -136,20 +220,42 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 		}
 		o(&cfg)
 	}
-	b := &Broker{capacity: capacityPerPartition}
-	empty := map[string]*topic{}
-	b.topics.Store(&empty)
-	return b, nil
+	if err := cfg.check(capacityPerPartition); err != nil {
+		return nil, err
+	}
+	return &Broker{
+		capacity:   capacityPerPartition,
+		window:     int64(cfg.window),
+		clock:      cfg.clock,
+		ackTimeout: int64(cfg.ackTimeout),
+		maxBytes:   cfg.maxBytes,
+	}, nil
 }
+
+// errZeroBroker is the error of every call on a Broker not made by New.
+var errZeroBroker = fmt.Errorf("%w: Broker not created with engine.New", ErrInvalidArgument)
 
 // Capacity returns the capacity per partition given to New, in records.
 func (b *Broker) Capacity() int32 { return b.capacity }
 
+// nowNanos reads the broker clock, in Unix nanoseconds: WithClock's, or
+// the default wallClock.
+func (b *Broker) nowNanos() int64 {
+	if b.clock != nil {
+		return b.clock().UnixNano()
+	}
+	return b.wall.now()
+}
+
 // Create creates topic with partitionCount empty partitions (SPEC rule 2) and
 // returns true. If the topic exists it returns false and leaves it untouched,
-// whatever partitionCount is. Errors (ErrInvalidArgument): an invalid
-// identifier, partitionCount outside 1..64.
+// whatever partitionCount is. Creating the N-th topic costs O(partitionCount)
+// (amortised), not O(N). Errors (ErrInvalidArgument): an invalid
+// identifier, partitionCount outside 1..64, a zero Broker.
 func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
+	if b.capacity == 0 {
+		return false, errZeroBroker
+	}
 	if err := checkID("topic", topicName); err != nil {
 		return false, err
 	}
@@ -158,36 +264,35 @@ func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
 	}
 	b.createMu.Lock()
 	defer b.createMu.Unlock()
-	old := *b.topics.Load()
-	if _, ok := old[topicName]; ok {
+	if b.topics.Load(topicName) != nil {
 		return false, nil
 	}
-	t := &topic{
-		name:   topicName,
-		parts:  make([]partition, partitionCount),
-		faults: b.faults,
+	t := &topic{name: topicName, b: b, faults: b.faults}
+	for p := range partitionCount {
+		t.parts[p] = b.newPartition()
 	}
-	for i := range t.parts {
-		t.parts[i].log.Init(int(b.capacity))
-	}
-	noGroups := map[string]*group{}
-	t.groups.Store(&noGroups)
-	next := make(map[string]*topic, len(old)+1)
-	for k, v := range old {
-		next[k] = v
-	}
-	next[topicName] = t
-	b.topics.Store(&next)
+	t.count.Store(partitionCount)
+	b.topics.Store(topicName, t)
 	return true, nil
 }
 
-// Join adds member to group on topic (SPEC rule 7), creating the group if it
-// is absent, rebalances (rule 9) and returns the member's partitions in
-// ascending order, as a new slice owned by the caller (empty, not nil, when
-// the group has more members than partitions). A new group's committed
-// offset on each partition is that partition's log start offset. Joining
-// twice changes nothing and returns the current partitions. Errors
-// (ErrInvalidArgument): unknown topic, invalid identifier.
+// newPartition returns an empty partition at offset 0 with no cursors.
+func (b *Broker) newPartition() *partition {
+	p := new(partition)
+	p.log.Init(int(b.capacity))
+	p.low = noLow
+	return p
+}
+
+// Join adds member to group on topic (SPEC rule 7), creating the group with
+// the RoundRobin assignor if it is absent, rebalances with the group's
+// assignor (rules 9, 18) and returns the member's partitions in ascending
+// order, as a new slice owned by the caller (empty, not nil, when the member
+// owns none). A new group's committed offset on each partition is that
+// partition's log start offset. Joining twice changes nothing and returns the
+// current partitions. Errors: ErrInvalidArgument for an unknown topic or an
+// invalid identifier; ErrInvalidAssignment when the group's assignor
+// answers wrongly (nothing changes: the member is not added).
 func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
@@ -198,25 +303,35 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	g := (*t.groups.Load())[groupName]
+	g := t.groups.Load(groupName)
 	created := g == nil
 	if created {
-		g = &group{name: groupName, idx: len(*t.groups.Load())}
-		g.assign.Store(&assignment{owner: make([]string, len(t.parts))})
+		g = t.newGroupLocked(groupName, RoundRobin)
 	}
-	i, found := slices.BinarySearch(g.members, member)
-	if !found {
-		g.members = slices.Insert(g.members, i, member)
-		t.rebalanceLocked(g, created)
+	if i, found := slices.BinarySearch(g.members, member); !found {
+		members := slices.Insert(slices.Clone(g.members), i, member)
+		next, err := t.plan(g, members, g.assignor, int(t.count.Load()))
+		if err != nil {
+			return nil, err
+		}
+		n := t.lockAll()
+		if created {
+			t.addGroupAllLocked(g)
+		}
+		g.members = members
+		t.applyAllLocked(g, next)
+		t.unlockAll(n)
 	}
 	mask := g.assign.Load().masks[member]
 	return mask.AppendTo(make([]int32, 0, mask.Len())), nil
 }
 
-// Leave removes member from group on topic and rebalances (SPEC rules 8, 9).
-// It returns false, changing nothing, when the group or the member is
-// absent. The group itself, with its committed offsets, always remains.
-// Errors (ErrInvalidArgument): unknown topic, invalid identifier.
+// Leave removes member from group on topic and rebalances with the group's
+// assignor (SPEC rules 8, 9, 18). It returns false, changing nothing, when
+// the group or the member is absent. The group, with its committed offsets,
+// remains until DeleteGroup. Errors: ErrInvalidArgument for an unknown topic
+// or an invalid identifier; ErrInvalidAssignment when the group's assignor
+// answers wrongly for the remaining members (nothing changes).
 func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
@@ -227,7 +342,7 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	g := (*t.groups.Load())[groupName]
+	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
 	}
@@ -235,48 +350,101 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 	if !found {
 		return false, nil
 	}
-	g.members = slices.Delete(g.members, i, i+1)
-	t.rebalanceLocked(g, false)
+	members := slices.Delete(slices.Clone(g.members), i, i+1)
+	next, err := t.plan(g, members, g.assignor, int(t.count.Load()))
+	if err != nil {
+		return false, err
+	}
+	n := t.lockAll()
+	g.members = members
+	t.applyAllLocked(g, next)
+	t.unlockAll(n)
 	return true, nil
 }
 
 // Publish appends payload to partition of topic and returns the offset it
-// got: 0, 1, 2, … per partition (SPEC rule 5). When the partition already
-// retains capacity records it returns -1 and uses up no offset. Empty
-// payloads are valid. Publish allocates nothing. Errors
-// (ErrInvalidArgument): unknown topic, invalid identifier, partition outside
-// [0, partitionCount).
+// got: 0, 1, 2, … per partition (SPEC rule 5). It is PublishMessage with
+// Message{Payload: payload} (rule 15): the record's Time is the broker
+// clock. When the partition is full it returns -1 and uses up no offset
+// (with WithReplayWindow, a full partition first gives up its oldest fully
+// committed record, rule 21). Empty payloads are valid. Publish allocates
+// nothing. Errors (ErrInvalidArgument, with offset -1): unknown topic,
+// invalid identifier, partition outside [0, partitionCount).
 func (b *Broker) Publish(topicName string, partition int32, payload string) (int64, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
-		return 0, err
+		return -1, err
 	}
-	if err := t.checkPartition(partition); err != nil {
-		return 0, err
+	p, err := t.partition(partition)
+	if err != nil {
+		return -1, err
 	}
-	p := &t.parts[partition]
+	return t.append(p, entry{payload: payload, ts: b.nowNanos()}), nil
+}
+
+// PublishMessage appends m to partition of topic and returns the offset it
+// got (SPEC rules 5, 15), or -1 when the partition is full, as Publish. The
+// broker keeps its own copy of m.Headers; m.Time, when zero, becomes the
+// broker clock. It allocates only the headers' copy. Errors
+// (ErrInvalidArgument, with offset -1): unknown topic, invalid identifier,
+// partition outside [0, partitionCount), a message whose key, header keys,
+// header values and payload add up to more than WithMaxMessageBytes.
+func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (int64, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return -1, err
+	}
+	p, err := t.partition(partition)
+	if err != nil {
+		return -1, err
+	}
+	if b.maxBytes > 0 {
+		if n := messageSize(&m); n > b.maxBytes {
+			return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, n, b.maxBytes)
+		}
+	}
+	e := entry{payload: m.Payload}
+	if m.Key != "" || len(m.Headers) > 0 || !m.Time.IsZero() {
+		e.meta = &entryMeta{key: m.Key, headers: cloneHeaders(m.Headers), time: m.Time}
+	}
+	if m.Time.IsZero() {
+		e.ts = b.nowNanos()
+	}
+	return t.append(p, e), nil
+}
+
+// append is the locked part of a publish: it appends e to p and returns its
+// offset, or -1 when p is full and has no fully committed record the replay
+// window may give up.
+func (t *topic) append(p *partition, e entry) int64 {
 	p.mu.Lock()
-	off, ok := p.log.Append(entry{payload: payload})
+	if t.b.window > 0 && p.log.Full() && p.low != noLow && (p.log.StartOffset() < p.low || t.faults.on(faultWindowEvictsNeeded)) {
+		p.log.TrimTo(p.log.StartOffset() + 1) // the oldest fully committed record (rule 21)
+	}
+	off, ok := p.log.Append(e)
 	if t.faults.on(faultPublishBurnsOffset) {
 		off, ok = t.burnOffset(p, off, ok)
 	}
 	p.mu.Unlock()
 	if !ok {
-		return -1, nil
+		return -1
 	}
-	return off, nil
+	return off
 }
 
 // Poll reserves and returns up to maxRecords records for member of group
-// (SPEC rule 10): walking the member's partitions in ascending order, it
-// takes the record at the committed offset of each partition that has no
-// in-flight delivery and has a record there. The result is a new slice owned
-// by the caller, in ascending partition order, at most one record per
+// (SPEC rules 10, 16, 22): walking the member's partitions in ascending
+// order, it takes the record at the committed offset of each partition that
+// has no in-flight delivery and has a record there, or whose in-flight
+// delivery has passed WithAckTimeout (delivered again). Each record's
+// Attempt counts its deliveries to the group. The result is a new slice
+// owned by the caller, in ascending partition order, at most one record per
 // partition; it is empty (not nil) when the group or member is absent,
 // nothing is eligible or everything is in flight. Poll never waits for
-// records. It allocates only its result; AppendPoll reuses a caller's
-// buffer instead. Errors (ErrInvalidArgument): unknown topic, invalid
-// identifier, maxRecords outside 1..64.
+// records. It allocates only its result (and the copy of a record's
+// headers); AppendPoll reuses a caller's buffer instead. Errors
+// (ErrInvalidArgument): unknown topic, invalid identifier, maxRecords
+// outside 1..64.
 func (b *Broker) Poll(topicName, groupName, member string, maxRecords int32) ([]Record, error) {
 	out, err := b.appendPoll(nil, topicName, groupName, member, maxRecords)
 	if out == nil && err == nil {
@@ -289,7 +457,7 @@ func (b *Broker) Poll(topicName, groupName, member string, maxRecords int32) ([]
 // record is reserved, sized for the most records the member can get.
 //
 // Identifiers are validated only on a miss: a topic, group or member found
-// in the broker's maps was validated when it was added.
+// in the broker's registries was validated when it was added.
 func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, maxRecords int32) ([]Record, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
@@ -301,9 +469,13 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 		}
 		return dst, fmt.Errorf("%w: maxRecords %d outside [1,%d]", ErrInvalidArgument, maxRecords, MaxPollRecords)
 	}
-	g := (*t.groups.Load())[groupName]
+	g := t.groups.Load(groupName)
 	if g == nil {
 		return dst, checkGroupMember(groupName, member)
+	}
+	var now int64 // broker clock in Unix ns, read only with an ack timeout
+	if b.ackTimeout > 0 {
+		now = b.nowNanos()
 	}
 retry:
 	a := g.assign.Load()
@@ -320,7 +492,7 @@ retry:
 		if t.faults.on(faultPollReleasesEach) {
 			locked = t.releasePolled(locked)
 		}
-		part := &t.parts[p]
+		part := t.parts[p]
 		part.mu.Lock()
 		if locked == 0 && g.assign.Load() != a && !t.faults.on(faultPollStaleAssignment) {
 			// A rebalance replaced the assignment after we read it. It held
@@ -333,8 +505,8 @@ retry:
 			t.faultYield() // widen (g)'s window: hold the lock a while
 		}
 		locked = locked.With(p)
-		c := &part.cursors[g.idx]
-		if c.inFlight {
+		c := &part.cursors[g.slot]
+		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
 			continue
 		}
 		e := part.log.At(c.committed)
@@ -344,8 +516,10 @@ retry:
 		if dst == nil {
 			dst = make([]Record, 0, min(int(maxRecords), mask.Len()))
 		}
-		dst = append(dst, Record{Topic: t.name, Partition: p, Offset: c.committed, Payload: e.payload})
 		c.inFlight = true
+		c.attempts++
+		c.deliveredAt = now
+		dst = append(dst, e.record(t, p, c.committed, c.attempts))
 		taken++
 	}
 	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
@@ -356,20 +530,21 @@ retry:
 
 // Ack acknowledges the in-flight delivery (partition, offset) of member in
 // group (SPEC rule 11). It succeeds only if member currently owns partition
-// and that exact record is in flight: the group's committed offset advances
-// by one, the delivery clears, and every record that all of the topic's
-// groups have now committed past is removed (rule 13). Otherwise it returns
-// false and changes nothing. Ack allocates nothing. Errors
-// (ErrInvalidArgument): unknown topic, invalid identifier, partition outside
-// [0, partitionCount), negative offset.
+// and that exact record is in flight (an expired delivery not yet delivered
+// again included, rule 22): the group's committed offset advances by one,
+// its attempts reset, the delivery clears, and retention is applied (rules
+// 13, 21). Otherwise it returns false and changes nothing. Ack allocates
+// nothing. Errors (ErrInvalidArgument): unknown topic, invalid identifier,
+// partition outside [0, partitionCount), negative offset.
 func (b *Broker) Ack(topicName, groupName, member string, partition int32, offset int64) (bool, error) {
 	return b.settle(topicName, groupName, member, partition, offset, true)
 }
 
 // Retry releases the in-flight delivery (partition, offset) of member in
 // group without committing it, so the next poll delivers the same record
-// again (SPEC rule 12). It has exactly Ack's checks and errors; on any
-// mismatch it returns false and changes nothing. Retry allocates nothing.
+// again with Attempt + 1 (SPEC rules 12, 16). It has exactly Ack's checks
+// and errors; on any mismatch it returns false and changes nothing. Retry
+// allocates nothing.
 func (b *Broker) Retry(topicName, groupName, member string, partition int32, offset int64) (bool, error) {
 	return b.settle(topicName, groupName, member, partition, offset, false)
 }
@@ -380,7 +555,8 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	if err != nil {
 		return false, err
 	}
-	if err := t.checkPartition(partition); err != nil {
+	part, err := t.partition(partition)
+	if err != nil {
 		return false, err
 	}
 	if offset < 0 {
@@ -389,7 +565,7 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 		}
 		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
 	}
-	g := (*t.groups.Load())[groupName]
+	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, checkGroupMember(groupName, member)
 	}
@@ -398,10 +574,10 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 		// owner has owner "". Every other owner is a validated member id.
 		return false, checkID("member", member)
 	}
-	part := &t.parts[partition]
 	for {
 		a := g.assign.Load()
-		if a.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
+		// A deleted group's last assignment may predate AddPartitions.
+		if int(partition) >= len(a.owner) || a.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
 			return false, checkID("member", member)
 		}
 		part.mu.Lock()
@@ -410,15 +586,15 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 		}
 		part.mu.Unlock()
 	}
-	ok := settleLocked(t, g, part, offset, commit)
+	ok := t.settleLocked(g, part, offset, commit)
 	part.mu.Unlock()
 	return ok, nil
 }
 
 // settleLocked applies an Ack or Retry to g's cursor on part, whose lock the
 // caller holds, once the owner check has passed.
-func settleLocked(t *topic, g *group, part *partition, offset int64, commit bool) bool {
-	c := &part.cursors[g.idx]
+func (t *topic) settleLocked(g *group, part *partition, offset int64, commit bool) bool {
+	c := &part.cursors[g.slot]
 	if !c.inFlight || c.committed != offset {
 		return false
 	}
@@ -427,95 +603,151 @@ func settleLocked(t *topic, g *group, part *partition, offset int64, commit bool
 		return true
 	}
 	c.committed++
-	// Invariant: with at least one group, the log start offset equals the
-	// least committed offset of the topic's groups (a group starts at the log
-	// start and every commit is followed by this trim). So only a group that
-	// was at the log start can move the minimum.
-	if offset == part.log.StartOffset() {
-		low := c.committed
-		for i := range part.cursors {
-			low = min(low, part.cursors[i].committed)
-		}
+	c.attempts = 0
+	// Only a group that was at the partition's least committed offset can
+	// move it.
+	if offset == part.low {
 		if t.faults.on(faultTrimIgnoresMemberless) {
-			low = t.lowIgnoringMemberless(part, g, c.committed)
+			part.low = t.lowIgnoringMemberless(part, g, c.committed)
+			t.trimLocked(part)
+			return true
 		}
-		part.log.TrimTo(low)
+		t.retainLocked(part)
 	}
 	return true
 }
 
-// rebalanceLocked replaces g's whole assignment with the round-robin one for
-// g.members (SPEC rules 6, 9): partition p goes to members[p mod n]. A
-// partition whose owner changes loses its in-flight delivery; its committed
-// offset is kept. With created set, g is new: each partition gets g's cursor
-// at its log start offset (rule 7) and g is added to the topic's groups.
-//
-// The caller holds t.mu. Everything happens while holding every partition
-// lock of the topic, so no Poll, Ack, Retry or Publish is in progress and the
-// log start offsets cannot move: the new assignment (and a new group) takes
-// effect at one instant.
-func (t *topic) rebalanceLocked(g *group, created bool) {
-	old := g.assign.Load()
-	next := &assignment{owner: make([]string, len(t.parts)), masks: make(map[string]shard.Mask, len(g.members))}
-	for _, m := range g.members {
+// retainLocked recomputes part.low from the cursors and applies retention
+// (SPEC rules 13, 21): the log keeps at most the window's number of fully
+// committed records. The caller holds part.mu.
+func (t *topic) retainLocked(part *partition) {
+	low := int64(noLow)
+	for i := range part.cursors {
+		low = min(low, part.cursors[i].committed)
+	}
+	part.low = low
+	t.trimLocked(part)
+}
+
+// trimLocked removes the fully committed records beyond the replay window.
+func (t *topic) trimLocked(part *partition) {
+	if part.low != noLow {
+		part.log.TrimTo(part.low - t.b.window)
+	}
+}
+
+// newGroupLocked returns a group named name, not yet in the topic, with no
+// members and no slot. The caller holds t.mu.
+func (t *topic) newGroupLocked(name string, a Assignor) *group {
+	g := &group{name: name, slot: -1, assignor: a}
+	g.assign.Store(&assignment{owner: make([]string, t.count.Load()), masks: map[string]shard.Mask{}})
+	return g
+}
+
+// addGroupAllLocked gives g a cursor slot on every partition at its log
+// start offset (SPEC rule 7) and adds it to the registry. The caller holds
+// t.mu and every partition lock, so the log start offsets cannot move and
+// the group appears at one instant.
+func (t *topic) addGroupAllLocked(g *group) {
+	if n := len(t.freeSlots); n > 0 {
+		g.slot = t.freeSlots[n-1]
+		t.freeSlots = t.freeSlots[:n-1]
+	} else {
+		g.slot = t.slots
+		t.slots++
+	}
+	for _, p := range t.parts[:t.count.Load()] {
+		start := p.log.StartOffset()
+		c := cursor{committed: start}
+		if g.slot < len(p.cursors) {
+			p.cursors[g.slot] = c
+		} else {
+			p.cursors = appendCursor(p.cursors, c)
+		}
+		p.low = min(p.low, start)
+	}
+	t.groups.Store(g.name, g)
+}
+
+// plan computes g's next assignment for members over partitions partitions
+// with assignor a, from g's current owners (SPEC rule 18). It changes
+// nothing; the caller holds t.mu, so the current owners are stable. Errors:
+// ErrInvalidAssignment from a user's assignor.
+func (t *topic) plan(g *group, members []string, a Assignor, partitions int) (*assignment, error) {
+	next := &assignment{owner: make([]string, partitions), masks: make(map[string]shard.Mask, len(members))}
+	for _, m := range members {
 		next.masks[m] = 0
 	}
-	if n := len(g.members); n > 0 {
-		for p := range t.parts {
-			owner := g.members[p%n]
-			next.owner[p] = owner
-			next.masks[owner] = next.masks[owner].With(int32(p))
-		}
+	if len(members) == 0 {
+		return next, nil
 	}
-	t.lockAll()
-	if created {
-		for i := range t.parts {
-			p := &t.parts[i]
-			p.cursors = appendCursor(p.cursors, cursor{committed: p.log.StartOffset()})
-		}
-		oldGroups := *t.groups.Load()
-		groups := make(map[string]*group, len(oldGroups)+1)
-		for k, v := range oldGroups {
-			groups[k] = v
-		}
-		groups[g.name] = g
-		t.groups.Store(&groups)
+	previous := make([]string, partitions)
+	copy(previous, g.assign.Load().owner)
+	owner, err := assign.Run(a, members, previous)
+	if err != nil {
+		return nil, fmt.Errorf("topic %q: group %q: assignor %q: %w", t.name, g.name, a.Name(), err)
 	}
-	for p := range t.parts {
-		if old.owner[p] != next.owner[p] && !t.faults.on(faultRebalanceKeepsInFlight) {
-			t.parts[p].cursors[g.idx].inFlight = false
+	for p, m := range owner {
+		next.owner[p] = m
+		next.masks[m] = next.masks[m].With(int32(p))
+	}
+	return next, nil
+}
+
+// applyAllLocked makes next g's assignment (SPEC rule 9): a partition whose
+// owner changes loses its in-flight delivery; committed offsets and attempts
+// are kept. The caller holds t.mu and every partition lock, so no Poll, Ack
+// or Retry of the topic is in progress and the whole assignment changes at
+// one instant.
+func (t *topic) applyAllLocked(g *group, next *assignment) {
+	old := g.assign.Load()
+	for p := range next.owner {
+		if p < len(old.owner) && old.owner[p] == next.owner[p] {
+			continue
+		}
+		c := &t.parts[p].cursors[g.slot]
+		if !t.faults.on(faultRebalanceKeepsInFlight) {
+			c.inFlight = false
+		}
+		if t.faults.on(faultRebalanceResetsAttempts) {
+			c.attempts = 0
 		}
 	}
 	g.assign.Store(next)
-	t.unlockAll()
 }
 
-// lockAll locks every partition of t in ascending order (the lock order).
-func (t *topic) lockAll() {
-	for i := range t.parts {
-		if t.faults.on(faultRebalanceSkipsLock) && i == len(t.parts)-1 && i > 0 {
+// lockAll locks every partition of t in ascending order (the lock order)
+// and returns how many it locked, for unlockAll. The caller holds t.mu, so
+// the partition count cannot change meanwhile.
+func (t *topic) lockAll() int {
+	n := int(t.count.Load())
+	for i, p := range t.parts[:n] {
+		if t.faults.on(faultRebalanceSkipsLock) && i == n-1 && i > 0 {
 			continue
 		}
-		t.parts[i].mu.Lock()
+		p.mu.Lock()
+	}
+	return n
+}
+
+// unlockAll unlocks what lockAll locked; n is lockAll's result.
+func (t *topic) unlockAll(n int) {
+	for i, p := range t.parts[:n] {
+		if t.faults.on(faultRebalanceSkipsLock) && i == n-1 && i > 0 {
+			continue
+		}
+		p.mu.Unlock()
 	}
 }
 
-// unlockAll unlocks what lockAll locked.
-func (t *topic) unlockAll() {
-	for i := range t.parts {
-		if t.faults.on(faultRebalanceSkipsLock) && i == len(t.parts)-1 && i > 0 {
-			continue
-		}
-		t.parts[i].mu.Unlock()
-	}
-}
-
-// appendCursor appends c to cs, growing the backing array in whole padding
-// units (cursorsPerLine) so that it shares no cache line with another
-// partition's cursors.
+// appendCursor appends c to cs, growing the backing array geometrically in
+// whole padding units (cursorsPerLine) so that it shares no cache line with
+// another partition's cursors and adding the N-th group costs amortised
+// O(1) per partition.
 func appendCursor(cs []cursor, c cursor) []cursor {
 	if len(cs) == cap(cs) {
-		grown := make([]cursor, len(cs), (len(cs)/cursorsPerLine+1)*cursorsPerLine)
+		want := max(2*cap(cs), cursorsPerLine)
+		grown := make([]cursor, len(cs), (want+cursorsPerLine-1)/cursorsPerLine*cursorsPerLine)
 		copy(grown, cs)
 		cs = grown
 	}
@@ -524,8 +756,11 @@ func appendCursor(cs []cursor, c cursor) []cursor {
 
 // lookup returns the named topic or ErrInvalidArgument.
 func (b *Broker) lookup(name string) (*topic, error) {
-	if t := (*b.topics.Load())[name]; t != nil {
+	if t := b.topics.Load(name); t != nil {
 		return t, nil // a stored name was validated by Create
+	}
+	if b.capacity == 0 {
+		return nil, errZeroBroker
 	}
 	if err := checkID("topic", name); err != nil {
 		return nil, err
@@ -533,12 +768,13 @@ func (b *Broker) lookup(name string) (*topic, error) {
 	return nil, fmt.Errorf("%w: unknown topic %q", ErrInvalidArgument, name)
 }
 
-// checkPartition returns ErrInvalidArgument unless p is in [0, partitionCount).
-func (t *topic) checkPartition(p int32) error {
-	if p < 0 || int(p) >= len(t.parts) {
-		return fmt.Errorf("%w: topic %q: partition %d outside [0,%d)", ErrInvalidArgument, t.name, p, len(t.parts))
+// partition returns partition p, or ErrInvalidArgument unless p is in
+// [0, partitionCount).
+func (t *topic) partition(p int32) (*partition, error) {
+	if n := t.count.Load(); p < 0 || p >= n {
+		return nil, fmt.Errorf("%w: topic %q: partition %d outside [0,%d)", ErrInvalidArgument, t.name, p, n)
 	}
-	return nil
+	return t.parts[p], nil
 }
 
 // checkGroupMember returns the first ErrInvalidArgument error of the group

@@ -39,5 +39,22 @@ const (
 	// replaces the assignment, so a Poll or Ack holding only that partition
 	// can act on the old assignment after the new one is in place.
 	faultRebalanceSkipsLock
+	// (h) Seek moves the committed offset but keeps the in-flight delivery.
+	faultSeekKeepsInFlight
+	// (i) SetAssignor stores the new assignment without cancelling the
+	// in-flight deliveries of the partitions that moved.
+	faultSetAssignorKeepsInFlight
+	// (j) With a replay window, a publish to a full partition evicts the
+	// oldest record even when some group has not committed it.
+	faultWindowEvictsNeeded
+	// (k) DeleteGroup frees the group's slots without re-applying
+	// retention, so records only it needed stay until the next ack.
+	faultDeleteSkipsRetention
+	// (l) AddPartitions starts every group's cursor on the new partitions
+	// at partition 0's log end offset instead of 0.
+	faultAddedPartitionsWrongOffset
+	// (m) A rebalance that cancels an in-flight delivery also resets its
+	// attempts, so the redelivery says Attempt 1 again.
+	faultRebalanceResetsAttempts
 	faultCount
 )

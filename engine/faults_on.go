@@ -50,6 +50,28 @@ const (
 	// partition can act on the replaced assignment
 	// ("rebalance-skips-lock").
 	FaultRebalanceSkipsLock = Fault(faultRebalanceSkipsLock)
+	// FaultSeekKeepsInFlight (h): Seek moves the committed offset but keeps
+	// the in-flight delivery ("seek-keeps-inflight").
+	FaultSeekKeepsInFlight = Fault(faultSeekKeepsInFlight)
+	// FaultSetAssignorKeepsInFlight (i): SetAssignor stores the new
+	// assignment without cancelling the in-flight deliveries of moved
+	// partitions ("setassignor-keeps-inflight").
+	FaultSetAssignorKeepsInFlight = Fault(faultSetAssignorKeepsInFlight)
+	// FaultWindowEvictsNeeded (j): with a replay window, a publish to a full
+	// partition evicts the oldest record even when a group still needs it
+	// ("window-evicts-needed").
+	FaultWindowEvictsNeeded = Fault(faultWindowEvictsNeeded)
+	// FaultDeleteSkipsRetention (k): DeleteGroup does not re-apply retention
+	// ("delete-skips-retention").
+	FaultDeleteSkipsRetention = Fault(faultDeleteSkipsRetention)
+	// FaultAddedPartitionsWrongOffset (l): AddPartitions starts the groups'
+	// cursors on the new partitions at partition 0's log end offset, not 0
+	// ("added-partitions-wrong-offset").
+	FaultAddedPartitionsWrongOffset = Fault(faultAddedPartitionsWrongOffset)
+	// FaultRebalanceResetsAttempts (m): a rebalance that cancels an in-flight
+	// delivery resets its attempts, so the redelivery is Attempt 1 again
+	// ("rebalance-resets-attempts").
+	FaultRebalanceResetsAttempts = Fault(faultRebalanceResetsAttempts)
 )
 
 var faultNames = [faultCount]string{
@@ -61,6 +83,12 @@ var faultNames = [faultCount]string{
 	"trim-ignores-memberless",
 	"poll-stale-assignment",
 	"rebalance-skips-lock",
+	"seek-keeps-inflight",
+	"setassignor-keeps-inflight",
+	"window-evicts-needed",
+	"delete-skips-retention",
+	"added-partitions-wrong-offset",
+	"rebalance-resets-attempts",
 }
 
 // String returns the fault's name, as ParseFault accepts it.
@@ -160,11 +188,11 @@ func (t *topic) burnOffset(p *partition, off int64, ok bool) (int64, bool) {
 // caller holds part.mu; each group's membership is read from its current
 // assignment snapshot.
 func (t *topic) lowIgnoringMemberless(part *partition, g *group, low int64) int64 {
-	for _, o := range *t.groups.Load() {
+	for _, o := range t.groups.AppendValues(nil) {
 		if o != g && len(o.assign.Load().masks) == 0 {
 			continue
 		}
-		low = min(low, part.cursors[o.idx].committed)
+		low = min(low, part.cursors[o.slot].committed)
 	}
 	return low
 }

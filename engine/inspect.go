@@ -18,7 +18,7 @@ func (b *Broker) PartitionCount(topicName string) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	return int32(len(t.parts)), nil
+	return t.count.Load(), nil
 }
 
 // LogStartOffset returns the offset of the oldest record partition of topic
@@ -42,10 +42,10 @@ func (b *Broker) logOffsets(topicName string, partition int32) (start, end int64
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := t.checkPartition(partition); err != nil {
+	p, err := t.partition(partition)
+	if err != nil {
 		return 0, 0, err
 	}
-	p := &t.parts[partition]
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.log.StartOffset(), p.log.EndOffset(), nil
@@ -58,6 +58,14 @@ func (b *Broker) logOffsets(topicName string, partition int32) (start, end int64
 func (b *Broker) Committed(topicName, groupName string, partition int32) (int64, error) {
 	c, err := b.cursor(topicName, groupName, partition)
 	return c.committed, err
+}
+
+// Attempts returns how many times the record at group's committed offset on
+// partition of topic has been delivered to the group (SPEC rule 16; 0 when
+// not yet). Errors as Committed.
+func (b *Broker) Attempts(topicName, groupName string, partition int32) (int32, error) {
+	c, err := b.cursor(topicName, groupName, partition)
+	return c.attempts, err
 }
 
 // InFlight reports whether group has a delivery in flight on partition of
@@ -76,15 +84,19 @@ func (b *Broker) cursor(topicName, groupName string, partition int32) (cursor, e
 	if err := checkID("group", groupName); err != nil {
 		return cursor{}, err
 	}
-	if err := t.checkPartition(partition); err != nil {
+	p, err := t.partition(partition)
+	if err != nil {
 		return cursor{}, err
 	}
-	g := (*t.groups.Load())[groupName]
+	// The membership lock keeps the group from being deleted (and its slot
+	// reused) while we read its cursor.
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.groups.Load(groupName)
 	if g == nil {
 		return cursor{}, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topicName, groupName)
 	}
-	p := &t.parts[partition]
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cursors[g.idx], nil
+	return p.cursors[g.slot], nil
 }

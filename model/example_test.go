@@ -3,38 +3,47 @@ package model_test
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/f91dcac0/tributary/model"
 )
 
-// The SPEC's worked example (capacity 2), call by call.
+// The SPEC's worked example (capacity 2), call by call. A fixed clock makes
+// the records' times known.
 func Example() {
-	b, _ := model.New(2)
+	clock := func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
+	b, _ := model.New(2, model.WithClock(clock))
+	show := func(rs []model.Record, err error) {
+		for _, r := range rs {
+			fmt.Printf("%s/%d/%d %q attempt %d; ", r.Topic, r.Partition, r.Offset, r.Payload, r.Attempt)
+		}
+		fmt.Println(err)
+	}
 	fmt.Println(b.Create("orders", 1))
 	fmt.Println(b.Publish("orders", 0, "a"))
 	fmt.Println(b.Publish("orders", 0, "b"))
 	fmt.Println(b.Join("orders", "billing", "m1"))
-	fmt.Println(b.Poll("orders", "billing", "m1", 2))
+	show(b.Poll("orders", "billing", "m1", 2))
 	fmt.Println(b.Retry("orders", "billing", "m1", 0, 0))
-	fmt.Println(b.Poll("orders", "billing", "m1", 2))
+	show(b.Poll("orders", "billing", "m1", 2))
 	fmt.Println(b.Ack("orders", "billing", "m1", 0, 0))
-	fmt.Println(b.Poll("orders", "billing", "m1", 2))
+	show(b.Poll("orders", "billing", "m1", 2))
 	fmt.Print(b)
 	// Output:
 	// true <nil>
 	// 0 <nil>
 	// 1 <nil>
 	// [0] <nil>
-	// [{orders 0 0 a}] <nil>
+	// orders/0/0 "a" attempt 1; <nil>
 	// true <nil>
-	// [{orders 0 0 a}] <nil>
+	// orders/0/0 "a" attempt 2; <nil>
 	// true <nil>
-	// [{orders 0 1 b}] <nil>
+	// orders/0/1 "b" attempt 1; <nil>
 	// capacity=2
 	// topic orders partitions=1
-	//   log p0 [1,2) "b"
-	//   group billing members=[m1]
-	//     p0 owner=m1 committed=1 inflight
+	//   log p0 [1,2) "b"{time=2025-01-02T03:04:05Z}
+	//   group billing assignor=round-robin members=[m1]
+	//     p0 owner=m1 committed=1 attempts=1 inflight
 }
 
 // The SPEC's rebalance example: b joins a three-partition topic that a owns.
@@ -48,13 +57,14 @@ func ExampleBroker_Join() {
 	b.Poll("t", "g", "a", 64) // a reserves offset 0 of partitions 0, 1 and 2
 	fmt.Println(b.Join("t", "g", "b"))
 	fmt.Println(b.Assignment("t", "g"))
-	fmt.Println(b.Poll("t", "g", "b", 64))
+	rs, _ := b.Poll("t", "g", "b", 64)
+	fmt.Println(rs[0].Partition, rs[0].Offset, rs[0].Attempt)
 	fmt.Println(b.Ack("t", "g", "a", 1, 0))
 	// Output:
 	// [0 1 2] <nil>
 	// [1] <nil>
 	// map[a:[0 2] b:[1]] <nil>
-	// [{t 1 0 x}] <nil>
+	// 1 0 2
 	// false <nil>
 }
 
@@ -72,4 +82,237 @@ func ExampleErrInvalidArgument() {
 	// true true
 	// invalid argument: member id "bad id": byte 0x20 at 3 is not one of A-Z a-z 0-9 _ -
 	// invalid argument: topic "t": partition 1 out of range [0,1)
+}
+
+// A message carries a key, headers and a creation time; Poll returns them
+// with the delivery's attempt number. WithMaxMessageBytes bounds the key,
+// header and payload bytes together.
+func ExampleBroker_PublishMessage() {
+	clock := func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
+	b, _ := model.New(10, model.WithClock(clock), model.WithMaxMessageBytes(16))
+	b.Create("orders", 1)
+	fmt.Println(b.PublishMessage("orders", 0, model.Message{
+		Key:     "cust-7",
+		Headers: []model.Header{{Key: "v", Value: "2"}},
+		Payload: "paid",
+	}))
+	fmt.Println(b.PublishMessage("orders", 0, model.Message{Key: "cust-7", Payload: "a payload too long"}))
+	b.Join("orders", "billing", "m1")
+	rs, _ := b.Poll("orders", "billing", "m1", 8)
+	r := rs[0]
+	fmt.Println(r.Offset, r.Key, r.Headers, r.Payload, r.Time.Format(time.RFC3339), r.Attempt)
+	// Output:
+	// 0 <nil>
+	// -1 invalid argument: topic "orders": partition 0: message of 24 bytes exceeds the limit of 16
+	// 0 cust-7 [{v 2}] paid 2025-01-02T03:04:05Z 1
+}
+
+// CreateGroup makes an empty group with a chosen assignor, at the log start,
+// before any member joins; an existing group is left as it is.
+func ExampleBroker_CreateGroup() {
+	b, _ := model.New(10)
+	b.Create("t", 4)
+	fmt.Println(b.CreateGroup("t", "g", model.Range))
+	fmt.Println(b.CreateGroup("t", "g", model.Sticky))
+	fmt.Println(b.Join("t", "g", "a"))
+	fmt.Println(b.Join("t", "g", "b"))
+	d, _ := b.Describe("t")
+	fmt.Println(d.Groups[0].Assignor)
+	// Output:
+	// true <nil>
+	// false <nil>
+	// [0 1 2 3] <nil>
+	// [2 3] <nil>
+	// range
+}
+
+// An abandoned group holds records back from retention until it is
+// deleted: here the topic fills up and publishes fail until DeleteGroup.
+func ExampleBroker_DeleteGroup() {
+	b, _ := model.New(2)
+	b.Create("t", 1)
+	b.Join("t", "old", "m")
+	b.Leave("t", "old", "m") // old has no members but still counts
+	b.Join("t", "live", "m")
+	for _, s := range []string{"a", "b"} {
+		b.Publish("t", 0, s)
+		rs, _ := b.Poll("t", "live", "m", 1)
+		b.Ack("t", "live", "m", 0, rs[0].Offset)
+	}
+	fmt.Println(b.Publish("t", 0, "c"))
+	_, err := b.DeleteGroup("t", "live")
+	fmt.Println(errors.Is(err, model.ErrGroupNotEmpty))
+	fmt.Println(b.DeleteGroup("t", "old"))
+	fmt.Println(b.Publish("t", 0, "c"))
+	// Output:
+	// -1 <nil>
+	// true
+	// true <nil>
+	// 2 <nil>
+}
+
+// SetAssignor switches a group's assignor and rebalances at once.
+func ExampleBroker_SetAssignor() {
+	b, _ := model.New(10)
+	b.Create("t", 4)
+	b.Join("t", "g", "a")
+	b.Join("t", "g", "b")
+	fmt.Println(b.Assignment("t", "g"))
+	fmt.Println(b.SetAssignor("t", "g", model.Range))
+	fmt.Println(b.Assignment("t", "g"))
+	fmt.Println(b.SetAssignor("t", "absent", model.Range))
+	// Output:
+	// map[a:[0 2] b:[1 3]] <nil>
+	// true <nil>
+	// map[a:[0 1] b:[2 3]] <nil>
+	// false <nil>
+}
+
+// AddPartitions grows a topic; every group is rebalanced over the new
+// partitions at the same instant, and starts on them at offset 0.
+func ExampleBroker_AddPartitions() {
+	b, _ := model.New(10)
+	b.Create("t", 2)
+	b.Join("t", "g", "a")
+	b.Join("t", "g", "b")
+	fmt.Println(b.AddPartitions("t", 2))
+	fmt.Println(b.Assignment("t", "g"))
+	fmt.Println(b.Committed("t", "g", 3))
+	_, err := b.AddPartitions("t", 61)
+	fmt.Println(err)
+	// Output:
+	// 4 <nil>
+	// map[a:[0 2] b:[1 3]] <nil>
+	// 0 <nil>
+	// invalid argument: topic "t": adding 61 partitions to 4: want 1 to 64 in all
+}
+
+// Seek replays records kept by the replay window.
+func ExampleBroker_Seek() {
+	b, _ := model.New(4, model.WithReplayWindow(2))
+	b.Create("t", 1)
+	b.Join("t", "g", "m")
+	for _, s := range []string{"a", "b"} {
+		b.Publish("t", 0, s)
+		rs, _ := b.Poll("t", "g", "m", 1)
+		b.Ack("t", "g", "m", 0, rs[0].Offset)
+	}
+	fmt.Println(b.Seek("t", "g", 0, 0))
+	rs, _ := b.Poll("t", "g", "m", 1)
+	fmt.Println(rs[0].Offset, rs[0].Payload, rs[0].Attempt)
+	_, err := b.Seek("t", "g", 0, 3)
+	fmt.Println(errors.Is(err, model.ErrOffsetOutOfRange), err)
+	// Output:
+	// true <nil>
+	// 0 a 1
+	// true offset out of range: topic "t": partition 0: offset 3 outside [0,2]
+}
+
+// Describe returns one snapshot of a topic's logs and groups.
+func ExampleBroker_Describe() {
+	b, _ := model.New(10)
+	b.Create("t", 2)
+	b.Publish("t", 0, "a")
+	b.Publish("t", 0, "b")
+	b.Join("t", "g", "m")
+	b.Poll("t", "g", "m", 1)
+	d, _ := b.Describe("t")
+	fmt.Printf("%+v\n", d.Partitions)
+	fmt.Println(d.Groups[0].Group, d.Groups[0].Assignor, d.Groups[0].Members)
+	for _, p := range d.Groups[0].Partitions {
+		fmt.Printf("%+v\n", p)
+	}
+	// Output:
+	// [{Partition:0 LogStartOffset:0 LogEndOffset:2} {Partition:1 LogStartOffset:0 LogEndOffset:0}]
+	// g round-robin [m]
+	// {Partition:0 Owner:m Committed:0 InFlight:true Attempts:1 Lag:2}
+	// {Partition:1 Owner:m Committed:0 InFlight:false Attempts:0 Lag:0}
+}
+
+// The SPEC's replay-window example (section 3.2), call by call.
+func ExampleWithReplayWindow() {
+	b, _ := model.New(3, model.WithReplayWindow(2))
+	b.Create("t", 1)
+	b.Join("t", "g", "m")
+	var offsets []int64
+	for _, s := range []string{"a", "b", "c"} {
+		off, _ := b.Publish("t", 0, s)
+		offsets = append(offsets, off)
+	}
+	fmt.Println(offsets) // full
+	for off := range int64(2) {
+		b.Poll("t", "g", "m", 1)
+		b.Ack("t", "g", "m", 0, off)
+	}
+	fmt.Println(b.LogStartOffset("t", 0))
+	fmt.Println(b.Publish("t", 0, "d"))
+	fmt.Println(b.Seek("t", "g", 0, 1))
+	fmt.Println(b.Publish("t", 0, "e"))
+	rs, _ := b.Poll("t", "g", "m", 1)
+	fmt.Println(rs[0].Offset, rs[0].Payload, rs[0].Attempt)
+	fmt.Println(b.Ack("t", "g", "m", 0, 1))
+	fmt.Println(b.Publish("t", 0, "e"))
+	fmt.Println(b.LogStartOffset("t", 0))
+	// Output:
+	// [0 1 2]
+	// 0 <nil>
+	// 3 <nil>
+	// true <nil>
+	// -1 <nil>
+	// 1 b 1
+	// true <nil>
+	// 4 <nil>
+	// 2 <nil>
+}
+
+// With an ack timeout, a delivery left unacknowledged for the timeout is
+// delivered again by the owner's next Poll; until then it can still be
+// acknowledged.
+func ExampleWithAckTimeout() {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	b, _ := model.New(10, model.WithAckTimeout(30*time.Second), model.WithClock(func() time.Time { return now }))
+	b.Create("t", 1)
+	b.Publish("t", 0, "a")
+	b.Join("t", "g", "m")
+	rs, _ := b.Poll("t", "g", "m", 1)
+	fmt.Println(len(rs), rs[0].Attempt)
+	now = now.Add(29 * time.Second)
+	rs, _ = b.Poll("t", "g", "m", 1)
+	fmt.Println(len(rs))
+	now = now.Add(time.Second)
+	rs, _ = b.Poll("t", "g", "m", 1)
+	fmt.Println(len(rs), rs[0].Attempt)
+	fmt.Println(b.Ack("t", "g", "m", 0, 0))
+	// Output:
+	// 1 1
+	// 0
+	// 1 2
+	// true <nil>
+}
+
+// wrongAssignor answers an owner that is not a member.
+type wrongAssignor struct{}
+
+func (wrongAssignor) Name() string { return "wrong" }
+func (wrongAssignor) Assign(members, previous []string) []string {
+	owners := make([]string, len(previous))
+	for p := range owners {
+		owners[p] = "stranger"
+	}
+	return owners
+}
+
+// A user assignor whose answer is not one current member per partition
+// makes the rebalancing call fail and change nothing.
+func ExampleErrInvalidAssignment() {
+	b, _ := model.New(10)
+	b.Create("t", 2)
+	b.CreateGroup("t", "g", wrongAssignor{})
+	before := b.Clone()
+	_, err := b.Join("t", "g", "m")
+	fmt.Println(errors.Is(err, model.ErrInvalidAssignment), b.Equal(before))
+	fmt.Println(b.Members("t", "g"))
+	// Output:
+	// true true
+	// [] <nil>
 }

@@ -1,152 +1,336 @@
 // Package model is the executable specification of the Tributary broker
-// contract: a pure, sequential reference implementation of the core contract,
-// SPEC rules 1–14 (listed in README.md), with the same API shape as package
-// engine.
+// contract: a pure, sequential reference implementation of SPEC rules 1–23
+// (the core contract, section 2, and the Tributary features, section 3.2),
+// with the same API shape as package engine.
+//
+//	b, _ := model.New(2, model.WithReplayWindow(1))
+//	b.Create("orders", 1)
+//	b.Publish("orders", 0, "a")          // 0
+//	b.Join("orders", "billing", "m1")    // [0]
+//	rs, _ := b.Poll("orders", "billing", "m1", 8)
+//	b.Ack("orders", "billing", "m1", 0, rs[0].Offset)
 //
 // The model is deliberately simple rather than fast: plain maps and slices, no
 // locks, no goroutines, no I/O. A *Broker is not safe for concurrent use; the
 // caller (a test, a porcupine model, a benchmark baseline) serialises calls.
-// Because every method is a deterministic function of the state and the
-// arguments, the model doubles as the state of a porcupine model: Clone copies
-// it, Equal compares it, Hash and String summarise it.
+// Every method is a deterministic function of the state, the arguments and
+// the readings of the broker clock (WithClock, SetClock), so the model
+// doubles as the state of a porcupine model: Clone copies it, Equal compares
+// it, Hash and String summarise it.
 //
 // Which SPEC rule each part implements:
 //
-//   - New: rule 1 (capacity 1..1000).
+//   - New: rule 1 (capacity 1..1000); its options: WithReplayWindow rule 21,
+//     WithAckTimeout rule 22, WithMaxMessageBytes rule 15, WithClock the
+//     clock of rules 15 (message times) and 22 (delivery ages).
 //   - Create: rule 2 (partitionCount 1..64, duplicate is false).
-//   - Identifier checks in every method: rule 3; argument checks: rule 4.
-//   - Publish: rule 5 (offsets 0, 1, 2, … per partition; -1 when full).
-//   - Ownership (ownerOf): rule 6 (sorted members, p mod memberCount).
-//   - Join: rule 7; Leave: rule 8; rebalance: rule 9.
-//   - Poll: rule 10; Ack: rule 11 and retention, rule 13; Retry: rule 12.
+//   - Identifier checks in every method: rule 3; argument checks: rules 4
+//     and 15 (validation first; an invalid call changes nothing).
+//   - Publish, PublishMessage: rules 5 and 15 (offsets 0, 1, 2, … per
+//     partition; -1 when full), and 21 (a full partition gives up its oldest
+//     fully committed record when a replay window is set).
+//   - Ownership: rules 6 and 18. Each group stores its owner per partition,
+//     computed by the group's Assignor through assign.Run at every rebalance
+//     with the previous owners (Sticky reads them); RoundRobin is rule 6.
+//   - Join: rules 7 and 17; Leave: rule 8; rebalance: rule 9, applied by
+//     Join, Leave, SetAssignor (rule 18) and AddPartitions (rule 19).
+//   - Poll: rules 10, 16 (Record.Attempt) and 22 (ack timeout); Ack: rule 11
+//     and retention, rules 13 and 21; Retry: rule 12.
+//   - CreateGroup, DeleteGroup: rule 17; SetAssignor: rule 18;
+//     AddPartitions: rule 19; Seek: rule 20; Describe: rule 23.
 //
 // Rule 14 (linearizability) is what the engine is checked against this model
 // for; the model itself is trivially atomic.
 //
 // Result conventions, shared with engine so that a differential test can
 // compare results with go-cmp: on error every result is its zero value (nil
-// slice, false, 0); on success Join and Poll return non-nil slices, empty when
-// there is nothing to return. Every returned slice or map is a fresh copy
-// owned by the caller.
+// slice, false, 0, zero TopicDescription) except Publish and PublishMessage,
+// which return -1 with any error; on success Join and Poll return non-nil
+// slices, empty when there is nothing to return. Every returned slice or map,
+// a Record's Headers included, is a fresh copy owned by the caller.
 package model
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"maps"
+	"math"
 	"slices"
-	"strings"
+	"time"
+
+	"github.com/f91dcac0/tributary/engine/assign"
 )
 
-// Limits from SPEC section 2, rules 1 to 4.
+// Limits from SPEC section 2, rules 1 to 4, and rule 19.
 const (
 	MinCapacity       = 1    // smallest capacityPerPartition New accepts, in records
 	MaxCapacity       = 1000 // largest capacityPerPartition New accepts, in records
-	MaxPartitions     = 64   // largest partitionCount Create accepts; the smallest is 1
+	MaxPartitions     = 64   // largest partitionCount Create and AddPartitions reach; the smallest is 1
 	MaxPollRecords    = 64   // largest maxRecords Poll accepts; the smallest is 1
 	MaxIdentifierSize = 64   // longest topic, group or member id, in bytes; the shortest is 1
 )
 
 // ErrInvalidArgument is returned (wrapped, with context) by New and by every
-// Broker method when an argument breaks SPEC rule 1 to 4: a capacity outside
-// 1..1000, a partitionCount outside 1..64, an invalid identifier, an unknown
-// topic (every method but Create), a partition outside [0, partitionCount), a
-// negative ack or retry offset, or a maxRecords outside 1..64. A call that
-// returns it has changed nothing.
+// Broker method when an argument breaks SPEC rules 1 to 4 or 15 to 20: a
+// capacity outside 1..1000, an option out of range or nil, a partitionCount
+// outside 1..64, an invalid identifier, an unknown topic (every method but
+// Create), a partition outside [0, partitionCount), a negative offset, a
+// maxRecords outside 1..64, an AddPartitions count below 1 or past 64
+// partitions in all, a nil Assignor, or a message over WithMaxMessageBytes.
+// A call that returns it has changed nothing.
 var ErrInvalidArgument = errors.New("invalid argument")
 
+// ErrOffsetOutOfRange is returned (wrapped) by Seek when the offset is
+// outside [log start, log end] of the partition (SPEC rule 20). Nothing
+// changes.
+var ErrOffsetOutOfRange = errors.New("offset out of range")
+
+// ErrGroupNotEmpty is returned (wrapped) by DeleteGroup when the group still
+// has members (SPEC rule 17). Nothing changes.
+var ErrGroupNotEmpty = errors.New("consumer group not empty")
+
+// ErrInvalidAssignment is returned (wrapped) by Join, Leave, SetAssignor and
+// AddPartitions when the group's Assignor answers something other than one
+// current member per partition (SPEC rule 18). The call changed nothing. It
+// is the very variable assign.ErrInvalidAssignment, so errors.Is matches
+// the engine's errors too.
+var ErrInvalidAssignment = assign.ErrInvalidAssignment
+
 // ErrUnknownGroup is returned (wrapped) only by the inspection helpers
-// (Members, Assignment, Committed, InFlight) when the topic exists but the
-// group does not. The core API never returns it: there an absent group is a
-// state condition answered with false or an empty result.
+// (Members, Assignment, Committed, InFlight, Attempts) when the topic exists
+// but the group does not. The core API never returns it: there an absent
+// group is a state condition answered with false or an empty result.
 var ErrUnknownGroup = errors.New("unknown group")
 
+// Assignor decides which member of a group owns each partition (SPEC rule
+// 18); see package assign for its contract. It is compared by Name: two
+// assignors with the same Name are the same state to Equal, Hash and String.
+type Assignor = assign.Assignor
+
+// The built-in assignors (SPEC rule 18), the same values as package assign's.
+var (
+	// RoundRobin gives partition p to member p mod n, members sorted
+	// bytewise (rule 6). Join uses it for the groups it creates.
+	RoundRobin Assignor = assign.RoundRobin
+	// Range gives contiguous blocks in member order from partition 0: the
+	// first P mod n members take ⌈P/n⌉ partitions, the rest ⌊P/n⌋.
+	Range Assignor = assign.Range
+	// Sticky gives every member ⌊P/n⌋ or ⌈P/n⌉ partitions and, among such
+	// assignments, keeps the most partitions with their previous owner.
+	Sticky Assignor = assign.Sticky
+)
+
+// Header is one user header of a message: an ordered key/value pair. Keys
+// need not be unique; the broker keeps headers in the order given.
+type Header struct{ Key, Value string }
+
+// Message is what PublishMessage appends (SPEC rule 15). Publish(t, p, s)
+// is PublishMessage(t, p, Message{Payload: s}).
+type Message struct {
+	Key     string   // optional; producers' partitioners read it, the broker only stores it
+	Headers []Header // user headers, in order; the broker keeps its own copy
+	Payload string   // the record's value, possibly empty
+	// Time is the message's creation time; the zero Time means "now": the
+	// broker clock (WithClock, default time.Now) read during the publish.
+	Time time.Time
+}
+
 // Record is a value snapshot of one retained record, as Poll and Retained
-// return it. Changing a Record never changes the broker.
+// return it. Changing a Record, its Headers included, never changes the
+// broker.
 type Record struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	Payload   string
+	Topic     string // the topic's id
+	Partition int32  // the partition, in [0, partitionCount)
+	Offset    int64  // the record's offset in its partition, from 0
+	Payload   string // the published payload, possibly empty
+
+	Key     string    // the message key, possibly empty
+	Headers []Header  // a copy of the message headers, owned by the caller; nil when it had none
+	Time    time.Time // the message's creation time: Message.Time, or the broker clock at publish
+	// Attempt counts the deliveries of this record to the polling group on
+	// its partition, this one included (SPEC rule 16): 1 the first time, +1
+	// after each Retry, cancelling rebalance or ack timeout. Retained
+	// reports 0: it is not a delivery.
+	Attempt int32
 }
 
 // Broker is the sequential reference broker. The zero value is not usable;
 // call New. Not safe for concurrent use.
 type Broker struct {
-	capacity int32             // records each partition log may retain, 1..1000
-	topics   map[string]*topic // by topic id; never shrinks
+	capacity        int32             // records each partition log may retain, 1..1000
+	window          int32             // WithReplayWindow: fully committed records kept per partition, 0..capacity
+	clock           func() time.Time  // WithClock or SetClock; never nil
+	ackTimeout      time.Duration     // WithAckTimeout; 0: no timeout
+	maxMessageBytes int               // WithMaxMessageBytes; 0: no limit
+	topics          map[string]*topic // by topic id; never shrinks
 }
 
-// topic is one topic: its fixed partition logs and its groups.
+// topic is one topic: its partition logs and its groups.
 type topic struct {
-	logs   []partitionLog    // index is the partition; len is partitionCount
-	groups map[string]*group // by group id; never shrinks (rule 8)
+	logs   []partitionLog    // index is the partition; len is partitionCount, grown only by AddPartitions
+	groups map[string]*group // by group id; shrinks only by DeleteGroup
 }
 
 // partitionLog holds the retained records of one partition.
 type partitionLog struct {
-	start    int64    // earliest retained offset: the offset of payloads[0], or the next offset when empty
-	payloads []string // retained payloads in offset order; len <= capacity
+	start   int64   // earliest retained offset: the offset of entries[0], or the next offset when empty
+	entries []entry // retained records in offset order; len <= capacity
+}
+
+// entry is one retained record. Its headers are never changed once stored,
+// so clones may share them.
+type entry struct {
+	key     string
+	headers []Header // nil when the message had none
+	payload string
+	time    time.Time
 }
 
 // end is the log end: the offset the next successful publish gets.
-func (l *partitionLog) end() int64 { return l.start + int64(len(l.payloads)) }
+func (l *partitionLog) end() int64 { return l.start + int64(len(l.entries)) }
 
-// group is one consumer group of one topic.
+// group is one consumer group of one topic. The per-partition slices all
+// have one element per partition of the topic.
 type group struct {
-	members   []string // member ids sorted bytewise, no duplicates; may be empty
-	committed []int64  // per partition: the next offset the group will be given
-	inFlight  []bool   // per partition: the record at committed[p] is reserved to ownerOf(p)
-}
-
-// ownerOf returns the member that owns partition p under rule 6, or "" when
-// the group has no members ("" is never a valid member id).
-func (g *group) ownerOf(p int) string {
-	if len(g.members) == 0 {
-		return ""
-	}
-	return g.members[p%len(g.members)]
+	assignor    Assignor    // never nil
+	members     []string    // member ids sorted bytewise, no duplicates; may be empty
+	owners      []string    // per partition: the owning member; all "" when members is empty
+	committed   []int64     // per partition: the next offset the group will be given
+	inFlight    []bool      // per partition: the record at committed[p] is reserved to owners[p]
+	attempts    []int32     // per partition: deliveries so far of the record at committed[p]
+	deliveredAt []time.Time // per partition: clock reading at the in-flight delivery; zero unless in flight under an ack timeout
 }
 
 // partitionsOf returns member's partitions in ascending order; never nil.
 func (g *group) partitionsOf(member string) []int32 {
 	out := []int32{}
-	for p := range g.committed {
-		if g.ownerOf(p) == member {
+	for p, o := range g.owners {
+		if o == member {
 			out = append(out, int32(p))
 		}
 	}
 	return out
 }
 
-// rebalance replaces the membership with members (sorted, no duplicates) and
-// so the whole assignment at once (rule 9): a partition whose owner changes
-// loses its in-flight delivery, one that keeps its owner keeps it. Committed
-// offsets never change here.
-func (g *group) rebalance(members []string) {
-	before := make([]string, len(g.committed))
-	for p := range before {
-		before[p] = g.ownerOf(p)
+// assignment returns the owners of the partitions under a for members,
+// given the previous owners (one per partition, "" for none), or the
+// assignor's error (wrapping ErrInvalidAssignment). A memberless group's
+// owners are all "" and its assignor is not asked. assign.Run gives the
+// assignor its own copies of members and previous, so it cannot change the
+// state, and returns a slice that is ours.
+func assignment(a Assignor, members, previous []string) ([]string, error) {
+	if len(members) == 0 {
+		return make([]string, len(previous)), nil
 	}
-	g.members = members
-	for p := range before {
-		if g.ownerOf(p) != before[p] {
+	return assign.Run(a, members, previous)
+}
+
+// rebalance replaces the membership with members (sorted, no duplicates) and
+// the whole assignment with owners at once (rule 9): a partition whose owner
+// changes loses its in-flight delivery, one that keeps its owner keeps it.
+// Committed offsets and attempts never change here.
+func (g *group) rebalance(members, owners []string) {
+	for p := range g.owners {
+		if owners[p] != g.owners[p] {
 			g.inFlight[p] = false
+			g.deliveredAt[p] = time.Time{}
 		}
 	}
+	g.members, g.owners = members, owners
+}
+
+// Option configures a Broker at New. New checks each value and returns
+// ErrInvalidArgument for one out of range or for a nil Option.
+type Option func(*config)
+
+type config struct {
+	window     int32            // WithReplayWindow
+	clock      func() time.Time // WithClock
+	clockSet   bool             // WithClock was given (nil is then an error)
+	ackTimeout time.Duration    // WithAckTimeout
+	ackSet     bool             // WithAckTimeout was given (0 is then an error)
+	maxBytes   int              // WithMaxMessageBytes
+	maxSet     bool             // WithMaxMessageBytes was given (0 is then an error)
+}
+
+// WithReplayWindow makes each partition keep up to records of its most
+// recent fully committed records (committed by every group of the topic)
+// instead of removing them at once, so that Seek can replay them; a publish
+// to a full partition then removes the oldest fully committed record to make
+// room (SPEC rule 21). records is 0..capacityPerPartition, in records; the
+// default 0 is exactly SPEC rule 13.
+func WithReplayWindow(records int32) Option {
+	return func(c *config) { c.window = records }
+}
+
+// WithClock sets the broker clock, read for a message's Time when it has
+// none and, with WithAckTimeout, once per Poll for delivery ages. now must
+// not be nil; the default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock, c.clockSet = now, true }
+}
+
+// WithAckTimeout makes an in-flight delivery that is d or more old by the
+// broker clock stop blocking its partition: the owner's next Poll delivers
+// it again with Attempt + 1 (SPEC rule 22). Until then it stays in flight
+// and Ack and Retry of it work. d must be > 0; the default is no timeout.
+func WithAckTimeout(d time.Duration) Option {
+	return func(c *config) { c.ackTimeout, c.ackSet = d, true }
+}
+
+// WithMaxMessageBytes bounds one message: a PublishMessage whose key, header
+// keys, header values and payload add up to more than n bytes returns
+// ErrInvalidArgument and changes nothing (SPEC rule 15). n must be > 0; the
+// default is no limit.
+func WithMaxMessageBytes(n int) Option {
+	return func(c *config) { c.maxBytes, c.maxSet = n, true }
 }
 
 // New returns an empty broker whose partitions each retain at most
-// capacityPerPartition records (1..1000, rule 1). It returns
-// ErrInvalidArgument, and a nil broker, for any other capacity.
-func New(capacityPerPartition int32) (*Broker, error) {
+// capacityPerPartition records (1..1000, rule 1), configured by opts. It
+// returns ErrInvalidArgument, and a nil broker, for any other capacity, a
+// nil Option or an option value out of range (checked after the capacity).
+func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 	if capacityPerPartition < MinCapacity || capacityPerPartition > MaxCapacity {
 		return nil, fmt.Errorf("%w: capacity %d out of range [%d,%d]",
 			ErrInvalidArgument, capacityPerPartition, MinCapacity, MaxCapacity)
 	}
-	return &Broker{capacity: capacityPerPartition, topics: map[string]*topic{}}, nil
+	c := config{clock: time.Now}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidArgument, i)
+		}
+		o(&c)
+	}
+	switch {
+	case c.window < 0 || c.window > capacityPerPartition:
+		return nil, fmt.Errorf("%w: replay window %d out of range [0,%d] (the capacity)",
+			ErrInvalidArgument, c.window, capacityPerPartition)
+	case c.clockSet && c.clock == nil:
+		return nil, fmt.Errorf("%w: nil clock", ErrInvalidArgument)
+	case c.ackSet && c.ackTimeout <= 0:
+		return nil, fmt.Errorf("%w: ack timeout %v, want > 0", ErrInvalidArgument, c.ackTimeout)
+	case c.maxSet && c.maxBytes <= 0:
+		return nil, fmt.Errorf("%w: max message bytes %d, want > 0", ErrInvalidArgument, c.maxBytes)
+	}
+	return &Broker{
+		capacity:        capacityPerPartition,
+		window:          c.window,
+		clock:           c.clock,
+		ackTimeout:      c.ackTimeout,
+		maxMessageBytes: c.maxBytes,
+		topics:          map[string]*topic{},
+	}, nil
+}
+
+// SetClock replaces the broker clock (see WithClock); a nil now restores the
+// default, time.Now. It is for checkers and tests: Clone shares the clock
+// function, so a porcupine model rebinds a cloned state's clock with it. The
+// clock is not state: Equal, Hash and String ignore it.
+func (b *Broker) SetClock(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	b.clock = now
 }
 
 // Create adds topic with partitionCount (1..64) empty partitions and returns
@@ -168,33 +352,45 @@ func (b *Broker) Create(topic string, partitionCount int32) (bool, error) {
 	return true, nil
 }
 
-// Join creates group on topic if absent (each committed offset starting at
-// the partition's log start), adds member if absent, rebalances, and returns
-// member's partitions in ascending order (rules 6, 7, 9). The slice is the
-// caller's and is non-nil, empty when member owns nothing. Joining twice
-// changes nothing. It returns ErrInvalidArgument for an invalid identifier or
-// an unknown topic.
+// Join creates group on topic if absent (with RoundRobin, each committed
+// offset at the partition's log start), adds member if absent, rebalances
+// with the group's assignor, and returns member's partitions in ascending
+// order (rules 6, 7, 9, 17, 18). The slice is the caller's and is non-nil,
+// empty when member owns nothing. Joining twice changes nothing. It returns
+// ErrInvalidArgument for an invalid identifier or an unknown topic, and an
+// error wrapping ErrInvalidAssignment, changing nothing (the member is not
+// added, the group not created), when the assignor's answer is invalid.
 func (b *Broker) Join(topic, group, member string) ([]int32, error) {
 	t, err := b.lookup(topic, group, member)
 	if err != nil {
 		return nil, err
 	}
-	g, ok := t.groups[group]
-	if !ok {
-		g = t.newGroup()
-		t.groups[group] = g
+	g, exists := t.groups[group]
+	if !exists {
+		g = t.newGroup(assign.RoundRobin)
 	}
 	if i, found := slices.BinarySearch(g.members, member); !found {
-		g.rebalance(slices.Insert(slices.Clone(g.members), i, member))
+		members := slices.Insert(slices.Clone(g.members), i, member)
+		owners, err := assignment(g.assignor, members, g.owners)
+		if err != nil {
+			return nil, fmt.Errorf("topic %q: group %q: join of %q: %w", topic, group, member, err)
+		}
+		g.rebalance(members, owners)
+	}
+	if !exists {
+		t.groups[group] = g
 	}
 	return g.partitionsOf(member), nil
 }
 
-// Leave removes member from group and rebalances (rules 8, 9), returning
-// true. It returns false, changing nothing, when the group or the member is
-// absent; a group whose last member leaves keeps its committed offsets and
-// keeps counting for retention. It returns ErrInvalidArgument for an invalid
-// identifier or an unknown topic.
+// Leave removes member from group and rebalances the remaining members with
+// the group's assignor (rules 8, 9, 18), returning true. It returns false,
+// changing nothing, when the group or the member is absent; a group whose
+// last member leaves keeps its committed offsets and attempts, has no owners
+// and keeps counting for retention. It returns ErrInvalidArgument for an
+// invalid identifier or an unknown topic, and an error wrapping
+// ErrInvalidAssignment, changing nothing (the member stays), when the
+// assignor's answer is invalid.
 func (b *Broker) Leave(topic, group, member string) (bool, error) {
 	t, err := b.lookup(topic, group, member)
 	if err != nil {
@@ -208,38 +404,92 @@ func (b *Broker) Leave(topic, group, member string) (bool, error) {
 	if !found {
 		return false, nil
 	}
-	g.rebalance(slices.Delete(slices.Clone(g.members), i, i+1))
+	members := slices.Delete(slices.Clone(g.members), i, i+1)
+	owners, err := assignment(g.assignor, members, g.owners)
+	if err != nil {
+		return false, fmt.Errorf("topic %q: group %q: leave of %q: %w", topic, group, member, err)
+	}
+	g.rebalance(members, owners)
 	return true, nil
 }
 
-// Publish appends payload (any string, empty included) to partition of topic
-// and returns the offset it got: 0, 1, 2, … per partition (rule 5). When the
-// partition already retains capacity records it returns -1 and uses up no
-// offset. It returns ErrInvalidArgument for an invalid or unknown topic or a
-// partition outside [0, partitionCount).
+// Publish is PublishMessage(topic, partition, Message{Payload: payload})
+// (rules 5, 15): it returns the offset the payload got, -1 when the
+// partition is full, and -1 with ErrInvalidArgument for an invalid or
+// unknown topic, a partition outside [0, partitionCount), or a payload over
+// WithMaxMessageBytes.
 func (b *Broker) Publish(topic string, partition int32, payload string) (int64, error) {
+	return b.PublishMessage(topic, partition, Message{Payload: payload})
+}
+
+// PublishMessage appends m to partition of topic and returns the offset it
+// got: 0, 1, 2, … per partition (rules 5, 15). The broker keeps its own copy
+// of m.Headers; a zero m.Time is replaced by the broker clock, read once,
+// only when the record is appended. When the partition already retains
+// capacity records, it removes the oldest fully committed record to make room
+// if a replay window is set and there is one (rule 21); otherwise it returns
+// -1, uses up no offset and changes nothing. It returns -1 with
+// ErrInvalidArgument, changing nothing, for an invalid or unknown topic, a
+// partition outside [0, partitionCount), or a message whose key, header keys,
+// header values and payload add up to more than WithMaxMessageBytes bytes.
+func (b *Broker) PublishMessage(topic string, partition int32, m Message) (int64, error) {
 	t, err := b.lookup(topic)
 	if err != nil {
-		return 0, err
+		return -1, err
 	}
 	if err := t.checkPartition(topic, partition); err != nil {
-		return 0, err
+		return -1, err
 	}
-	l := &t.logs[partition]
-	if len(l.payloads) >= int(b.capacity) {
-		return -1, nil
+	if size := messageSize(m); b.maxMessageBytes > 0 && size > b.maxMessageBytes {
+		return -1, fmt.Errorf("%w: topic %q: partition %d: message of %d bytes exceeds the limit of %d",
+			ErrInvalidArgument, topic, partition, size, b.maxMessageBytes)
 	}
-	l.payloads = append(l.payloads, payload)
+	p := int(partition)
+	l := &t.logs[p]
+	if len(l.entries) >= int(b.capacity) {
+		low, ok := t.low(p)
+		if b.window == 0 || !ok || l.start >= low {
+			return -1, nil // nothing retained is fully committed
+		}
+		l.entries = slices.Delete(l.entries, 0, 1)
+		l.start++
+	}
+	tm := m.Time
+	if tm.IsZero() {
+		tm = b.clock()
+	}
+	l.entries = append(l.entries, entry{key: m.Key, headers: cloneHeaders(m.Headers), payload: m.Payload, time: tm})
 	return l.end() - 1, nil
 }
 
-// Poll walks member's partitions in ascending order and, for each with no
-// in-flight delivery and a retained record at the group's committed offset,
-// reserves that record for member, until maxRecords (1..64) are taken (rule
-// 10). The result is the caller's, non-nil, in ascending partition order;
-// it is empty for an absent group or member, or when nothing is eligible.
-// Poll never creates a group. It returns ErrInvalidArgument for an invalid
-// identifier, an unknown topic or maxRecords outside 1..64.
+// messageSize is the size WithMaxMessageBytes bounds, in bytes.
+func messageSize(m Message) int {
+	n := len(m.Key) + len(m.Payload)
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// cloneHeaders returns a copy of h, or nil when h is empty.
+func cloneHeaders(h []Header) []Header {
+	if len(h) == 0 {
+		return nil
+	}
+	return slices.Clone(h)
+}
+
+// Poll walks member's partitions in ascending order and, for each with a
+// retained record at the group's committed offset and no in-flight delivery
+// (or, with WithAckTimeout(d), one delivered d or more ago by the broker
+// clock), delivers that record to member, until maxRecords (1..64) are taken
+// (rules 10, 16, 22). Each delivery adds 1 to the partition's attempts and
+// the Record carries the new count. The clock is read once per valid call,
+// and only when an ack timeout is set. The result is the caller's, non-nil,
+// in ascending partition order; it is empty for an absent group or member,
+// or when nothing is eligible. Poll never creates a group. It returns
+// ErrInvalidArgument for an invalid identifier, an unknown topic or
+// maxRecords outside 1..64.
 func (b *Broker) Poll(topic, group, member string, maxRecords int32) ([]Record, error) {
 	t, err := b.lookup(topic, group, member)
 	if err != nil {
@@ -248,6 +498,10 @@ func (b *Broker) Poll(topic, group, member string, maxRecords int32) ([]Record, 
 	if maxRecords < 1 || maxRecords > MaxPollRecords {
 		return nil, fmt.Errorf("%w: maxRecords %d out of range [1,%d]",
 			ErrInvalidArgument, maxRecords, MaxPollRecords)
+	}
+	var now time.Time
+	if b.ackTimeout > 0 {
+		now = b.clock()
 	}
 	out := []Record{}
 	g, ok := t.groups[group]
@@ -258,30 +512,49 @@ func (b *Broker) Poll(topic, group, member string, maxRecords int32) ([]Record, 
 		if len(out) == int(maxRecords) {
 			break
 		}
-		if g.ownerOf(p) != member || g.inFlight[p] {
+		if g.owners[p] != member {
 			continue
 		}
 		l, c := &t.logs[p], g.committed[p]
 		if c < l.start || c > l.end() {
 			panic(fmt.Sprintf("model: topic %q partition %d: committed %d outside log [%d,%d]", topic, p, c, l.start, l.end()))
 		}
-		if c == l.end() {
+		if g.inFlight[p] {
+			if b.ackTimeout == 0 || now.Sub(g.deliveredAt[p]) < b.ackTimeout {
+				continue // still in flight
+			}
+		} else if c == l.end() {
 			continue // nothing at the committed offset yet
 		}
 		g.inFlight[p] = true
-		out = append(out, Record{Topic: topic, Partition: int32(p), Offset: c, Payload: l.payloads[c-l.start]})
+		g.attempts[p]++
+		if b.ackTimeout > 0 {
+			g.deliveredAt[p] = now
+		}
+		out = append(out, l.record(topic, int32(p), c, g.attempts[p]))
 	}
 	return out, nil
 }
 
+// record returns the retained record at offset as a Record owned by the
+// caller, with the given attempt count.
+func (l *partitionLog) record(topic string, partition int32, offset int64, attempt int32) Record {
+	e := &l.entries[offset-l.start]
+	return Record{
+		Topic: topic, Partition: partition, Offset: offset, Payload: e.payload,
+		Key: e.key, Headers: cloneHeaders(e.headers), Time: e.time, Attempt: attempt,
+	}
+}
+
 // Ack commits the in-flight delivery (partition, offset) of member in group
-// (rule 11): the committed offset advances by one, the delivery clears, and
-// every record that all of the topic's groups have now committed past is
-// removed from the log (rule 13). It returns true on success and false,
+// (rules 11, 16): the committed offset advances by one, the delivery clears,
+// the attempts reset to 0, and the partition's records that all of the
+// topic's groups have now committed past are removed from the log, but for
+// the replay window (rules 13, 21). It returns true on success and false,
 // changing nothing, unless member currently owns partition and offset is
-// exactly its in-flight offset. It returns ErrInvalidArgument for an invalid
-// identifier, an unknown topic, a partition outside [0, partitionCount) or a
-// negative offset.
+// exactly its in-flight offset (an expired delivery still counts). It returns
+// ErrInvalidArgument for an invalid identifier, an unknown topic, a
+// partition outside [0, partitionCount) or a negative offset.
 func (b *Broker) Ack(topic, group, member string, partition int32, offset int64) (bool, error) {
 	t, g, ok, err := b.delivery(topic, group, member, partition, offset)
 	if err != nil || !ok {
@@ -289,20 +562,24 @@ func (b *Broker) Ack(topic, group, member string, partition int32, offset int64)
 	}
 	g.committed[partition]++
 	g.inFlight[partition] = false
-	t.trim()
+	g.attempts[partition] = 0
+	g.deliveredAt[partition] = time.Time{}
+	t.trim(int(partition), b.window)
 	return true, nil
 }
 
 // Retry clears the in-flight delivery (partition, offset) of member in group
 // without committing it, so the next poll delivers the same record again
-// (rule 12). It returns true on success and false, changing nothing, under
-// the same conditions as Ack, and ErrInvalidArgument for the same arguments.
+// with the next Attempt (rules 12, 16). It returns true on success and false,
+// changing nothing, under the same conditions as Ack, and
+// ErrInvalidArgument for the same arguments.
 func (b *Broker) Retry(topic, group, member string, partition int32, offset int64) (bool, error) {
 	_, g, ok, err := b.delivery(topic, group, member, partition, offset)
 	if err != nil || !ok {
 		return false, err
 	}
 	g.inFlight[partition] = false
+	g.deliveredAt[partition] = time.Time{}
 	return true, nil
 }
 
@@ -325,26 +602,36 @@ func (b *Broker) delivery(topic, group, member string, partition int32, offset i
 		return nil, nil, false, nil
 	}
 	p := int(partition)
-	ok = g.ownerOf(p) == member && g.inFlight[p] && g.committed[p] == offset
+	ok = g.owners[p] == member && g.inFlight[p] && g.committed[p] == offset
 	return t, g, ok, nil
 }
 
-// trim removes from every partition the records that all groups have
-// committed past (rule 13). With no groups it removes nothing.
-func (t *topic) trim() {
+// low returns the smallest committed offset of partition p over the topic's
+// groups: records below it are fully committed. ok is false when the topic
+// has no group.
+func (t *topic) low(p int) (low int64, ok bool) {
 	if len(t.groups) == 0 {
+		return 0, false
+	}
+	low = math.MaxInt64
+	for _, g := range t.groups {
+		low = min(low, g.committed[p])
+	}
+	return low, true
+}
+
+// trim applies retention to partition p (rules 13, 21): it removes the
+// fully committed records but the window most recent of them. With no
+// groups it removes nothing.
+func (t *topic) trim(p int, window int32) {
+	low, ok := t.low(p)
+	if !ok {
 		return
 	}
-	for p := range t.logs {
-		l := &t.logs[p]
-		low := l.end()
-		for _, g := range t.groups {
-			low = min(low, g.committed[p])
-		}
-		if n := low - l.start; n > 0 {
-			l.payloads = slices.Clone(l.payloads[n:])
-			l.start = low
-		}
+	l := &t.logs[p]
+	if n := low - int64(window) - l.start; n > 0 {
+		l.entries = slices.Delete(l.entries, 0, int(n))
+		l.start += n
 	}
 }
 
@@ -352,9 +639,18 @@ func newTopic(partitionCount int32) *topic {
 	return &topic{logs: make([]partitionLog, partitionCount), groups: map[string]*group{}}
 }
 
-// newGroup returns a memberless group positioned at each log start (rule 7).
-func (t *topic) newGroup() *group {
-	g := &group{committed: make([]int64, len(t.logs)), inFlight: make([]bool, len(t.logs))}
+// newGroup returns a memberless group using a, positioned at each log start
+// (rules 7, 17).
+func (t *topic) newGroup(a Assignor) *group {
+	n := len(t.logs)
+	g := &group{
+		assignor:    a,
+		owners:      make([]string, n),
+		committed:   make([]int64, n),
+		inFlight:    make([]bool, n),
+		attempts:    make([]int32, n),
+		deliveredAt: make([]time.Time, n),
+	}
 	for p := range t.logs {
 		g.committed[p] = t.logs[p].start
 	}
@@ -399,358 +695,6 @@ func checkID(kind, id string) error {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
 			return fmt.Errorf("%w: %s id %q: byte %#x at %d is not one of A-Z a-z 0-9 _ -",
 				ErrInvalidArgument, kind, id, c, i)
-		}
-	}
-	return nil
-}
-
-// Clone returns a deep copy of b that shares nothing mutable with it.
-func (b *Broker) Clone() *Broker {
-	c := &Broker{capacity: b.capacity, topics: make(map[string]*topic, len(b.topics))}
-	for name, t := range b.topics {
-		ct := &topic{logs: make([]partitionLog, len(t.logs)), groups: make(map[string]*group, len(t.groups))}
-		for p, l := range t.logs {
-			ct.logs[p] = partitionLog{start: l.start, payloads: slices.Clone(l.payloads)}
-		}
-		for gname, g := range t.groups {
-			ct.groups[gname] = &group{
-				members:   slices.Clone(g.members),
-				committed: slices.Clone(g.committed),
-				inFlight:  slices.Clone(g.inFlight),
-			}
-		}
-		c.topics[name] = ct
-	}
-	return c
-}
-
-// Equal reports whether b and o hold exactly the same state: capacity,
-// topics, retained records with their offsets, groups, members, committed
-// offsets and in-flight deliveries. Two equal brokers answer every future
-// call identically.
-func (b *Broker) Equal(o *Broker) bool {
-	if b.capacity != o.capacity || len(b.topics) != len(o.topics) {
-		return false
-	}
-	for name, t := range b.topics {
-		ot, ok := o.topics[name]
-		if !ok || len(t.logs) != len(ot.logs) || len(t.groups) != len(ot.groups) {
-			return false
-		}
-		for p := range t.logs {
-			if t.logs[p].start != ot.logs[p].start || !slices.Equal(t.logs[p].payloads, ot.logs[p].payloads) {
-				return false
-			}
-		}
-		for gname, g := range t.groups {
-			og, ok := ot.groups[gname]
-			if !ok || !slices.Equal(g.members, og.members) ||
-				!slices.Equal(g.committed, og.committed) || !slices.Equal(g.inFlight, og.inFlight) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// Hash returns an FNV-1a hash of a canonical, length-prefixed encoding of the
-// state (topics and groups in sorted order). Equal states hash equal.
-func (b *Broker) Hash() uint64 {
-	h := fnv.New64a()
-	var buf [binary.MaxVarintLen64]byte
-	num := func(v int64) { h.Write(binary.AppendVarint(buf[:0], v)) }
-	str := func(s string) { num(int64(len(s))); h.Write([]byte(s)) }
-	num(int64(b.capacity))
-	num(int64(len(b.topics)))
-	for _, name := range slices.Sorted(maps.Keys(b.topics)) {
-		t := b.topics[name]
-		str(name)
-		num(int64(len(t.logs)))
-		for _, l := range t.logs {
-			num(l.start)
-			num(int64(len(l.payloads)))
-			for _, s := range l.payloads {
-				str(s)
-			}
-		}
-		num(int64(len(t.groups)))
-		for _, gname := range slices.Sorted(maps.Keys(t.groups)) {
-			g := t.groups[gname]
-			str(gname)
-			num(int64(len(g.members)))
-			for _, m := range g.members {
-				str(m)
-			}
-			for p := range g.committed {
-				num(g.committed[p])
-				if g.inFlight[p] {
-					num(1)
-				} else {
-					num(0)
-				}
-			}
-		}
-	}
-	return h.Sum64()
-}
-
-// String describes the whole state deterministically, topics and groups
-// sorted by id, one line per topic, partition log, group and group partition:
-//
-//	capacity=2
-//	topic orders partitions=1
-//	  log p0 [0,2) "a" "b"
-//	  group billing members=[m1]
-//	    p0 owner=m1 committed=0 inflight
-//
-// Payloads are Go-quoted; a partition of a memberless group shows owner=-.
-func (b *Broker) String() string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "capacity=%d\n", b.capacity)
-	for _, name := range slices.Sorted(maps.Keys(b.topics)) {
-		t := b.topics[name]
-		fmt.Fprintf(&sb, "topic %s partitions=%d\n", name, len(t.logs))
-		for p, l := range t.logs {
-			fmt.Fprintf(&sb, "  log p%d [%d,%d)", p, l.start, l.end())
-			for _, s := range l.payloads {
-				fmt.Fprintf(&sb, " %q", s)
-			}
-			sb.WriteByte('\n')
-		}
-		for _, gname := range slices.Sorted(maps.Keys(t.groups)) {
-			g := t.groups[gname]
-			fmt.Fprintf(&sb, "  group %s members=[%s]\n", gname, strings.Join(g.members, " "))
-			for p := range g.committed {
-				owner := g.ownerOf(p)
-				if owner == "" {
-					owner = "-"
-				}
-				fmt.Fprintf(&sb, "    p%d owner=%s committed=%d", p, owner, g.committed[p])
-				if g.inFlight[p] {
-					sb.WriteString(" inflight")
-				}
-				sb.WriteByte('\n')
-			}
-		}
-	}
-	return sb.String()
-}
-
-// Capacity returns the records each partition may retain, as given to New.
-func (b *Broker) Capacity() int32 { return b.capacity }
-
-// Topics returns the topic ids in byte order; the slice is the caller's and
-// non-nil.
-func (b *Broker) Topics() []string {
-	return append([]string{}, slices.Sorted(maps.Keys(b.topics))...)
-}
-
-// PartitionCount returns topic's partition count. It returns
-// ErrInvalidArgument for an invalid or unknown topic.
-func (b *Broker) PartitionCount(topic string) (int32, error) {
-	t, err := b.lookup(topic)
-	if err != nil {
-		return 0, err
-	}
-	return int32(len(t.logs)), nil
-}
-
-// LogStartOffset returns the earliest retained offset of partition (its log
-// end when nothing is retained). It returns ErrInvalidArgument for an invalid
-// or unknown topic or a partition outside [0, partitionCount).
-func (b *Broker) LogStartOffset(topic string, partition int32) (int64, error) {
-	l, err := b.log(topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	return l.start, nil
-}
-
-// LogEndOffset returns the offset the next successful publish to partition
-// gets. It returns ErrInvalidArgument like LogStartOffset.
-func (b *Broker) LogEndOffset(topic string, partition int32) (int64, error) {
-	l, err := b.log(topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	return l.end(), nil
-}
-
-// Retained returns partition's retained records in offset order; the slice
-// is the caller's and non-nil. It returns ErrInvalidArgument like
-// LogStartOffset.
-func (b *Broker) Retained(topic string, partition int32) ([]Record, error) {
-	l, err := b.log(topic, partition)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Record, 0, len(l.payloads))
-	for i, s := range l.payloads {
-		out = append(out, Record{Topic: topic, Partition: partition, Offset: l.start + int64(i), Payload: s})
-	}
-	return out, nil
-}
-
-func (b *Broker) log(topic string, partition int32) (*partitionLog, error) {
-	t, err := b.lookup(topic)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.checkPartition(topic, partition); err != nil {
-		return nil, err
-	}
-	return &t.logs[partition], nil
-}
-
-// Groups returns topic's group ids in byte order, memberless groups
-// included; the slice is the caller's and non-nil. It returns
-// ErrInvalidArgument for an invalid or unknown topic.
-func (b *Broker) Groups(topic string) ([]string, error) {
-	t, err := b.lookup(topic)
-	if err != nil {
-		return nil, err
-	}
-	return append([]string{}, slices.Sorted(maps.Keys(t.groups))...), nil
-}
-
-// Members returns group's member ids in byte order, the order ownership uses;
-// the slice is the caller's and non-nil. It returns ErrInvalidArgument for an
-// invalid identifier or an unknown topic, and ErrUnknownGroup for an absent
-// group.
-func (b *Broker) Members(topic, group string) ([]string, error) {
-	_, g, err := b.group(topic, group)
-	if err != nil {
-		return nil, err
-	}
-	return append([]string{}, g.members...), nil
-}
-
-// Assignment returns, for each member of group, its partitions in ascending
-// order (rule 6); the map and its slices are the caller's, and the map is
-// empty for a memberless group. It returns errors like Members.
-func (b *Broker) Assignment(topic, group string) (map[string][]int32, error) {
-	_, g, err := b.group(topic, group)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string][]int32, len(g.members))
-	for _, m := range g.members {
-		out[m] = g.partitionsOf(m)
-	}
-	return out, nil
-}
-
-// Committed returns group's committed offset on partition: the next offset
-// it will be given. It returns ErrInvalidArgument for an invalid identifier,
-// an unknown topic or a partition outside [0, partitionCount), and
-// ErrUnknownGroup for an absent group.
-func (b *Broker) Committed(topic, group string, partition int32) (int64, error) {
-	g, err := b.groupPartition(topic, group, partition)
-	if err != nil {
-		return 0, err
-	}
-	return g.committed[partition], nil
-}
-
-// InFlight reports whether group has a delivery in flight on partition (it
-// is always the record at the committed offset, reserved to the partition's
-// owner). It returns errors like Committed.
-func (b *Broker) InFlight(topic, group string, partition int32) (bool, error) {
-	g, err := b.groupPartition(topic, group, partition)
-	if err != nil {
-		return false, err
-	}
-	return g.inFlight[partition], nil
-}
-
-func (b *Broker) group(topic, group string) (*topic, *group, error) {
-	t, err := b.lookup(topic, group)
-	if err != nil {
-		return nil, nil, err
-	}
-	g, ok := t.groups[group]
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topic, group)
-	}
-	return t, g, nil
-}
-
-func (b *Broker) groupPartition(topic, group string, partition int32) (*group, error) {
-	t, err := b.lookup(topic, group)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.checkPartition(topic, partition); err != nil {
-		return nil, err
-	}
-	g, ok := t.groups[group]
-	if !ok {
-		return nil, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topic, group)
-	}
-	return g, nil
-}
-
-// CheckInvariants returns a non-nil error describing the first broken
-// invariant of the state, or nil. The invariants: every log retains at most
-// capacity records from a non-negative start; every group has one committed
-// offset per partition inside [log start, log end]; members are sorted,
-// distinct and valid; an in-flight delivery has an owner and a retained
-// record; with groups present, the log start is the smallest committed offset
-// (nothing all groups committed past is still retained).
-func (b *Broker) CheckInvariants() error {
-	if b.capacity < MinCapacity || b.capacity > MaxCapacity {
-		return fmt.Errorf("capacity %d out of range", b.capacity)
-	}
-	for name, t := range b.topics {
-		if err := checkID("topic", name); err != nil {
-			return err
-		}
-		if len(t.logs) < 1 || len(t.logs) > MaxPartitions {
-			return fmt.Errorf("topic %s: %d partitions", name, len(t.logs))
-		}
-		for p, l := range t.logs {
-			if l.start < 0 || len(l.payloads) > int(b.capacity) {
-				return fmt.Errorf("topic %s p%d: log [%d,%d) with capacity %d", name, p, l.start, l.end(), b.capacity)
-			}
-		}
-		for gname, g := range t.groups {
-			if err := checkID("group", gname); err != nil {
-				return err
-			}
-			if len(g.committed) != len(t.logs) || len(g.inFlight) != len(t.logs) {
-				return fmt.Errorf("topic %s group %s: per-partition state for %d/%d partitions, want %d",
-					name, gname, len(g.committed), len(g.inFlight), len(t.logs))
-			}
-			for i, m := range g.members {
-				if err := checkID("member", m); err != nil {
-					return err
-				}
-				if i > 0 && g.members[i-1] >= m {
-					return fmt.Errorf("topic %s group %s: members %q not sorted and distinct", name, gname, g.members)
-				}
-			}
-			for p, l := range t.logs {
-				c := g.committed[p]
-				if c < l.start || c > l.end() {
-					return fmt.Errorf("topic %s group %s p%d: committed %d outside log [%d,%d]", name, gname, p, c, l.start, l.end())
-				}
-				if g.inFlight[p] && (len(g.members) == 0 || c == l.end()) {
-					return fmt.Errorf("topic %s group %s p%d: in flight with %d members, committed %d, log end %d",
-						name, gname, p, len(g.members), c, l.end())
-				}
-			}
-		}
-		if len(t.groups) == 0 {
-			continue
-		}
-		for p, l := range t.logs {
-			low := l.end()
-			for _, g := range t.groups {
-				low = min(low, g.committed[p])
-			}
-			if low != l.start {
-				return fmt.Errorf("topic %s p%d: log start %d, lowest committed %d", name, p, l.start, low)
-			}
 		}
 	}
 	return nil

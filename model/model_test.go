@@ -1,12 +1,14 @@
 package model_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,9 +22,17 @@ type fx struct {
 	b *model.Broker
 }
 
-func newFx(t *testing.T, capacity int32) fx {
+// t0 is the time of the fixed clock newFx gives its brokers, so that the
+// records' times are known.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at0() time.Time { return t0 }
+
+// newFx returns a fixture around model.New(capacity, opts...) whose clock
+// always reads t0 unless opts set another.
+func newFx(t *testing.T, capacity int32, opts ...model.Option) fx {
 	t.Helper()
-	b, err := model.New(capacity)
+	b, err := model.New(capacity, append([]model.Option{model.WithClock(at0)}, opts...)...)
 	require.NoError(t, err)
 	require.NotNil(t, b)
 	return fx{t: t, b: b}
@@ -77,6 +87,62 @@ func (f fx) retry(topic, group, member string, p int32, off int64) bool {
 	ok, err := f.b.Retry(topic, group, member, p, off)
 	require.NoError(f.t, err)
 	return ok
+}
+
+func (f fx) publishMsg(topic string, p int32, m model.Message) int64 {
+	f.t.Helper()
+	off, err := f.b.PublishMessage(topic, p, m)
+	require.NoError(f.t, err)
+	return off
+}
+
+func (f fx) createGroup(topic, group string, a model.Assignor) bool {
+	f.t.Helper()
+	ok, err := f.b.CreateGroup(topic, group, a)
+	require.NoError(f.t, err)
+	return ok
+}
+
+func (f fx) deleteGroup(topic, group string) bool {
+	f.t.Helper()
+	ok, err := f.b.DeleteGroup(topic, group)
+	require.NoError(f.t, err)
+	return ok
+}
+
+func (f fx) setAssignor(topic, group string, a model.Assignor) bool {
+	f.t.Helper()
+	ok, err := f.b.SetAssignor(topic, group, a)
+	require.NoError(f.t, err)
+	return ok
+}
+
+func (f fx) addPartitions(topic string, k int32) int32 {
+	f.t.Helper()
+	n, err := f.b.AddPartitions(topic, k)
+	require.NoError(f.t, err)
+	return n
+}
+
+func (f fx) seek(topic, group string, p int32, off int64) bool {
+	f.t.Helper()
+	ok, err := f.b.Seek(topic, group, p, off)
+	require.NoError(f.t, err)
+	return ok
+}
+
+func (f fx) describe(topic string) model.TopicDescription {
+	f.t.Helper()
+	d, err := f.b.Describe(topic)
+	require.NoError(f.t, err)
+	return d
+}
+
+func (f fx) attempts(topic, group string, p int32) int32 {
+	f.t.Helper()
+	v, err := f.b.Attempts(topic, group, p)
+	require.NoError(f.t, err)
+	return v
 }
 
 func (f fx) logStart(topic string, p int32) int64 {
@@ -135,8 +201,20 @@ func requireUnchanged(t *testing.T, before, b *model.Broker) {
 	require.NoError(t, b.CheckInvariants())
 }
 
+// rec is the first delivery of a record published by payload alone at t0.
 func rec(topic string, p int32, off int64, payload string) model.Record {
-	return model.Record{Topic: topic, Partition: p, Offset: off, Payload: payload}
+	return recN(topic, p, off, payload, 1)
+}
+
+// recN is delivery number attempt of a record published by payload alone
+// at t0.
+func recN(topic string, p int32, off int64, payload string, attempt int32) model.Record {
+	return model.Record{Topic: topic, Partition: p, Offset: off, Payload: payload, Time: t0, Attempt: attempt}
+}
+
+// kept is a record published by payload alone at t0 as Retained returns it.
+func kept(topic string, p int32, off int64, payload string) model.Record {
+	return recN(topic, p, off, payload, 0)
 }
 
 // TestSpecWorkedExample is SPEC section 2's first worked example, verbatim.
@@ -148,7 +226,7 @@ func TestSpecWorkedExample(t *testing.T) {
 	require.Equal(t, []int32{0}, f.join("orders", "billing", "m1"))
 	require.Equal(t, []model.Record{rec("orders", 0, 0, "a")}, f.poll("orders", "billing", "m1", 2))
 	require.True(t, f.retry("orders", "billing", "m1", 0, 0))
-	require.Equal(t, []model.Record{rec("orders", 0, 0, "a")}, f.poll("orders", "billing", "m1", 2))
+	require.Equal(t, []model.Record{recN("orders", 0, 0, "a", 2)}, f.poll("orders", "billing", "m1", 2))
 	require.True(t, f.ack("orders", "billing", "m1", 0, 0))
 	require.Equal(t, []model.Record{rec("orders", 0, 1, "b")}, f.poll("orders", "billing", "m1", 2))
 	require.NoError(t, f.b.CheckInvariants())
@@ -172,7 +250,7 @@ func TestSpecRebalanceExample(t *testing.T) {
 	require.True(t, f.inFlight("t", "g", 2), "kept partition keeps its delivery")
 	require.Equal(t, int64(0), f.committed("t", "g", 1), "moved partition keeps its committed offset")
 
-	require.Equal(t, []model.Record{rec("t", 1, 0, "x")}, f.poll("t", "g", "b", 64))
+	require.Equal(t, []model.Record{recN("t", 1, 0, "x", 2)}, f.poll("t", "g", "b", 64), "a's delivery was the first")
 	require.False(t, f.ack("t", "g", "a", 1, 0), "a's late ack of the moved partition")
 	require.True(t, f.ack("t", "g", "b", 1, 0))
 	require.True(t, f.ack("t", "g", "a", 0, 0))
@@ -202,22 +280,30 @@ func TestNewCapacity(t *testing.T) {
 	}
 }
 
-// args are the arguments of one core call; populated makes them all valid.
+// args are the arguments of one call; populated makes them all valid.
 type args struct {
 	topic, group, member string
 	partition            int32
 	offset               int64
-	maxRecords, count    int32
+	maxRecords, count    int32 // count is Create's partitionCount and AddPartitions' count
+	assignor             model.Assignor
+	msg                  model.Message
 }
 
-var validArgs = args{topic: "t", group: "g", member: "m", partition: 0, offset: 0, maxRecords: 1, count: 2}
+var validArgs = args{topic: "t", group: "g", member: "m", partition: 0, offset: 0, maxRecords: 1, count: 2,
+	assignor: model.Sticky, msg: model.Message{Key: "k", Headers: []model.Header{{Key: "h", Value: "v"}}, Payload: "p"}}
+
+// populatedMaxBytes is the WithMaxMessageBytes of populated brokers.
+const populatedMaxBytes = 16
 
 // populated returns a broker in which validArgs is a valid call of every
 // method: topic t (2 partitions) with records, group g with members m (owns
 // p0, offset 0 in flight) and m2 (owns p1), a memberless group idle, and a
-// second topic u.
+// second topic u. It has a replay window of 1, an ack timeout of a minute
+// and a message limit of populatedMaxBytes.
 func populated(t *testing.T) *model.Broker {
-	f := newFx(t, 3)
+	f := newFx(t, 3, model.WithReplayWindow(1), model.WithAckTimeout(time.Minute),
+		model.WithMaxMessageBytes(populatedMaxBytes))
 	f.create("t", 2)
 	f.create("u", 1)
 	f.publish("t", 0, "a")
@@ -233,28 +319,51 @@ func populated(t *testing.T) *model.Broker {
 	return f.b
 }
 
-// methods are the core calls; uses lists the argument kinds each takes:
-// t topic id, k topic must exist, g group, m member, p partition, o offset,
-// n maxRecords, c partitionCount.
+// methods are the calls; uses lists the argument kinds each takes: t topic
+// id, k topic must exist, g group, m member, p partition, o offset, n
+// maxRecords, c partitionCount or added count, x added count, a assignor, s
+// message. valid, when set, adjusts validArgs to a valid call of the method.
 var methods = []struct {
 	name  string
 	uses  string
 	call  func(b *model.Broker, a args) (any, error)
 	wzero any
+	valid func(a *args)
 }{
-	{"Create", "tc", func(b *model.Broker, a args) (any, error) { return b.Create(a.topic, a.count) }, false},
-	{"Join", "tkgm", func(b *model.Broker, a args) (any, error) { return b.Join(a.topic, a.group, a.member) }, []int32(nil)},
-	{"Leave", "tkgm", func(b *model.Broker, a args) (any, error) { return b.Leave(a.topic, a.group, a.member) }, false},
-	{"Publish", "tkp", func(b *model.Broker, a args) (any, error) { return b.Publish(a.topic, a.partition, "payload") }, int64(0)},
+	{"Create", "tc", func(b *model.Broker, a args) (any, error) { return b.Create(a.topic, a.count) }, false, nil},
+	{"Join", "tkgm", func(b *model.Broker, a args) (any, error) { return b.Join(a.topic, a.group, a.member) }, []int32(nil), nil},
+	{"Leave", "tkgm", func(b *model.Broker, a args) (any, error) { return b.Leave(a.topic, a.group, a.member) }, false, nil},
+	{"Publish", "tkp", func(b *model.Broker, a args) (any, error) { return b.Publish(a.topic, a.partition, "payload") }, int64(-1), nil},
 	{"Poll", "tkgmn", func(b *model.Broker, a args) (any, error) {
 		return b.Poll(a.topic, a.group, a.member, a.maxRecords)
-	}, []model.Record(nil)},
+	}, []model.Record(nil), nil},
 	{"Ack", "tkgmpo", func(b *model.Broker, a args) (any, error) {
 		return b.Ack(a.topic, a.group, a.member, a.partition, a.offset)
-	}, false},
+	}, false, nil},
 	{"Retry", "tkgmpo", func(b *model.Broker, a args) (any, error) {
 		return b.Retry(a.topic, a.group, a.member, a.partition, a.offset)
-	}, false},
+	}, false, nil},
+	{"PublishMessage", "tkps", func(b *model.Broker, a args) (any, error) {
+		return b.PublishMessage(a.topic, a.partition, a.msg)
+	}, int64(-1), nil},
+	{"CreateGroup", "tkga", func(b *model.Broker, a args) (any, error) {
+		return b.CreateGroup(a.topic, a.group, a.assignor)
+	}, false, func(a *args) { a.group = "fresh" }},
+	{"DeleteGroup", "tkg", func(b *model.Broker, a args) (any, error) {
+		return b.DeleteGroup(a.topic, a.group)
+	}, false, func(a *args) { a.group = "idle" }},
+	{"SetAssignor", "tkga", func(b *model.Broker, a args) (any, error) {
+		return b.SetAssignor(a.topic, a.group, a.assignor)
+	}, false, nil},
+	{"AddPartitions", "tkcx", func(b *model.Broker, a args) (any, error) {
+		return b.AddPartitions(a.topic, a.count)
+	}, int32(0), nil},
+	{"Seek", "tkgpo", func(b *model.Broker, a args) (any, error) {
+		return b.Seek(a.topic, a.group, a.partition, a.offset)
+	}, false, nil},
+	{"Describe", "tk", func(b *model.Broker, a args) (any, error) {
+		return b.Describe(a.topic)
+	}, model.TopicDescription{}, nil},
 }
 
 var badIDs = []struct{ name, id string }{
@@ -318,6 +427,32 @@ func mutations() []mutation {
 			mutation{"new topic, partitionCount " + itoa(int64(c)), "c", func(a *args) { a.topic, a.count = "fresh", c }},
 		)
 	}
+	for _, c := range []int32{63, 64} {
+		ms = append(ms, mutation{"added count " + itoa(int64(c)) + " past 64 partitions", "x", func(a *args) { a.count = c }})
+	}
+	ms = append(ms,
+		mutation{"nil assignor", "a", func(a *args) { a.assignor = nil }},
+		mutation{"absent group, nil assignor", "ga", func(a *args) { a.group, a.assignor = "absent", nil }},
+		mutation{"unknown topic, nil assignor", "ka", func(a *args) { a.topic, a.assignor = "nope", nil }},
+	)
+	over := populatedMaxBytes + 1
+	for _, m := range []struct {
+		name string
+		msg  model.Message
+	}{
+		{"payload", model.Message{Payload: strings.Repeat("x", over)}},
+		{"key", model.Message{Key: strings.Repeat("k", over)}},
+		{"header key", model.Message{Headers: []model.Header{{Key: strings.Repeat("h", over)}}}},
+		{"header value", model.Message{Headers: []model.Header{{Value: strings.Repeat("v", over)}}}},
+		{"all parts, one byte over", model.Message{Key: "kkkk", Headers: []model.Header{{Key: "hh", Value: "vv"}, {Key: "h", Value: "vvv"}},
+			Payload: strings.Repeat("p", over-12)}},
+		{"many empty-valued headers", model.Message{Headers: slices.Repeat([]model.Header{{Key: "h"}}, over)}},
+	} {
+		ms = append(ms,
+			mutation{"message over the limit: " + m.name, "s", func(a *args) { a.msg = m.msg }},
+			mutation{"partition -1 and message over the limit: " + m.name, "ps", func(a *args) { a.partition, a.msg = -1, m.msg }},
+		)
+	}
 	return ms
 }
 
@@ -336,8 +471,14 @@ func usesAll(uses, needs string) bool {
 // that in TestInvalidArguments the mutation alone causes the error.
 func TestValidArgsBaseline(t *testing.T) {
 	for _, m := range methods {
-		_, err := m.call(populated(t), validArgs)
+		a := validArgs
+		if m.valid != nil {
+			m.valid(&a)
+		}
+		b := populated(t)
+		_, err := m.call(b, a)
 		require.NoError(t, err, m.name)
+		require.NoError(t, b.CheckInvariants(), m.name)
 	}
 }
 
@@ -356,6 +497,9 @@ func TestInvalidArguments(t *testing.T) {
 				b := populated(t)
 				before := b.Clone()
 				a := validArgs
+				if m.valid != nil {
+					m.valid(&a)
+				}
 				mu.mut(&a)
 				got, err := m.call(b, a)
 				require.ErrorIs(t, err, model.ErrInvalidArgument)
@@ -397,6 +541,12 @@ func TestInspectionErrors(t *testing.T) {
 	require.ErrorIs(t, err, model.ErrUnknownGroup)
 	_, err = b.InFlight("u", "g", 0)
 	require.ErrorIs(t, err, model.ErrUnknownGroup)
+	_, err = b.Attempts("t", "absent", 0)
+	require.ErrorIs(t, err, model.ErrUnknownGroup)
+	_, err = b.Attempts("t", "g", 2)
+	require.ErrorIs(t, err, model.ErrInvalidArgument)
+	_, err = b.Attempts("t", "g!", 0)
+	require.ErrorIs(t, err, model.ErrInvalidArgument)
 	requireUnchanged(t, before, b)
 }
 
@@ -510,7 +660,8 @@ func TestLeave(t *testing.T) {
 	require.False(t, f.ack("t", "g", "m", 0, 1), "a former member cannot ack")
 
 	require.Equal(t, []int32{0, 1}, f.join("t", "g", "m"))
-	require.Equal(t, []model.Record{rec("t", 0, 1, "b"), rec("t", 1, 0, "c")}, f.poll("t", "g", "m", 64))
+	require.Equal(t, []model.Record{recN("t", 0, 1, "b", 2), recN("t", 1, 0, "c", 2)}, f.poll("t", "g", "m", 64),
+		"both deliveries were cancelled")
 }
 
 // TestPoll checks rule 10.
@@ -636,7 +787,7 @@ func TestRetentionSeveralGroups(t *testing.T) {
 	require.Equal(t, []model.Record{rec("r", 0, 0, "a")}, f.poll("r", "g3", "m3", 64), "g3 kept offset 0")
 	require.True(t, f.ack("r", "g3", "m3", 0, 0))
 	require.Equal(t, int64(1), f.logStart("r", 0))
-	require.Equal(t, []model.Record{rec("r", 0, 1, "b"), rec("r", 0, 2, "c")}, f.retained("r", 0))
+	require.Equal(t, []model.Record{kept("r", 0, 1, "b"), kept("r", 0, 2, "c")}, f.retained("r", 0))
 	require.Equal(t, int64(3), f.publish("r", 0, "d"))
 
 	f.join("r", "g4", "m4")
@@ -659,7 +810,7 @@ func TestNoGroupsNothingTrimmed(t *testing.T) {
 	require.Equal(t, int64(0), f.publish("t", 1, "x"), "partitions fill independently")
 	require.Equal(t, int64(0), f.logStart("t", 0))
 	require.Equal(t, int64(2), f.logEnd("t", 0))
-	require.Equal(t, []model.Record{rec("t", 0, 0, "a"), rec("t", 0, 1, "b")}, f.retained("t", 0))
+	require.Equal(t, []model.Record{kept("t", 0, 0, "a"), kept("t", 0, 1, "b")}, f.retained("t", 0))
 }
 
 // TestPublishFullUsesNoOffset checks rule 5: -1 uses up no offset.
@@ -679,7 +830,7 @@ func TestPublishFullUsesNoOffset(t *testing.T) {
 	require.True(t, f.ack("t", "g", "m", 0, 0))
 	require.Equal(t, int64(2), f.publish("t", 0, "c"))
 	require.Equal(t, int64(3), f.logEnd("t", 0))
-	require.Equal(t, []model.Record{rec("t", 0, 1, "b"), rec("t", 0, 2, "c")}, f.retained("t", 0))
+	require.Equal(t, []model.Record{kept("t", 0, 1, "b"), kept("t", 0, 2, "c")}, f.retained("t", 0))
 }
 
 func TestCloneIndependence(t *testing.T) {
@@ -786,9 +937,13 @@ func TestEqualHashString(t *testing.T) {
 			func(f fx) { f.join("a", "h", "m1"); f.join("a", "g", "m2"); f.join("a", "g", "m1") },
 			func(f fx) { f.poll("a", "g", "m1", 64) },
 		}},
-		{"poll and retry undone", append(slices.Clone(base), func(f fx) {
-			f.poll("a", "g", "m2", 64)
-			require.True(t, f.retry("a", "g", "m2", 1, 0))
+		{"group created and deleted", append(slices.Clone(base), func(f fx) {
+			require.True(t, f.createGroup("a", "extra", model.Sticky))
+			require.True(t, f.deleteGroup("a", "extra"))
+		})},
+		{"assignor set and set back", append(slices.Clone(base), func(f fx) {
+			require.True(t, f.setAssignor("a", "h", model.Range))
+			require.True(t, f.setAssignor("a", "h", model.RoundRobin))
 		})},
 		{"join and leave of a member that moves no partition", append(slices.Clone(base), func(f fx) {
 			f.join("a", "g", "m3")
@@ -862,6 +1017,43 @@ func TestEqualHashString(t *testing.T) {
 		{"other partition count", func(t *testing.T) *model.Broker {
 			return build(t, append([]func(f fx){func(f fx) { f.create("a", 2); f.create("b", 2) }}, base[1:]...)...)
 		}},
+		{"attempts after poll and retry", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) {
+				f.poll("a", "g", "m2", 64)
+				require.True(t, f.retry("a", "g", "m2", 1, 0))
+			})...)
+		}},
+		{"delivery cancelled by a rebalance", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) {
+				f.join("a", "g", "m0") // m0 takes p0 from m1, cancelling its delivery
+				f.leave("a", "g", "m0")
+			})...)
+		}},
+		{"assignor only", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) { f.setAssignor("a", "h", model.Range) })...)
+		}},
+		{"assignor of a memberless group", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) { f.createGroup("b", "e", model.Sticky) })...)
+		}},
+		{"key", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) { f.publishMsg("b", 0, model.Message{Key: "k"}) })...)
+		}},
+		{"headers", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) {
+				f.publishMsg("b", 0, model.Message{Headers: []model.Header{{Key: "h", Value: "v"}}})
+			})...)
+		}},
+		{"time", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) {
+				f.publishMsg("b", 0, model.Message{Time: t0.Add(time.Nanosecond)})
+			})...)
+		}},
+		{"committed by seek", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) { require.True(t, f.seek("a", "h", 0, 2)) })...)
+		}},
+		{"added partitions", func(t *testing.T) *model.Broker {
+			return build(t, append(slices.Clone(base), func(f fx) { f.addPartitions("b", 1) })...)
+		}},
 	}
 	for _, tt := range differ {
 		t.Run("differ/"+tt.name, func(t *testing.T) {
@@ -872,6 +1064,103 @@ func TestEqualHashString(t *testing.T) {
 			require.NotEqual(t, b.String(), o.String())
 		})
 	}
+
+	// Pairs that differ in one piece of state base cannot show.
+	pairs := []struct {
+		name string
+		a, b func(t *testing.T) *model.Broker
+	}{
+		{"owners only (sticky remembers who came first)",
+			func(t *testing.T) *model.Broker {
+				f := newFx(t, 3)
+				f.create("a", 2)
+				f.createGroup("a", "s", model.Sticky)
+				require.Equal(t, []int32{0, 1}, f.join("a", "s", "m1"))
+				require.Equal(t, []int32{1}, f.join("a", "s", "m2"))
+				return f.b
+			},
+			func(t *testing.T) *model.Broker {
+				f := newFx(t, 3)
+				f.create("a", 2)
+				f.createGroup("a", "s", model.Sticky)
+				require.Equal(t, []int32{0, 1}, f.join("a", "s", "m2"))
+				require.Equal(t, []int32{1}, f.join("a", "s", "m1"))
+				return f.b
+			}},
+		{"header order",
+			func(t *testing.T) *model.Broker {
+				f := newFx(t, 3)
+				f.create("a", 1)
+				f.publishMsg("a", 0, model.Message{Headers: []model.Header{{Key: "x", Value: "1"}, {Key: "y", Value: "2"}}})
+				return f.b
+			},
+			func(t *testing.T) *model.Broker {
+				f := newFx(t, 3)
+				f.create("a", 1)
+				f.publishMsg("a", 0, model.Message{Headers: []model.Header{{Key: "y", Value: "2"}, {Key: "x", Value: "1"}}})
+				return f.b
+			}},
+		{"header boundaries",
+			func(t *testing.T) *model.Broker {
+				f := newFx(t, 3)
+				f.create("a", 1)
+				f.publishMsg("a", 0, model.Message{Key: "k", Headers: []model.Header{{Key: "ab", Value: ""}}})
+				return f.b
+			},
+			func(t *testing.T) *model.Broker {
+				f := newFx(t, 3)
+				f.create("a", 1)
+				f.publishMsg("a", 0, model.Message{Key: "k", Headers: []model.Header{{Key: "a", Value: "b"}}})
+				return f.b
+			}},
+		{"delivery time under an ack timeout",
+			func(t *testing.T) *model.Broker { return polledAt(t, t0) },
+			func(t *testing.T) *model.Broker { return polledAt(t, t0.Add(time.Millisecond)) }},
+		{"replay window", func(t *testing.T) *model.Broker { return newFx(t, 3).b },
+			func(t *testing.T) *model.Broker { return newFx(t, 3, model.WithReplayWindow(1)).b }},
+		{"ack timeout", func(t *testing.T) *model.Broker { return newFx(t, 3, model.WithAckTimeout(time.Second)).b },
+			func(t *testing.T) *model.Broker { return newFx(t, 3, model.WithAckTimeout(2*time.Second)).b }},
+		{"max message bytes", func(t *testing.T) *model.Broker { return newFx(t, 3).b },
+			func(t *testing.T) *model.Broker { return newFx(t, 3, model.WithMaxMessageBytes(100)).b }},
+	}
+	for _, tt := range pairs {
+		t.Run("differ/"+tt.name, func(t *testing.T) {
+			x, y := tt.a(t), tt.b(t)
+			require.NoError(t, x.CheckInvariants())
+			require.NoError(t, y.CheckInvariants())
+			require.False(t, x.Equal(y))
+			require.False(t, y.Equal(x))
+			require.NotEqual(t, x.Hash(), y.Hash())
+			require.NotEqual(t, x.String(), y.String())
+			require.True(t, x.Equal(x.Clone()))
+			require.Equal(t, x.Hash(), x.Clone().Hash())
+		})
+	}
+
+	t.Run("equal/times as instants, the clock ignored", func(t *testing.T) {
+		build := func(loc *time.Location, clock func() time.Time) *model.Broker {
+			f := newFx(t, 3, model.WithClock(clock))
+			f.create("a", 1)
+			f.publishMsg("a", 0, model.Message{Time: t0.In(loc)})
+			return f.b
+		}
+		x := build(time.UTC, at0)
+		y := build(time.FixedZone("east", 3600), time.Now)
+		require.True(t, x.Equal(y))
+		require.Equal(t, x.Hash(), y.Hash())
+		require.Equal(t, x.String(), y.String())
+	})
+}
+
+// polledAt returns a broker with an ack timeout whose only record was
+// delivered at time at.
+func polledAt(t *testing.T, at time.Time) *model.Broker {
+	f := newFx(t, 3, model.WithAckTimeout(time.Minute), model.WithClock(func() time.Time { return at }))
+	f.create("a", 1)
+	f.publishMsg("a", 0, model.Message{Time: t0})
+	f.join("a", "g", "m")
+	require.Len(t, f.poll("a", "g", "m", 1), 1)
+	return f.b
 }
 
 func TestString(t *testing.T) {
@@ -888,20 +1177,45 @@ func TestString(t *testing.T) {
 topic audit partitions=1
   log p0 [0,0)
 topic orders partitions=2
-  log p0 [0,2) "a" "b\n"
+  log p0 [0,2) "a"{time=2025-01-02T03:04:05Z} "b\n"{time=2025-01-02T03:04:05Z}
   log p1 [0,0)
-  group billing members=[m1]
-    p0 owner=m1 committed=0 inflight
+  group billing assignor=round-robin members=[m1]
+    p0 owner=m1 committed=0 attempts=1 inflight
     p1 owner=m1 committed=0
-  group ship members=[]
+  group ship assignor=round-robin members=[]
     p0 owner=- committed=0
     p1 owner=- committed=0
 `
 	require.Equal(t, want, f.b.String())
+
+	// Every option and every piece of rule 15–23 state.
+	now := t0
+	g := newFx(t, 3, model.WithReplayWindow(1), model.WithAckTimeout(30*time.Second),
+		model.WithMaxMessageBytes(1024), model.WithClock(func() time.Time { return now }))
+	g.create("orders", 1)
+	g.publishMsg("orders", 0, model.Message{Key: "k", Headers: []model.Header{{Key: "h", Value: "v"}, {Key: "h", Value: ""}},
+		Payload: "a", Time: time.Time{}})
+	g.publishMsg("orders", 0, model.Message{Payload: "b", Time: t0.Add(-time.Hour).In(time.FixedZone("x", 7200))})
+	g.createGroup("orders", "audit", model.Sticky)
+	g.join("orders", "billing", "m1")
+	g.poll("orders", "billing", "m1", 1)
+	require.True(t, g.ack("orders", "billing", "m1", 0, 0))
+	now = now.Add(1500 * time.Millisecond)
+	g.poll("orders", "billing", "m1", 1)
+	want = `capacity=3 window=1 acktimeout=30s maxbytes=1024
+topic orders partitions=1
+  log p0 [0,2) "a"{key="k" headers=["h":"v" "h":""] time=2025-01-02T03:04:05Z} "b"{time=2025-01-02T02:04:05Z}
+  group audit assignor=sticky members=[]
+    p0 owner=- committed=0
+  group billing assignor=round-robin members=[m1]
+    p0 owner=m1 committed=1 attempts=1 inflight since=2025-01-02T03:04:06.5Z
+`
+	require.Equal(t, want, g.b.String())
 }
 
-// FuzzOperations drives random call sequences and checks, after every call,
-// the model's invariants, the result conventions, that invalid or false calls
+// FuzzOperations drives random call sequences, every call of rules 1–23
+// under random options, and checks, after every call, the model's
+// invariants, the result conventions, that invalid, failed or false calls
 // change nothing, and that Clone, Equal and Hash agree.
 func FuzzOperations(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -927,10 +1241,22 @@ func FuzzOperations(f *testing.F) {
 		topics := []string{"t", "u", "nope", "a.b"}
 		groups := []string{"g", "h", "i", ""}
 		members := []string{"a", "b", "c", "d", "A"}
-		b, err := model.New(int32(next()%4 + 1))
+		never := false
+		assignors := []model.Assignor{model.RoundRobin, model.Range, model.Sticky,
+			badAssignor{fault: "stranger", ok: &never}, nil}
+		clock := newClock()
+		capacity := int32(next()%4 + 1)
+		opts := []model.Option{model.WithClock(clock.read), model.WithReplayWindow(int32(next()) % (capacity + 1))}
+		if next()%2 == 0 {
+			opts = append(opts, model.WithAckTimeout(3*time.Second))
+		}
+		if next()%3 == 0 {
+			opts = append(opts, model.WithMaxMessageBytes(4))
+		}
+		b, err := model.New(capacity, opts...)
 		require.NoError(t, err)
 		for len(data) > 0 {
-			op, tp, g, m := next()%8, topics[next()%len(topics)], groups[next()%len(groups)], members[next()%len(members)]
+			op, tp, g, m := next()%16, topics[next()%len(topics)], groups[next()%len(groups)], members[next()%len(members)]
 			p, off, n := int32(next()%5)-1, int64(next()%5)-1, int32(next()%5)
 			before := b.Clone()
 			require.True(t, before.Equal(b))
@@ -980,10 +1306,7 @@ func FuzzOperations(f *testing.F) {
 					require.Equal(t, end-1, got)
 					want = differs
 				} else {
-					require.Contains(t, []int64{0, -1}, got)
-					if err != nil {
-						require.Zero(t, got)
-					}
+					require.Equal(t, int64(-1), got, "a refused or invalid publish returns -1")
 				}
 			case 5:
 				rs, err := b.Poll(tp, g, m, n)
@@ -1004,6 +1327,10 @@ func FuzzOperations(f *testing.F) {
 					inf, err := b.InFlight(tp, g, r.Partition)
 					require.NoError(t, err)
 					require.True(t, inf)
+					at, err := b.Attempts(tp, g, r.Partition)
+					require.NoError(t, err)
+					require.Equal(t, at, r.Attempt)
+					require.Positive(t, r.Attempt)
 				}
 				expect(len(rs) > 0)
 			case 6, 7:
@@ -1032,6 +1359,98 @@ func FuzzOperations(f *testing.F) {
 					}
 				}
 				expect(ok)
+			case 8:
+				msg := model.Message{Key: []string{"", "k"}[next()%2], Payload: []string{"", "x", "xyz"}[next()%3]}
+				if next()%2 == 0 {
+					msg.Headers = []model.Header{{Key: "h", Value: "v"}}
+				}
+				if next()%2 == 0 {
+					msg.Time = t0.Add(-time.Hour)
+				}
+				got, err := b.PublishMessage(tp, p, msg)
+				if err == nil && got >= 0 {
+					rs, err := b.Retained(tp, p)
+					require.NoError(t, err)
+					last := rs[len(rs)-1]
+					require.Equal(t, got, last.Offset)
+					require.Equal(t, msg.Key, last.Key)
+					require.Equal(t, msg.Payload, last.Payload)
+					require.Equal(t, len(msg.Headers), len(last.Headers))
+					want = differs
+				} else {
+					require.Equal(t, int64(-1), got)
+				}
+			case 9:
+				ok, err := b.CreateGroup(tp, g, assignors[next()%len(assignors)])
+				if err != nil {
+					require.False(t, ok)
+				}
+				expect(ok)
+			case 10:
+				ok, err := b.DeleteGroup(tp, g)
+				if err != nil {
+					require.False(t, ok)
+				}
+				if errors.Is(err, model.ErrGroupNotEmpty) {
+					ms, err := b.Members(tp, g)
+					require.NoError(t, err)
+					require.NotEmpty(t, ms)
+				}
+				expect(ok)
+			case 11:
+				ok, err := b.SetAssignor(tp, g, assignors[next()%len(assignors)])
+				if err != nil {
+					require.False(t, ok)
+				}
+				if ok {
+					want = anything // the same assignor again changes nothing
+				}
+			case 12:
+				count, _ := b.PartitionCount(tp)
+				got, err := b.AddPartitions(tp, n-1)
+				if err != nil {
+					require.Zero(t, got)
+				} else {
+					require.Equal(t, count+n-1, got)
+					want = differs
+				}
+			case 13:
+				// Aim near the committed offset most of the time.
+				if c, err := b.Committed(tp, g, p); err == nil && next()%4 != 0 {
+					off = c + int64(next()%3) - 1
+				}
+				ok, err := b.Seek(tp, g, p, off)
+				if err != nil {
+					require.False(t, ok)
+				}
+				if ok {
+					c, err := b.Committed(tp, g, p)
+					require.NoError(t, err)
+					require.Equal(t, off, c)
+					inf, err := b.InFlight(tp, g, p)
+					require.NoError(t, err)
+					require.False(t, inf)
+					at, err := b.Attempts(tp, g, p)
+					require.NoError(t, err)
+					require.Zero(t, at)
+					want = anything // seeking where nothing is in flight changes nothing
+				}
+			case 14:
+				clock.advance(time.Duration(n) * time.Second)
+			case 15:
+				d, err := b.Describe(tp)
+				if err != nil {
+					require.Equal(t, model.TopicDescription{}, d)
+					break
+				}
+				for _, gd := range d.Groups {
+					for _, gp := range gd.Partitions {
+						c, err := b.Committed(tp, gd.Group, gp.Partition)
+						require.NoError(t, err)
+						require.Equal(t, c, gp.Committed)
+						require.Equal(t, d.Partitions[gp.Partition].LogEndOffset-c, gp.Lag)
+					}
+				}
 			}
 			require.NoError(t, b.CheckInvariants(), "after op %d\n%s", op, b)
 			switch want {

@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// The administrative calls: group lifecycle (SPEC rule 17), assignor
+// switching (18), adding partitions (19), seek (20) and describe (23). Each
+// takes the topic's membership lock, so they are serialised with each other
+// and with Join and Leave, and each changes state only while it also holds
+// the partition locks involved.
+
+// TopicDescription is one atomic snapshot of a topic (SPEC rule 23), as
+// Describe returns it. It is the caller's: changing it changes nothing.
+type TopicDescription struct {
+	Topic      string
+	Partitions []PartitionDescription // Partitions[p] describes partition p
+	Groups     []GroupDescription     // sorted bytewise by Group; empty, not nil, when none
+}
+
+// PartitionDescription is one partition's log: it retains the records at
+// offsets [LogStartOffset, LogEndOffset).
+type PartitionDescription struct {
+	Partition      int32
+	LogStartOffset int64 // offset of the oldest retained record; LogEndOffset when none
+	LogEndOffset   int64 // offset the next successful publish gets
+}
+
+// GroupDescription is one consumer group of a topic.
+type GroupDescription struct {
+	Group      string
+	Assignor   string           // the group's Assignor's Name()
+	Members    []string         // sorted bytewise, the order assignors see; empty, not nil, when none
+	Partitions []GroupPartition // Partitions[p] is the group's state on partition p
+}
+
+// GroupPartition is a group's state on one partition.
+type GroupPartition struct {
+	Partition int32
+	Owner     string // the member owning the partition; "" when the group has no members
+	Committed int64  // the next offset the group will be given
+	InFlight  bool   // the record at Committed is reserved to Owner
+	Attempts  int32  // deliveries so far of the record at Committed (0: not yet delivered)
+	Lag       int64  // LogEndOffset − Committed, in records; never negative
+}
+
+// CreateGroup creates group on topic with no members and the given assignor,
+// its committed offset on each partition at that partition's log start
+// offset (SPEC rules 7, 17), and returns true. If the group exists it returns
+// false and changes nothing (its assignor included). Errors
+// (ErrInvalidArgument): unknown topic, invalid identifier, nil assignor.
+func (b *Broker) CreateGroup(topicName, groupName string, a Assignor) (bool, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return false, err
+	}
+	if err := checkID("group", groupName); err != nil {
+		return false, err
+	}
+	if a == nil {
+		return false, fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.groups.Load(groupName) != nil {
+		return false, nil
+	}
+	g := t.newGroupLocked(groupName, a)
+	n := t.lockAll()
+	t.addGroupAllLocked(g)
+	t.unlockAll(n)
+	return true, nil
+}
+
+// DeleteGroup removes group, which must have no members, from topic and
+// returns true (SPEC rule 17). The group stops counting for retention at
+// once: records only it still needed are removed (rules 13, 21), and its
+// cursor slots are reused by the next group created. A name deleted and used
+// again starts a fresh group. It returns false when the group is absent.
+// Errors: ErrInvalidArgument for an unknown topic or an invalid identifier;
+// ErrGroupNotEmpty when the group has members (nothing changes).
+func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return false, err
+	}
+	if err := checkID("group", groupName); err != nil {
+		return false, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.groups.Load(groupName)
+	if g == nil {
+		return false, nil
+	}
+	if len(g.members) > 0 {
+		return false, fmt.Errorf("%w: topic %q: group %q has %d members", ErrGroupNotEmpty, t.name, groupName, len(g.members))
+	}
+	n := t.lockAll()
+	t.groups.Delete(groupName)
+	for _, p := range t.parts[:n] {
+		p.cursors[g.slot] = freeCursor
+		if !t.faults.on(faultDeleteSkipsRetention) {
+			t.retainLocked(p)
+		}
+	}
+	t.unlockAll(n)
+	t.freeSlots = append(t.freeSlots, g.slot)
+	return true, nil
+}
+
+// SetAssignor makes a group's assignor a and, if the group has members,
+// rebalances it with a at one instant (SPEC rules 9, 18): a partition whose
+// owner changes loses its in-flight delivery. It returns false when the
+// group is absent. Errors: ErrInvalidArgument for an unknown topic, an
+// invalid identifier or a nil assignor; ErrInvalidAssignment when a answers
+// wrongly (nothing changes, the old assignor stays).
+func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return false, err
+	}
+	if err := checkID("group", groupName); err != nil {
+		return false, err
+	}
+	if a == nil {
+		return false, fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.groups.Load(groupName)
+	if g == nil {
+		return false, nil
+	}
+	next, err := t.plan(g, g.members, a, int(t.count.Load()))
+	if err != nil {
+		return false, err
+	}
+	g.assignor = a
+	if len(g.members) > 0 {
+		n := t.lockAll()
+		if t.faults.on(faultSetAssignorKeepsInFlight) {
+			g.assign.Store(next)
+		} else {
+			t.applyAllLocked(g, next)
+		}
+		t.unlockAll(n)
+	}
+	return true, nil
+}
+
+// AddPartitions adds count empty partitions to topic and returns the new
+// partition count (SPEC rule 19). The new partitions start at offset 0,
+// every group's committed offset on them is 0, and every group with members
+// is rebalanced by its assignor, all at the instant the partitions appear;
+// publishes and polls of the existing partitions run on meanwhile, waiting
+// only for the partition locks. Errors: ErrInvalidArgument for an unknown
+// topic, an invalid identifier, count < 1 or a new total above 64;
+// ErrInvalidAssignment when any group's assignor answers wrongly (nothing
+// changes).
+func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.count.Load()
+	if count < 1 || count > MaxPartitionCount-old {
+		return 0, fmt.Errorf("%w: topic %q: adding %d partitions to %d: want 1..%d", ErrInvalidArgument, t.name, count, old, MaxPartitionCount-old)
+	}
+	total := old + count
+	groups := t.groups.AppendValues(nil)
+	plans := make([]*assignment, len(groups))
+	for i, g := range groups {
+		if plans[i], err = t.plan(g, g.members, g.assignor, int(total)); err != nil {
+			return 0, err
+		}
+	}
+	start := int64(0)
+	if t.faults.on(faultAddedPartitionsWrongOffset) {
+		start = t.parts[0].log.EndOffset() // the bug: copies partition 0's position
+	}
+	low := int64(noLow)
+	if len(groups) > 0 {
+		low = start
+	}
+	added := make([]*partition, count)
+	for i := range added {
+		p := b.newPartition()
+		if t.slots > 0 {
+			p.cursors = make([]cursor, t.slots, (t.slots+cursorsPerLine-1)/cursorsPerLine*cursorsPerLine)
+			for s := range p.cursors {
+				p.cursors[s] = freeCursor
+			}
+			for _, g := range groups {
+				p.cursors[g.slot] = cursor{committed: start}
+			}
+		}
+		p.low = low
+		added[i] = p
+	}
+	n := t.lockAll()
+	for i, p := range added {
+		p.mu.Lock() // ascending, after every existing partition: the lock order
+		t.parts[old+int32(i)] = p
+	}
+	for i, g := range groups {
+		t.applyAllLocked(g, plans[i])
+	}
+	t.count.Store(total) // the linearization point: the partitions appear
+	for _, p := range added {
+		p.mu.Unlock()
+	}
+	t.unlockAll(n)
+	return total, nil
+}
+
+// Seek sets group's committed offset on partition to offset (controlled
+// replay, SPEC rule 20): the group's in-flight delivery there is cancelled,
+// its attempts reset, and retention is applied again (a forward seek can
+// free records). Seek is an admin call: it needs no member. It returns
+// false when the group is absent. Errors, checked in this order:
+// ErrInvalidArgument for an unknown topic, an invalid identifier, a
+// partition outside [0, partitionCount) or a negative offset;
+// ErrOffsetOutOfRange (after the absent-group check) unless log start ≤
+// offset ≤ log end. Either error changes nothing.
+func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64) (bool, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return false, err
+	}
+	if err := checkID("group", groupName); err != nil {
+		return false, err
+	}
+	part, err := t.partition(partition)
+	if err != nil {
+		return false, err
+	}
+	if offset < 0 {
+		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.groups.Load(groupName)
+	if g == nil {
+		return false, nil
+	}
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	if start, end := part.log.StartOffset(), part.log.EndOffset(); offset < start || offset > end {
+		return false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", ErrOffsetOutOfRange, t.name, partition, offset, start, end)
+	}
+	c := &part.cursors[g.slot]
+	c.committed = offset
+	c.attempts = 0
+	if !t.faults.on(faultSeekKeepsInFlight) {
+		c.inFlight = false
+	}
+	t.retainLocked(part)
+	return true, nil
+}
+
+// Describe returns one atomic snapshot of topic (SPEC rule 23): every
+// partition's log start and end offsets and every group's assignor, members
+// and, per partition, owner, committed offset, in-flight flag, attempts and
+// lag. It holds the topic's locks while it copies, so lag is never negative
+// and every figure is of the same instant. The result is the caller's.
+// Errors (ErrInvalidArgument): unknown topic, invalid identifier.
+func (b *Broker) Describe(topicName string) (TopicDescription, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return TopicDescription{}, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	groups := t.groups.AppendValues(nil)
+	slices.SortFunc(groups, func(x, y *group) int { return cmp.Compare(x.name, y.name) })
+	n := int(t.count.Load())
+	d := TopicDescription{Topic: t.name, Partitions: make([]PartitionDescription, n), Groups: make([]GroupDescription, len(groups))}
+	for i, g := range groups {
+		d.Groups[i] = GroupDescription{
+			Group: g.name, Assignor: g.assignor.Name(),
+			Members: append([]string{}, g.members...), Partitions: make([]GroupPartition, n),
+		}
+	}
+	defer t.unlockAll(t.lockAll())
+	for p, part := range t.parts[:n] {
+		end := part.log.EndOffset()
+		d.Partitions[p] = PartitionDescription{Partition: int32(p), LogStartOffset: part.log.StartOffset(), LogEndOffset: end}
+		for i, g := range groups {
+			c := part.cursors[g.slot]
+			d.Groups[i].Partitions[p] = GroupPartition{
+				Partition: int32(p), Owner: g.assign.Load().owner[p], Committed: c.committed,
+				InFlight: c.inFlight, Attempts: c.attempts, Lag: end - c.committed,
+			}
+		}
+	}
+	return d, nil
+}
+
+// Topics returns the names of the broker's topics, sorted bytewise, as a new
+// slice owned by the caller (empty, not nil, when there are none).
+func (b *Broker) Topics() []string {
+	b.createMu.Lock()
+	ts := b.topics.AppendValues(nil)
+	b.createMu.Unlock()
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		names = append(names, t.name)
+	}
+	slices.Sort(names)
+	return names
+}

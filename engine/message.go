@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Header is one user header of a message: an ordered key/value pair. Keys
+// need not be unique; the broker keeps headers in the order given.
+type Header struct{ Key, Value string }
+
+// Message is what PublishMessage appends (SPEC rule 15). Publish(t, p, s)
+// is PublishMessage(t, p, Message{Payload: s}).
+type Message struct {
+	Key     string   // optional; producers' partitioners read it, the broker only stores it
+	Headers []Header // user headers, in order; the broker keeps its own copy
+	Payload string   // the record's value, possibly empty
+	// Time is the message's creation time; the zero Time means "now": the
+	// broker's clock (WithClock, default time.Now) read during the publish.
+	Time time.Time
+}
+
+// Record is a value snapshot of one retained record, as returned by Poll.
+// Changing a Record, its Headers included, never changes the broker.
+type Record struct {
+	Topic     string // the topic's identifier
+	Partition int32  // partition index in [0, partitionCount)
+	Offset    int64  // the record's offset in its partition, from 0
+	Payload   string // the published payload, possibly empty
+
+	Key     string    // the message key, possibly empty
+	Headers []Header  // a copy of the message headers, owned by the caller; nil when it had none
+	Time    time.Time // the message's creation time (Message.Time, or the broker clock at publish)
+	// Attempt counts the deliveries of this record to this group, this one
+	// included (SPEC rule 16): 1 the first time, +1 after each Retry,
+	// rebalance that cancelled it, or ack timeout.
+	Attempt int32
+}
+
+// Option configures a Broker at New. Each option is checked by New, which
+// returns ErrInvalidArgument for a value outside its range.
+type Option func(*config)
+
+type config struct {
+	window     int32            // WithReplayWindow; 0..capacity
+	clock      func() time.Time // WithClock; nil: time.Now
+	clockSet   bool
+	ackTimeout time.Duration // WithAckTimeout; 0: none
+	ackSet     bool
+	maxBytes   int // WithMaxMessageBytes; 0: no limit
+	maxSet     bool
+}
+
+// WithReplayWindow makes each partition keep up to records of its most
+// recent fully committed records (committed by every group of the topic)
+// instead of removing them at once, so that Seek can replay them; a publish
+// to a full partition then removes the oldest fully committed record to make
+// room (SPEC rule 21). records is 0..capacityPerPartition; the default 0 is
+// exactly SPEC rule 13.
+func WithReplayWindow(records int32) Option {
+	return func(c *config) { c.window = records }
+}
+
+// WithClock sets the broker clock, read for a message's Time when it has
+// none and, with WithAckTimeout, for delivery ages. now must not be nil and
+// must not call the broker; the default is time.Now. Tests use it to control
+// time.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock, c.clockSet = now, true }
+}
+
+// WithAckTimeout makes an in-flight delivery that is d or more old by the
+// broker clock stop blocking its partition: the owner's next Poll delivers
+// it again with Attempt + 1 (SPEC rule 22). Until then it stays in flight
+// and Ack and Retry of it work. It is evaluated lazily by Poll: no timers,
+// no goroutines. d must be > 0; the default is no timeout.
+func WithAckTimeout(d time.Duration) Option {
+	return func(c *config) { c.ackTimeout, c.ackSet = d, true }
+}
+
+// WithMaxMessageBytes bounds one message: a PublishMessage whose key, header
+// keys, header values and payload add up to more than n bytes returns
+// ErrInvalidArgument and changes nothing (SPEC rule 15). n must be > 0; the
+// default is no limit.
+func WithMaxMessageBytes(n int) Option {
+	return func(c *config) { c.maxBytes, c.maxSet = n, true }
+}
+
+// check returns ErrInvalidArgument for the first option outside its range.
+func (c *config) check(capacity int32) error {
+	switch {
+	case c.window < 0 || c.window > capacity:
+		return fmt.Errorf("%w: replay window %d outside [0,%d] (the capacity)", ErrInvalidArgument, c.window, capacity)
+	case c.clockSet && c.clock == nil:
+		return fmt.Errorf("%w: nil clock", ErrInvalidArgument)
+	case c.ackSet && c.ackTimeout <= 0:
+		return fmt.Errorf("%w: ack timeout %v, want > 0", ErrInvalidArgument, c.ackTimeout)
+	case c.maxSet && c.maxBytes <= 0:
+		return fmt.Errorf("%w: max message bytes %d, want > 0", ErrInvalidArgument, c.maxBytes)
+	}
+	return nil
+}
+
+// messageSize is the size WithMaxMessageBytes bounds, in bytes.
+func messageSize(m *Message) int {
+	n := len(m.Key) + len(m.Payload)
+	for _, h := range m.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// cloneHeaders returns a copy of h, or nil when h is empty (no allocation).
+func cloneHeaders(h []Header) []Header {
+	if len(h) == 0 {
+		return nil
+	}
+	return append([]Header(nil), h...)
+}
