@@ -1877,7 +1877,7 @@ func TestHostileAppendPollMatchesModelPoll(t *testing.T) {
 			t.Fatalf("AppendPoll lost or moved the caller's prefix: len %d, pre %d", len(out), pre)
 		}
 		for j := 0; j < pre; j++ {
-			if out[j] != sentinel {
+			if !reflect.DeepEqual(out[j], sentinel) {
 				t.Fatalf("AppendPoll changed the caller's record %d: %+v", j, out[j])
 			}
 		}

@@ -23,9 +23,10 @@ import (
 // it was when it loaded the table pointer, which is its linearization
 // point.
 //
-// A registry of at most smallRegistry entries (most topics have a few
-// groups) is instead one immutable array, replaced whole on every change
-// and searched by comparing keys, which costs less than hashing one.
+// A registry that has never held more than smallRegistry entries (most
+// topics have a few groups) is instead one immutable array, replaced whole
+// on every change and searched by comparing keys, which costs less than
+// hashing one. Once it outgrows that it stays a hash table.
 //
 // The zero registry is empty and ready for Load; Store initialises it.
 type registry[V any] struct {
@@ -85,7 +86,7 @@ func (r *registry[V]) Load(key string) *V {
 // under its lock). The caller holds the registry's write lock.
 func (r *registry[V]) Store(key string, v *V) {
 	t := r.tab.Load()
-	if r.live < smallRegistry {
+	if (t == nil || t.slots == nil) && r.live < smallRegistry {
 		small := make([]regSlot[V], 0, r.live+1)
 		if t != nil {
 			small = append(small, t.small...)

@@ -23,13 +23,13 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// Check checks h for linearizability against Model(h.Capacity) with
+// Check checks h for linearizability against Model(h.Config) with
 // porcupine's CheckOperationsTimeout: every topic's subhistory in parallel,
 // stopping at the first Illegal one or after timeout (0: no limit). For an
 // Illegal history it then checks each topic alone, in order, to name the
 // first Illegal one in Result.Topic.
 func Check(h History, timeout time.Duration) Result {
-	m := Model(h.Capacity)
+	m := Model(h.Config)
 	start := time.Now()
 	res := Result{Verdict: porc.CheckOperationsTimeout(m, operations(h.Ops), timeout)}
 	res.Elapsed = time.Since(start)
@@ -50,7 +50,7 @@ func Check(h History, timeout time.Duration) Result {
 // HTML visualization of it to path, creating or truncating the file. It
 // returns the verbose check's verdict and any error writing the file.
 func Visualize(h History, topic string, path string, timeout time.Duration) (porc.CheckResult, error) {
-	m := Model(h.Capacity)
+	m := Model(h.Config)
 	verdict, info := porc.CheckOperationsVerbose(m, operations(h.Topic(topic).Ops), timeout)
 	return verdict, porc.VisualizePath(m, info, path)
 }
@@ -66,7 +66,9 @@ type Fixture struct {
 	History
 }
 
-// ReadFixture reads a Fixture written by WriteFixture.
+// ReadFixture reads a Fixture written by WriteFixture, of any history
+// version (see HistoryVersion). Errors: the file's, a malformed fixture, a
+// verdict other than Ok, Illegal or Unknown, or a Config that fails Check.
 func ReadFixture(path string) (Fixture, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -78,9 +80,13 @@ func ReadFixture(path string) (Fixture, error) {
 	}
 	switch f.Verdict {
 	case porc.Ok, porc.Illegal, porc.Unknown:
-		return f, nil
+	default:
+		return Fixture{}, fmt.Errorf("porcupine: fixture %s: verdict %q, want Ok, Illegal or Unknown", path, f.Verdict)
 	}
-	return Fixture{}, fmt.Errorf("porcupine: fixture %s: verdict %q, want Ok, Illegal or Unknown", path, f.Verdict)
+	if err := f.Config.Check(); err != nil {
+		return Fixture{}, fmt.Errorf("porcupine: fixture %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // WriteFixture writes f to path as indented JSON, one Op per line,

@@ -1,22 +1,24 @@
 package porcupine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
-	porc "github.com/anishathalye/porcupine"
-
+	"github.com/f91dcac0/tributary/engine/assign"
 	"github.com/f91dcac0/tributary/model"
 )
 
-// Kind names one of the seven core calls (SPEC section 1).
+// Kind names one recorded call: one of the broker's calls (SPEC sections 1
+// and 3.1), or Advance, a move of a workload's test clock.
 type Kind uint8
 
-// The core calls. The zero Kind is invalid.
+// The calls. The zero Kind is invalid. The first seven are the core calls
+// of SPEC section 1, in the order of the version 0 history format.
 const (
 	KindCreate Kind = iota + 1
 	KindJoin
@@ -25,13 +27,36 @@ const (
 	KindPoll
 	KindAck
 	KindRetry
+	KindPublishMessage
+	KindCreateGroup
+	KindDeleteGroup
+	KindSetAssignor
+	KindAddPartitions
+	KindSeek
+	KindDescribe
+	// KindAdvance moves a topic's test clock forward (see TestClock); it is
+	// not a broker call, but it is recorded and checked like one.
+	KindAdvance
+
+	kindCount // one past the last Kind
 )
 
-var kindNames = [...]string{"", "Create", "Join", "Leave", "Publish", "Poll", "Ack", "Retry"}
+var kindNames = [kindCount]string{"", "Create", "Join", "Leave", "Publish", "Poll", "Ack", "Retry",
+	"PublishMessage", "CreateGroup", "DeleteGroup", "SetAssignor", "AddPartitions", "Seek", "Describe", "Advance"}
+
+// Kinds returns every valid Kind in order, as a new slice owned by the
+// caller.
+func Kinds() []Kind {
+	out := make([]Kind, 0, kindCount-1)
+	for k := KindCreate; k < kindCount; k++ {
+		out = append(out, k)
+	}
+	return out
+}
 
 // String returns the method's name, e.g. "Poll".
 func (k Kind) String() string {
-	if int(k) < len(kindNames) && k != 0 {
+	if k < kindCount && k != 0 {
 		return kindNames[k]
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
@@ -39,7 +64,7 @@ func (k Kind) String() string {
 
 // MarshalText encodes k as its method name.
 func (k Kind) MarshalText() ([]byte, error) {
-	if k == 0 || int(k) >= len(kindNames) {
+	if k == 0 || k >= kindCount {
 		return nil, fmt.Errorf("porcupine: invalid Kind %d", uint8(k))
 	}
 	return []byte(kindNames[k]), nil
@@ -55,59 +80,244 @@ func (k *Kind) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Input is one core call's arguments. Fields a call does not take are zero.
+// Header is one message header, a copy of engine.Header or model.Header.
+type Header struct {
+	Key   string `json:"k"`
+	Value string `json:"v"`
+}
+
+// Input is one call's arguments. Fields a call does not take are zero.
 type Input struct {
 	Kind      Kind   `json:"kind"`
 	Topic     string `json:"topic"`
 	Group     string `json:"group,omitempty"`
 	Member    string `json:"member,omitempty"`
-	Partition int32  `json:"partition,omitempty"` // Publish, Ack, Retry
-	Offset    int64  `json:"offset,omitempty"`    // Ack, Retry
-	N         int32  `json:"n,omitempty"`         // Create: partitionCount; Poll: maxRecords
-	Payload   string `json:"payload,omitempty"`   // Publish
+	Partition int32  `json:"partition,omitempty"` // Publish, PublishMessage, Ack, Retry, Seek
+	Offset    int64  `json:"offset,omitempty"`    // Ack, Retry, Seek
+	N         int32  `json:"n,omitempty"`         // Create: partitionCount; Poll: maxRecords; AddPartitions: count
+	Payload   string `json:"payload,omitempty"`   // Publish, PublishMessage
+
+	Key     string    `json:"key,omitempty"`     // PublishMessage: Message.Key
+	Headers []Header  `json:"headers,omitempty"` // PublishMessage: Message.Headers
+	Time    time.Time `json:"time,omitzero"`     // PublishMessage: Message.Time (zero: the broker clock)
+	// Assignor is, for CreateGroup and SetAssignor, the assignor's name
+	// (see AssignorNames); "" stands for a nil Assignor.
+	Assignor string `json:"assignor,omitempty"`
+	// Advance is, for Advance, how far the test clock moves.
+	Advance time.Duration `json:"advance,omitempty"`
+}
+
+// message returns in's PublishMessage argument for the model.
+func (in Input) message() model.Message {
+	m := model.Message{Key: in.Key, Payload: in.Payload, Time: in.Time}
+	for _, h := range in.Headers {
+		m.Headers = append(m.Headers, model.Header(h))
+	}
+	return m
 }
 
 // Record is one polled record, a copy of engine.Record or model.Record.
+// Time is recorded only in histories of a test clock (Options.TestClock);
+// otherwise it is zero on both sides. Attempt is recorded from history
+// format version 1 on (see Config.Version).
 type Record struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Payload   string `json:"payload"`
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Offset    int64     `json:"offset"`
+	Payload   string    `json:"payload"`
+	Key       string    `json:"key,omitempty"`
+	Headers   []Header  `json:"headers,omitempty"`
+	Time      time.Time `json:"time,omitzero"`
+	Attempt   int32     `json:"attempt,omitempty"`
 }
 
-// Output is one core call's results, reduced to what the engine and the
-// model share. Errors compare by kind only: Invalid is errors.Is(err,
-// ErrInvalidArgument); any other error (the contract has none) keeps its
-// text in Err and never matches the model. Nil and empty slices are equal.
-type Output struct {
-	Invalid    bool     `json:"invalid,omitempty"`
-	Err        string   `json:"err,omitempty"`
-	OK         bool     `json:"ok,omitempty"`         // Create, Leave, Ack, Retry
-	Offset     int64    `json:"offset,omitempty"`     // Publish: the offset, or -1 when full
-	Partitions []int32  `json:"partitions,omitempty"` // Join
-	Records    []Record `json:"records,omitempty"`    // Poll
+// equal compares two records; nil and empty Headers are equal, times are
+// compared as instants.
+func (r Record) equal(s Record) bool {
+	return r.Topic == s.Topic && r.Partition == s.Partition && r.Offset == s.Offset && r.Payload == s.Payload &&
+		r.Key == s.Key && slices.Equal(r.Headers, s.Headers) && r.Time.Equal(s.Time) && r.Attempt == s.Attempt
 }
 
-// Equal reports whether o and p are the same result.
-func (o Output) Equal(p Output) bool {
-	return o.Invalid == p.Invalid && o.Err == p.Err && o.OK == p.OK && o.Offset == p.Offset &&
-		slices.Equal(o.Partitions, p.Partitions) && slices.Equal(o.Records, p.Records)
+// TopicDescription is Describe's result (SPEC rule 23), a copy of
+// engine.TopicDescription or model.TopicDescription with the same fields.
+type TopicDescription struct {
+	Topic      string                 `json:"topic"`
+	Partitions []PartitionDescription `json:"partitions"`
+	Groups     []GroupDescription     `json:"groups"`
 }
 
-// setErr fills Invalid or Err from a call's error; invalid is the sentinel
-// of the implementation that returned err.
-func (o *Output) setErr(err, invalid error) {
+// PartitionDescription is one partition of a TopicDescription.
+type PartitionDescription struct {
+	Partition      int32 `json:"p"`
+	LogStartOffset int64 `json:"start"`
+	LogEndOffset   int64 `json:"end"`
+}
+
+// GroupDescription is one group of a TopicDescription.
+type GroupDescription struct {
+	Group      string           `json:"group"`
+	Assignor   string           `json:"assignor"`
+	Members    []string         `json:"members"`
+	Partitions []GroupPartition `json:"partitions"`
+}
+
+// GroupPartition is one group's state on one partition.
+type GroupPartition struct {
+	Partition int32  `json:"p"`
+	Owner     string `json:"owner,omitempty"`
+	Committed int64  `json:"committed"`
+	InFlight  bool   `json:"inflight,omitempty"`
+	Attempts  int32  `json:"attempts,omitempty"`
+	Lag       int64  `json:"lag"`
+}
+
+// Equal reports whether d and e describe the same state; nil and empty
+// slices are equal.
+func (d *TopicDescription) Equal(e *TopicDescription) bool {
+	if d == nil || e == nil {
+		return d == e
+	}
+	return d.Topic == e.Topic && slices.Equal(d.Partitions, e.Partitions) &&
+		slices.EqualFunc(d.Groups, e.Groups, func(g, h GroupDescription) bool {
+			return g.Group == h.Group && g.Assignor == h.Assignor && slices.Equal(g.Members, h.Members) &&
+				slices.Equal(g.Partitions, h.Partitions)
+		})
+}
+
+// ErrKind is the kind of error a call returned: errors compare by kind,
+// never by message.
+type ErrKind uint8
+
+// The error kinds: the sentinels of SPEC section 3.1 and ErrInvalidAssignment
+// (engine and model share assign.ErrInvalidAssignment), and ErrOther for
+// anything else, which the contract never returns.
+const (
+	ErrNone ErrKind = iota
+	// ErrInvalid: errors.Is(err, ErrInvalidArgument).
+	ErrInvalid
+	// ErrOutOfRange: errors.Is(err, ErrOffsetOutOfRange) (Seek).
+	ErrOutOfRange
+	// ErrNotEmpty: errors.Is(err, ErrGroupNotEmpty) (DeleteGroup).
+	ErrNotEmpty
+	// ErrAssignment: errors.Is(err, ErrInvalidAssignment) (a rebalance
+	// whose assignor answered wrongly).
+	ErrAssignment
+	// ErrOther: any other error; it never matches the model.
+	ErrOther
+
+	errKindCount
+)
+
+var errKindNames = [errKindCount]string{"", "invalid", "offset-out-of-range", "group-not-empty", "invalid-assignment", "other"}
+
+// String returns the kind's name, e.g. "invalid"; "" for ErrNone.
+func (k ErrKind) String() string {
+	if k < errKindCount {
+		return errKindNames[k]
+	}
+	return "ErrKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// MarshalText encodes k as its name.
+func (k ErrKind) MarshalText() ([]byte, error) {
+	if k >= errKindCount {
+		return nil, fmt.Errorf("porcupine: invalid ErrKind %d", uint8(k))
+	}
+	return []byte(errKindNames[k]), nil
+}
+
+// UnmarshalText decodes a name written by MarshalText.
+func (k *ErrKind) UnmarshalText(b []byte) error {
+	i := slices.Index(errKindNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("porcupine: unknown error kind %q", b)
+	}
+	*k = ErrKind(i)
+	return nil
+}
+
+// sentinels are one implementation's errors, for classifying its results.
+type sentinels struct{ invalid, outOfRange, notEmpty error }
+
+var modelErrs = sentinels{model.ErrInvalidArgument, model.ErrOffsetOutOfRange, model.ErrGroupNotEmpty}
+
+// kindOf classifies err by the sentinels of the implementation that
+// returned it.
+func kindOf(err error, s sentinels) ErrKind {
 	switch {
 	case err == nil:
-	case errors.Is(err, invalid):
-		o.Invalid = true
-	default:
-		o.Err = err.Error()
+		return ErrNone
+	case errors.Is(err, s.invalid):
+		return ErrInvalid
+	case errors.Is(err, s.outOfRange):
+		return ErrOutOfRange
+	case errors.Is(err, s.notEmpty):
+		return ErrNotEmpty
+	case errors.Is(err, assign.ErrInvalidAssignment):
+		return ErrAssignment
+	}
+	return ErrOther
+}
+
+// Output is one call's results, reduced to what the engine and the model
+// share. Errors compare by kind only (Err); an ErrOther keeps its text in
+// ErrText and never matches. Nil and empty slices are equal.
+type Output struct {
+	Err        ErrKind           `json:"error,omitempty"`
+	ErrText    string            `json:"err,omitempty"`         // ErrOther: the error's text
+	OK         bool              `json:"ok,omitempty"`          // Create, Leave, Ack, Retry, CreateGroup, DeleteGroup, SetAssignor, Seek
+	Offset     int64             `json:"offset,omitempty"`      // Publish, PublishMessage: the offset, or -1 when full or on error
+	N          int32             `json:"n,omitempty"`           // AddPartitions: the new partition count
+	Now        time.Duration     `json:"now,omitempty"`         // Advance: the test clock's reading after it, since Epoch
+	Partitions []int32           `json:"partitions,omitempty"`  // Join
+	Records    []Record          `json:"records,omitempty"`     // Poll
+	Desc       *TopicDescription `json:"description,omitempty"` // Describe
+}
+
+// UnmarshalJSON decodes an Output, reading version 0 histories too: there
+// "invalid": true was ErrInvalid and a non-empty "err" was ErrOther.
+func (o *Output) UnmarshalJSON(b []byte) error {
+	type plain Output // without this method
+	var v struct {
+		plain
+		Invalid bool `json:"invalid"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*o = Output(v.plain)
+	switch {
+	case v.Invalid && o.Err == ErrNone:
+		o.Err = ErrInvalid
+	case o.ErrText != "" && o.Err == ErrNone:
+		o.Err = ErrOther
+	}
+	return nil
+}
+
+// Equal reports whether o and p are the same result. An ErrOther result
+// equals nothing.
+func (o Output) Equal(p Output) bool {
+	return o.Err == p.Err && o.Err != ErrOther && o.OK == p.OK && o.Offset == p.Offset && o.N == p.N && o.Now == p.Now &&
+		slices.Equal(o.Partitions, p.Partitions) && slices.EqualFunc(o.Records, p.Records, Record.equal) &&
+		o.Desc.Equal(p.Desc)
+}
+
+// setErr fills Err (and ErrText) from a call's error, classified by the
+// sentinels of the implementation that returned it.
+func (o *Output) setErr(err error, s sentinels) {
+	o.Err = kindOf(err, s)
+	if o.Err == ErrOther {
+		o.ErrText = err.Error()
 	}
 }
 
-// Apply runs in on the sequential model b (mutating it) and returns its
-// result.
+// Apply runs the broker call in on the sequential model b (mutating it) and
+// returns its result, with every field the model gives (record times and
+// attempts included; Model's Step drops those a history does not record).
+// Assignors are looked up by name (LookupAssignor); "" is a nil Assignor.
+// It panics for KindAdvance, which is not a broker call (Model's Step
+// handles it), for an invalid Kind and for an unknown assignor name.
 func Apply(b *model.Broker, in Input) Output {
 	var (
 		out Output
@@ -122,225 +332,119 @@ func Apply(b *model.Broker, in Input) Output {
 		out.OK, err = b.Leave(in.Topic, in.Group, in.Member)
 	case KindPublish:
 		out.Offset, err = b.Publish(in.Topic, in.Partition, in.Payload)
+	case KindPublishMessage:
+		out.Offset, err = b.PublishMessage(in.Topic, in.Partition, in.message())
 	case KindPoll:
 		var recs []model.Record
 		recs, err = b.Poll(in.Topic, in.Group, in.Member, in.N)
 		for _, r := range recs {
-			out.Records = append(out.Records, Record(r))
+			out.Records = append(out.Records, fromModelRecord(r))
 		}
 	case KindAck:
 		out.OK, err = b.Ack(in.Topic, in.Group, in.Member, in.Partition, in.Offset)
 	case KindRetry:
 		out.OK, err = b.Retry(in.Topic, in.Group, in.Member, in.Partition, in.Offset)
-	default:
-		panic(fmt.Sprintf("porcupine: Apply: invalid Kind %d", in.Kind))
-	}
-	out.setErr(err, model.ErrInvalidArgument)
-	return out
-}
-
-// Model returns the porcupine model of a broker whose partitions retain
-// capacityPerPartition records. Operations carry an Input and an Output;
-// the state is a *model.Broker, which Step clones before applying a call
-// (it never mutates the state it is given; states are shared by the
-// checker's cache). Partition and PartitionEvent split a history by topic
-// (see the package doc for why that is sound). Equal is model.Equal and Hash
-// is model.Hash. DescribeOperation and DescribeState write the text the HTML
-// visualization shows.
-func Model(capacityPerPartition int32) porc.Model {
-	return porc.Model{
-		Partition:      partitionOps,
-		PartitionEvent: partitionEvents,
-		Init: func() interface{} {
-			b, err := model.New(capacityPerPartition)
-			if err != nil {
-				panic(fmt.Sprintf("porcupine: Model(%d): %v", capacityPerPartition, err))
-			}
-			return b
-		},
-		Step: func(state, input, output interface{}) (bool, interface{}) {
-			s, in, out := state.(*model.Broker), input.(Input), output.(Output)
-			if impossible(s, in, out) {
-				return false, state
-			}
-			next := s.Clone()
-			return Apply(next, in).Equal(out), next
-		},
-		Equal: func(a, b interface{}) bool {
-			return a.(*model.Broker).Equal(b.(*model.Broker))
-		},
-		Hash: func(state interface{}) uint64 {
-			return state.(*model.Broker).Hash()
-		},
-		DescribeOperation: func(input, output interface{}) string {
-			return Describe(input.(Input), output.(Output))
-		},
-		DescribeState: describeState,
-	}
-}
-
-// impossible reports whether the model in state s certainly does not return
-// out for in, judging from a few read-only inspections. It is a fast path
-// for the checker, which tries most calls at many points where they do not
-// fit: a true answer saves Step a Clone. It must never return true where
-// Apply would return out (TestImpossibleIsSound checks this on random
-// states); false is always safe, since Step then runs the model.
-func impossible(s *model.Broker, in Input, out Output) bool {
-	if out.Invalid || out.Err != "" {
-		return false
-	}
-	switch in.Kind {
-	case KindPublish:
-		start, err1 := s.LogStartOffset(in.Topic, in.Partition)
-		end, err2 := s.LogEndOffset(in.Topic, in.Partition)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		full := end-start >= int64(s.Capacity())
-		return full != (out.Offset == -1) || (!full && out.Offset != end)
-	case KindPoll:
-		for _, r := range out.Records {
-			committed, err1 := s.Committed(in.Topic, in.Group, r.Partition)
-			inFlight, err2 := s.InFlight(in.Topic, in.Group, r.Partition)
-			if err1 != nil || err2 != nil {
-				return false
-			}
-			if inFlight || committed != r.Offset {
-				return true
-			}
-		}
-	case KindAck, KindRetry:
-		if !out.OK {
-			return false
-		}
-		committed, err1 := s.Committed(in.Topic, in.Group, in.Partition)
-		inFlight, err2 := s.InFlight(in.Topic, in.Group, in.Partition)
-		return err1 == nil && err2 == nil && (!inFlight || committed != in.Offset)
-	}
-	return false
-}
-
-// partitionOps splits a history by Input.Topic, keeping each topic's
-// operations in their original order; topics appear in order of first use.
-func partitionOps(h []porc.Operation) [][]porc.Operation {
-	index := map[string]int{}
-	var out [][]porc.Operation
-	for _, op := range h {
-		topic := op.Input.(Input).Topic
-		i, ok := index[topic]
-		if !ok {
-			i = len(out)
-			index[topic] = i
-			out = append(out, nil)
-		}
-		out[i] = append(out[i], op)
-	}
-	return out
-}
-
-// partitionEvents splits an event history by topic: a call event by its
-// Input's topic, a return event with the call event of the same Id.
-func partitionEvents(h []porc.Event) [][]porc.Event {
-	index := map[string]int{}
-	byID := map[int]int{}
-	var out [][]porc.Event
-	for _, ev := range h {
-		var i int
-		if ev.Kind == porc.CallEvent {
-			topic := ev.Value.(Input).Topic
-			var ok bool
-			if i, ok = index[topic]; !ok {
-				i = len(out)
-				index[topic] = i
-				out = append(out, nil)
-			}
-			byID[ev.Id] = i
-		} else {
-			var ok bool
-			if i, ok = byID[ev.Id]; !ok {
-				panic(fmt.Sprintf("porcupine: return event %d before its call", ev.Id))
-			}
-		}
-		out[i] = append(out[i], ev)
-	}
-	return out
-}
-
-// Describe renders one call and its result on one line, the way the HTML
-// visualization labels an operation, e.g.
-//
-//	Poll(g0 m1 max=4) → p0@3 "c1.2", p2@1 "c0.5"
-//	Ack(g0 m1 p0@3) → true
-//	Publish(p1 "c3.7") → -1 full
-//
-// The topic is shown only for Create: a visualization shows one topic per
-// partition of the history.
-func Describe(in Input, out Output) string {
-	var args string
-	g, m := showID(in.Group), showID(in.Member)
-	switch in.Kind {
-	case KindCreate:
-		args = fmt.Sprintf("%s, %d", showID(in.Topic), in.N)
-	case KindJoin, KindLeave:
-		args = g + " " + m
-	case KindPublish:
-		args = fmt.Sprintf("p%d %q", in.Partition, in.Payload)
-	case KindPoll:
-		args = fmt.Sprintf("%s %s max=%d", g, m, in.N)
-	case KindAck, KindRetry:
-		args = fmt.Sprintf("%s %s p%d@%d", g, m, in.Partition, in.Offset)
-	}
-	var res string
-	switch {
-	case out.Invalid:
-		res = "invalid"
-	case out.Err != "":
-		res = "error: " + out.Err
-	case in.Kind == KindJoin:
-		res = fmt.Sprint(out.Partitions)
-		if out.Partitions == nil {
-			res = "[]"
-		}
-	case in.Kind == KindPublish:
-		res = strconv.FormatInt(out.Offset, 10)
-		if out.Offset < 0 {
-			res += " full"
-		}
-	case in.Kind == KindPoll:
-		if len(out.Records) == 0 {
-			res = "none"
-		}
-		for i, r := range out.Records {
-			if i > 0 {
-				res += ", "
-			}
-			res += fmt.Sprintf("p%d@%d %q", r.Partition, r.Offset, r.Payload)
+	case KindCreateGroup:
+		out.OK, err = b.CreateGroup(in.Topic, in.Group, mustAssignor(in.Assignor))
+	case KindDeleteGroup:
+		out.OK, err = b.DeleteGroup(in.Topic, in.Group)
+	case KindSetAssignor:
+		out.OK, err = b.SetAssignor(in.Topic, in.Group, mustAssignor(in.Assignor))
+	case KindAddPartitions:
+		out.N, err = b.AddPartitions(in.Topic, in.N)
+	case KindSeek:
+		out.OK, err = b.Seek(in.Topic, in.Group, in.Partition, in.Offset)
+	case KindDescribe:
+		var d model.TopicDescription
+		if d, err = b.Describe(in.Topic); err == nil {
+			out.Desc = fromModelDescription(d)
 		}
 	default:
-		res = strconv.FormatBool(out.OK)
+		panic(fmt.Sprintf("porcupine: Apply: %v is not a broker call", in.Kind))
 	}
-	return fmt.Sprintf("%v(%s) → %s", in.Kind, args, res)
+	out.setErr(err, modelErrs)
+	return out
 }
 
-// describeState renders model.Broker.String as HTML (porcupine inserts the
-// state description into the page as markup): escaped, one line per row.
-func describeState(state interface{}) string {
-	s := html.EscapeString(strings.TrimSuffix(state.(*model.Broker).String(), "\n"))
-	s = strings.ReplaceAll(s, "  ", "&nbsp;&nbsp;")
-	return strings.ReplaceAll(s, "\n", "<br>")
+// fromModelRecord copies a model.Record.
+func fromModelRecord(r model.Record) Record {
+	out := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload, Key: r.Key, Time: r.Time, Attempt: r.Attempt}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, Header(h))
+	}
+	return out
 }
 
-// showID prints an identifier bare when it is a plain word, and quoted when
-// it is empty or holds anything else, so that invalid ids stand out.
-func showID(id string) string {
-	if id == "" {
-		return `""`
+// fromModelDescription copies a model.TopicDescription.
+func fromModelDescription(d model.TopicDescription) *TopicDescription {
+	out := &TopicDescription{Topic: d.Topic}
+	for _, p := range d.Partitions {
+		out.Partitions = append(out.Partitions, PartitionDescription(p))
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return strconv.Quote(id)
+	for _, g := range d.Groups {
+		gd := GroupDescription{Group: g.Group, Assignor: g.Assignor, Members: slices.Clone(g.Members)}
+		for _, p := range g.Partitions {
+			gd.Partitions = append(gd.Partitions, GroupPartition(p))
+		}
+		out.Groups = append(out.Groups, gd)
+	}
+	return out
+}
+
+// picky is the test assignor "picky": Range's answer, except that it answers
+// invalidly (no owners) for a group of exactly three members. A workload
+// uses it to make Join, Leave, SetAssignor and AddPartitions return
+// ErrInvalidAssignment; engine and model both run it through assign.Run.
+type picky struct{}
+
+func (picky) Name() string { return "picky" }
+
+func (picky) Assign(members, previous []string) []string {
+	if len(members) == 3 {
+		return nil
+	}
+	return assign.Range.Assign(members, previous)
+}
+
+// Picky is the assignor named "picky": assign.Range, except that its answer
+// for a group of exactly three members is invalid, so the rebalance fails
+// with ErrInvalidAssignment and changes nothing (SPEC rule 18).
+var Picky assign.Assignor = picky{}
+
+// assignors are the assignors a history can name: the built-in ones and
+// Picky.
+var assignors = []assign.Assignor{assign.RoundRobin, assign.Range, assign.Sticky, Picky}
+
+// AssignorNames returns the names of the assignors a recorded call may
+// use: "round-robin", "range", "sticky" and "picky", as a new slice owned
+// by the caller.
+func AssignorNames() []string {
+	names := make([]string, len(assignors))
+	for i, a := range assignors {
+		names[i] = a.Name()
+	}
+	return names
+}
+
+// LookupAssignor returns the assignor named name: one of AssignorNames, or
+// nil and true for "" (a nil Assignor, which every call refuses as an
+// invalid argument). It returns false for any other name.
+func LookupAssignor(name string) (assign.Assignor, bool) {
+	if name == "" {
+		return nil, true
+	}
+	for _, a := range assignors {
+		if a.Name() == name {
+			return a, true
 		}
 	}
-	return id
+	return nil, false
+}
+
+func mustAssignor(name string) assign.Assignor {
+	a, ok := LookupAssignor(name)
+	if !ok {
+		panic(fmt.Sprintf("porcupine: unknown assignor %q (want one of %s)", name, strings.Join(AssignorNames(), ", ")))
+	}
+	return a
 }

@@ -2,8 +2,10 @@ package porcupine
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	porc "github.com/anishathalye/porcupine"
@@ -22,37 +24,70 @@ type Op struct {
 	Out    Output `json:"out"`
 }
 
-// Recorder wraps an *engine.Broker and records every call made through its
-// Clients. Make one with NewRecorder.
-type Recorder struct {
-	b     *engine.Broker
-	start time.Time // carries a monotonic reading; every timestamp is time.Since(start)
+// engineErrs are the engine's sentinels, for classifying its errors.
+var engineErrs = sentinels{engine.ErrInvalidArgument, engine.ErrOffsetOutOfRange, engine.ErrGroupNotEmpty}
 
-	// mu guards clients; it is taken only by Client and History, never
-	// around a broker call.
+// TestClock is a broker clock that moves only when told: give its Now to
+// engine.WithClock, and move it with a recorded Client.Advance. Its reading
+// is Epoch plus an atomic count of nanoseconds.
+//
+// The engine reads its clock once per Publish, PublishMessage or Poll, not
+// necessarily at the instant the call takes effect (SPEC rule 15: "read
+// during the call"), so a concurrent Advance could fall between the two,
+// and no sequential order would then explain the result. A TestClock
+// therefore has a gate: a Client holds it shared around each call that
+// reads the clock and exclusively around Advance, so that the clock never
+// moves during such a call and Advance is linearizable with every call.
+// The zero TestClock reads Epoch and is ready to use.
+type TestClock struct {
+	// gate is held shared by a recorded clock-reading call and exclusively
+	// by Advance; it guards no memory (ns is atomic).
+	gate sync.RWMutex
+	ns   atomic.Int64 // nanoseconds since Epoch
+}
+
+// Now returns the clock's reading. It is safe for concurrent use.
+func (c *TestClock) Now() time.Time { return Epoch.Add(time.Duration(c.ns.Load())) }
+
+// Recorder records every call made through its Clients, each on the
+// *engine.Broker it was made for. Make one with NewRecorder.
+type Recorder struct {
+	b     *engine.Broker // Client's broker
+	start time.Time      // carries a monotonic reading; every timestamp is time.Since(start)
+
+	// mu guards clients; it is taken only by Client, ClientFor and Ops,
+	// never around a broker call.
 	mu      sync.Mutex
 	clients []*Client
 }
 
-// NewRecorder returns a Recorder of calls to b. b is not owned: calls made
-// on b directly are not recorded.
+// NewRecorder returns a Recorder of calls to b (nil when every client is
+// made with ClientFor). b is not owned: calls made on b directly are not
+// recorded.
 func NewRecorder(b *engine.Broker) *Recorder {
 	return &Recorder{b: b, start: time.Now()}
 }
 
-// Broker returns the recorded broker.
+// Broker returns the broker given to NewRecorder.
 func (r *Recorder) Broker() *engine.Broker { return r.b }
 
 // now returns nanoseconds since r was made, on the monotonic clock.
 func (r *Recorder) now() int64 { return int64(time.Since(r.start)) }
 
-// Client returns a new client, with the next client id (0, 1, 2, …). A
-// Client records into its own buffer without locking, so each Client must be
-// used by one goroutine at a time; use one per goroutine.
-func (r *Recorder) Client() *Client {
+// Client returns a new client of NewRecorder's broker without a test clock:
+// ClientFor(r.Broker(), nil).
+func (r *Recorder) Client() *Client { return r.ClientFor(r.b, nil) }
+
+// ClientFor returns a new client of b, with the next client id (0, 1, 2, …).
+// When clock is not nil, it must be b's clock (engine.WithClock(clock.Now)):
+// the client then records record times, gates its calls that read the clock
+// (see TestClock) and may Advance it. A Client records into its own buffer
+// without locking, so each Client must be used by one goroutine at a time;
+// use one per goroutine.
+func (r *Recorder) ClientFor(b *engine.Broker, clock *TestClock) *Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := &Client{r: r, id: len(r.clients)}
+	c := &Client{r: r, b: b, clock: clock, id: len(r.clients)}
 	r.clients = append(r.clients, c)
 	return c
 }
@@ -71,17 +106,23 @@ func (r *Recorder) Ops() []Op {
 	return ops
 }
 
-// Client makes recorded calls on the Recorder's broker. Its methods are the
-// engine's core calls, with the same arguments and results; each records one
-// Op. Not safe for concurrent use.
+// Client makes recorded calls on its broker. Its methods are the engine's
+// calls, with the same arguments and results except that an Assignor is
+// named (see LookupAssignor), plus Advance; each records one Op. Not safe
+// for concurrent use.
 type Client struct {
-	r   *Recorder
-	id  int
-	ops []Op
+	r     *Recorder
+	b     *engine.Broker
+	clock *TestClock // nil: no test clock
+	id    int
+	ops   []Op
 }
 
 // ID returns the client's id, as recorded in Op.Client.
 func (c *Client) ID() int { return c.id }
+
+// Broker returns the client's broker.
+func (c *Client) Broker() *engine.Broker { return c.b }
 
 // record appends one call, with the clock readings taken immediately before
 // the broker call and immediately after it returned.
@@ -89,13 +130,23 @@ func (c *Client) record(call, ret int64, in Input, out Output) {
 	c.ops = append(c.ops, Op{Client: c.id, Call: call, Return: ret, In: in, Out: out})
 }
 
+// readClock holds the test clock's gate shared, if there is a test clock,
+// for a call that reads the clock; the result releases it.
+func (c *Client) readClock() func() {
+	if c.clock == nil {
+		return func() {}
+	}
+	c.clock.gate.RLock()
+	return c.clock.gate.RUnlock
+}
+
 // Create calls engine.Broker.Create and records it.
 func (c *Client) Create(topic string, partitionCount int32) (bool, error) {
 	call := c.r.now()
-	ok, err := c.r.b.Create(topic, partitionCount)
+	ok, err := c.b.Create(topic, partitionCount)
 	ret := c.r.now()
 	out := Output{OK: ok}
-	out.setErr(err, engine.ErrInvalidArgument)
+	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindCreate, Topic: topic, N: partitionCount}, out)
 	return ok, err
 }
@@ -103,10 +154,10 @@ func (c *Client) Create(topic string, partitionCount int32) (bool, error) {
 // Join calls engine.Broker.Join and records it.
 func (c *Client) Join(topic, group, member string) ([]int32, error) {
 	call := c.r.now()
-	parts, err := c.r.b.Join(topic, group, member)
+	parts, err := c.b.Join(topic, group, member)
 	ret := c.r.now()
 	out := Output{Partitions: slices.Clone(parts)}
-	out.setErr(err, engine.ErrInvalidArgument)
+	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindJoin, Topic: topic, Group: group, Member: member}, out)
 	return parts, err
 }
@@ -114,35 +165,56 @@ func (c *Client) Join(topic, group, member string) ([]int32, error) {
 // Leave calls engine.Broker.Leave and records it.
 func (c *Client) Leave(topic, group, member string) (bool, error) {
 	call := c.r.now()
-	ok, err := c.r.b.Leave(topic, group, member)
+	ok, err := c.b.Leave(topic, group, member)
 	ret := c.r.now()
 	out := Output{OK: ok}
-	out.setErr(err, engine.ErrInvalidArgument)
+	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindLeave, Topic: topic, Group: group, Member: member}, out)
 	return ok, err
 }
 
 // Publish calls engine.Broker.Publish and records it.
 func (c *Client) Publish(topic string, partition int32, payload string) (int64, error) {
+	defer c.readClock()()
 	call := c.r.now()
-	off, err := c.r.b.Publish(topic, partition, payload)
+	off, err := c.b.Publish(topic, partition, payload)
 	ret := c.r.now()
 	out := Output{Offset: off}
-	out.setErr(err, engine.ErrInvalidArgument)
+	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindPublish, Topic: topic, Partition: partition, Payload: payload}, out)
+	return off, err
+}
+
+// PublishMessage calls engine.Broker.PublishMessage and records it.
+func (c *Client) PublishMessage(topic string, partition int32, m engine.Message) (int64, error) {
+	in := Input{Kind: KindPublishMessage, Topic: topic, Partition: partition, Payload: m.Payload, Key: m.Key, Headers: fromEngineHeaders(m.Headers), Time: m.Time}
+	defer c.readClock()()
+	call := c.r.now()
+	off, err := c.b.PublishMessage(topic, partition, m)
+	ret := c.r.now()
+	out := Output{Offset: off}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, in, out)
 	return off, err
 }
 
 // Poll calls engine.Broker.Poll and records it.
 func (c *Client) Poll(topic, group, member string, maxRecords int32) ([]engine.Record, error) {
+	done := c.readClock()
 	call := c.r.now()
-	recs, err := c.r.b.Poll(topic, group, member, maxRecords)
+	recs, err := c.b.Poll(topic, group, member, maxRecords)
 	ret := c.r.now()
+	done()
 	var out Output
 	for _, r := range recs {
-		out.Records = append(out.Records, Record(r))
+		rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload,
+			Key: r.Key, Headers: fromEngineHeaders(r.Headers), Attempt: r.Attempt}
+		if c.clock != nil {
+			rec.Time = r.Time.UTC()
+		}
+		out.Records = append(out.Records, rec)
 	}
-	out.setErr(err, engine.ErrInvalidArgument)
+	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindPoll, Topic: topic, Group: group, Member: member, N: maxRecords}, out)
 	return recs, err
 }
@@ -150,10 +222,10 @@ func (c *Client) Poll(topic, group, member string, maxRecords int32) ([]engine.R
 // Ack calls engine.Broker.Ack and records it.
 func (c *Client) Ack(topic, group, member string, partition int32, offset int64) (bool, error) {
 	call := c.r.now()
-	ok, err := c.r.b.Ack(topic, group, member, partition, offset)
+	ok, err := c.b.Ack(topic, group, member, partition, offset)
 	ret := c.r.now()
 	out := Output{OK: ok}
-	out.setErr(err, engine.ErrInvalidArgument)
+	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindAck, Topic: topic, Group: group, Member: member, Partition: partition, Offset: offset}, out)
 	return ok, err
 }
@@ -161,12 +233,128 @@ func (c *Client) Ack(topic, group, member string, partition int32, offset int64)
 // Retry calls engine.Broker.Retry and records it.
 func (c *Client) Retry(topic, group, member string, partition int32, offset int64) (bool, error) {
 	call := c.r.now()
-	ok, err := c.r.b.Retry(topic, group, member, partition, offset)
+	ok, err := c.b.Retry(topic, group, member, partition, offset)
 	ret := c.r.now()
 	out := Output{OK: ok}
-	out.setErr(err, engine.ErrInvalidArgument)
+	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindRetry, Topic: topic, Group: group, Member: member, Partition: partition, Offset: offset}, out)
 	return ok, err
+}
+
+// CreateGroup calls engine.Broker.CreateGroup with the assignor named
+// assignor ("" for nil) and records it. It panics for a name LookupAssignor
+// does not know.
+func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
+	a := mustAssignor(assignor)
+	call := c.r.now()
+	ok, err := c.b.CreateGroup(topic, group, a)
+	ret := c.r.now()
+	out := Output{OK: ok}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindCreateGroup, Topic: topic, Group: group, Assignor: assignor}, out)
+	return ok, err
+}
+
+// DeleteGroup calls engine.Broker.DeleteGroup and records it.
+func (c *Client) DeleteGroup(topic, group string) (bool, error) {
+	call := c.r.now()
+	ok, err := c.b.DeleteGroup(topic, group)
+	ret := c.r.now()
+	out := Output{OK: ok}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindDeleteGroup, Topic: topic, Group: group}, out)
+	return ok, err
+}
+
+// SetAssignor calls engine.Broker.SetAssignor with the assignor named
+// assignor ("" for nil) and records it. It panics for a name LookupAssignor
+// does not know.
+func (c *Client) SetAssignor(topic, group, assignor string) (bool, error) {
+	a := mustAssignor(assignor)
+	call := c.r.now()
+	ok, err := c.b.SetAssignor(topic, group, a)
+	ret := c.r.now()
+	out := Output{OK: ok}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindSetAssignor, Topic: topic, Group: group, Assignor: assignor}, out)
+	return ok, err
+}
+
+// AddPartitions calls engine.Broker.AddPartitions and records it.
+func (c *Client) AddPartitions(topic string, count int32) (int32, error) {
+	call := c.r.now()
+	n, err := c.b.AddPartitions(topic, count)
+	ret := c.r.now()
+	out := Output{N: n}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindAddPartitions, Topic: topic, N: count}, out)
+	return n, err
+}
+
+// Seek calls engine.Broker.Seek and records it.
+func (c *Client) Seek(topic, group string, partition int32, offset int64) (bool, error) {
+	call := c.r.now()
+	ok, err := c.b.Seek(topic, group, partition, offset)
+	ret := c.r.now()
+	out := Output{OK: ok}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindSeek, Topic: topic, Group: group, Partition: partition, Offset: offset}, out)
+	return ok, err
+}
+
+// Describe calls engine.Broker.Describe and records the whole description.
+func (c *Client) Describe(topic string) (engine.TopicDescription, error) {
+	call := c.r.now()
+	d, err := c.b.Describe(topic)
+	ret := c.r.now()
+	var out Output
+	if err == nil {
+		out.Desc = fromEngineDescription(d)
+	}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindDescribe, Topic: topic}, out)
+	return d, err
+}
+
+// Advance moves the client's test clock forward by d and records it as a
+// call on topic (whose broker the clock drives), returning the clock's new
+// reading since Epoch. It holds the clock's gate exclusively (see
+// TestClock). It panics without a test clock or for a negative d.
+func (c *Client) Advance(topic string, d time.Duration) time.Duration {
+	if c.clock == nil || d < 0 {
+		panic(fmt.Sprintf("porcupine: Advance(%v) of a client without a test clock, or backwards", d))
+	}
+	c.clock.gate.Lock()
+	call := c.r.now()
+	now := time.Duration(c.clock.ns.Add(int64(d)))
+	ret := c.r.now()
+	c.clock.gate.Unlock()
+	c.record(call, ret, Input{Kind: KindAdvance, Topic: topic, Advance: d}, Output{Now: now})
+	return now
+}
+
+func fromEngineHeaders(hs []engine.Header) []Header {
+	var out []Header
+	for _, h := range hs {
+		out = append(out, Header(h))
+	}
+	return out
+}
+
+// fromEngineDescription copies an engine.TopicDescription.
+func fromEngineDescription(d engine.TopicDescription) *TopicDescription {
+	out := &TopicDescription{Topic: d.Topic}
+	for _, p := range d.Partitions {
+		out.Partitions = append(out.Partitions, PartitionDescription(p))
+	}
+	for _, g := range d.Groups {
+		gd := GroupDescription{Group: g.Group, Assignor: g.Assignor, Members: slices.Clone(g.Members)}
+		for _, p := range g.Partitions {
+			gd.Partitions = append(gd.Partitions, GroupPartition(p))
+		}
+		out.Groups = append(out.Groups, gd)
+	}
+	return out
 }
 
 // operations converts ops to porcupine's form (Input and Output values).
