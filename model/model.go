@@ -5,8 +5,8 @@
 //
 //	b, _ := model.New(2, model.WithReplayWindow(1))
 //	b.Create("orders", 1)
-//	b.Publish("orders", 0, "a")          // 0
-//	b.Join("orders", "billing", "m1")    // [0]
+//	b.Publish("orders", 0, "a")       // 0
+//	b.Join("orders", "billing", "m1") // [0]
 //	rs, _ := b.Poll("orders", "billing", "m1", 8)
 //	b.Ack("orders", "billing", "m1", 0, rs[0].Offset)
 //
@@ -90,7 +90,8 @@ var ErrGroupNotEmpty = errors.New("consumer group not empty")
 
 // ErrInvalidAssignment is returned (wrapped) by Join, Leave, SetAssignor and
 // AddPartitions when the group's Assignor answers something other than one
-// current member per partition (SPEC rule 18). The call changed nothing. It
+// current member per partition, or panics (SPEC rule 18). The call changed
+// nothing. It
 // is the very variable assign.ErrInvalidAssignment, so errors.Is matches
 // the engine's errors too.
 var ErrInvalidAssignment = assign.ErrInvalidAssignment
