@@ -7,11 +7,13 @@ all: verify test
 
 ## test: go vet, then every package's tests under the race detector, then
 ## the linearizability checker against the deliberately broken brokers
-## (engine built with the tributary_faults tag; see porcupine/faults_test.go).
+## and the differential test against the same broken engines (built with the
+## tributary_faults tag; see porcupine/faults_test.go, engine/diff_faults_test.go).
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -tags tributary_faults ./porcupine/... ./cmd/lincheck/
+	$(GO) test -count=1 -tags tributary_faults -run 'Diff' ./engine/
 
 ## demo: the worked examples, then a concurrent workload with its checks.
 demo:

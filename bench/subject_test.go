@@ -24,6 +24,16 @@ func poll(t *testing.T, s bench.Subject, topic, group, member string, maxRecords
 	t.Helper()
 	recs, err := s.PollInto(nil, topic, group, member, maxRecords)
 	require.NoError(t, err)
+	return core(recs)
+}
+
+// core reduces recs to the four fields of SPEC section 1, in place: the
+// baselines implement the core contract only, and the engine's Key,
+// Headers, Time and Attempt are tested in package engine.
+func core(recs []engine.Record) []engine.Record {
+	for i, r := range recs {
+		recs[i] = engine.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload}
+	}
 	return recs
 }
 
@@ -79,7 +89,7 @@ func TestEverySubjectHandsOff(t *testing.T) {
 			dst := []engine.Record{rec("keep", 9, 9, "me")}
 			dst, err = s.PollInto(dst, "orders", "audit", "a1", 64)
 			require.NoError(t, err)
-			require.Equal(t, []engine.Record{rec("keep", 9, 9, "me"), rec("orders", 0, 1, "b"), rec("orders", 1, 0, "x")}, dst)
+			require.Equal(t, []engine.Record{rec("keep", 9, 9, "me"), rec("orders", 0, 1, "b"), rec("orders", 1, 0, "x")}, core(dst))
 
 			_, err = s.Publish("nope", 0, "a")
 			require.ErrorIs(t, err, engine.ErrInvalidArgument)

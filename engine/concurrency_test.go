@@ -575,6 +575,7 @@ func TestPollRacingJoinSeesOneAssignment(t *testing.T) {
 	}
 	joiner := func() {
 		defer stop.Store(true)
+		lastAttempt := int32(0)
 		for i := 0; i < rounds && !stop.Load(); i++ {
 			parts, err := b.Join("t", "g", "b")
 			if err != nil || !slices.Equal(parts, []int32{1}) {
@@ -586,6 +587,13 @@ func TestPollRacingJoinSeesOneAssignment(t *testing.T) {
 				t.Errorf("round %d: b owns partition 1 since its Join returned, but Poll(b) = %v, %v: a poll of a reserved it with an old assignment", i, recs, err)
 				return
 			}
+			// Nothing ever acks partition 1, so every delivery of r1 (to a
+			// or to b) counts one more attempt (SPEC rule 16).
+			if recs[0].Attempt <= lastAttempt {
+				t.Errorf("round %d: b got r1 as attempt %d after attempt %d: attempts went back", i, recs[0].Attempt, lastAttempt)
+				return
+			}
+			lastAttempt = recs[0].Attempt
 			if ok, err := b.Retry("t", "g", "b", 1, 0); err != nil || !ok {
 				t.Errorf("round %d: Retry(b) = %v, %v", i, ok, err)
 				return

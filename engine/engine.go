@@ -369,7 +369,8 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 // (with WithReplayWindow, a full partition first gives up its oldest fully
 // committed record, rule 21). Empty payloads are valid. Publish allocates
 // nothing. Errors (ErrInvalidArgument, with offset -1): unknown topic,
-// invalid identifier, partition outside [0, partitionCount).
+// invalid identifier, partition outside [0, partitionCount), a payload
+// longer than WithMaxMessageBytes.
 func (b *Broker) Publish(topicName string, partition int32, payload string) (int64, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
@@ -379,13 +380,18 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 	if err != nil {
 		return -1, err
 	}
+	if b.maxBytes > 0 && len(payload) > b.maxBytes {
+		return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, len(payload), b.maxBytes)
+	}
 	return t.append(p, entry{payload: payload, ts: b.nowNanos()}), nil
 }
 
 // PublishMessage appends m to partition of topic and returns the offset it
 // got (SPEC rules 5, 15), or -1 when the partition is full, as Publish. The
 // broker keeps its own copy of m.Headers; m.Time, when zero, becomes the
-// broker clock. It allocates only the headers' copy. Errors
+// broker clock. A message with only a payload allocates nothing; one with a
+// key, headers or its own Time allocates its metadata (and, with headers,
+// their copy). Errors
 // (ErrInvalidArgument, with offset -1): unknown topic, invalid identifier,
 // partition outside [0, partitionCount), a message whose key, header keys,
 // header values and payload add up to more than WithMaxMessageBytes.

@@ -57,17 +57,20 @@ func ExampleBroker_Ack() {
 	fmt.Println("acked twice:", again)
 
 	recs, _ = b.Poll("orders", "billing", "m1", 10)
-	fmt.Printf("%+v\n", recs)
+	for _, r := range recs {
+		fmt.Printf("%s/%d/%d %q attempt %d\n", r.Topic, r.Partition, r.Offset, r.Payload, r.Attempt)
+	}
 	// Output:
 	// m1 owns [0 1]
 	// orders/0/0 "a" acked: true
 	// orders/1/0 "b" acked: true
 	// acked twice: false
-	// [{Topic:orders Partition:0 Offset:1 Payload:c}]
+	// orders/0/1 "c" attempt 1
 }
 
 // Retry releases a delivery without committing it: the next poll delivers
-// the same record again (the SPEC's worked example, capacity 2).
+// the same record again, its Attempt one higher (the SPEC's worked example,
+// capacity 2).
 func ExampleBroker_Retry() {
 	b, _ := engine.New(2)
 	b.Create("orders", 1)
@@ -77,7 +80,9 @@ func ExampleBroker_Retry() {
 
 	show := func() {
 		recs, _ := b.Poll("orders", "billing", "m1", 2)
-		fmt.Printf("%+v\n", recs)
+		for _, r := range recs {
+			fmt.Printf("%s/%d/%d %q attempt %d\n", r.Topic, r.Partition, r.Offset, r.Payload, r.Attempt)
+		}
 	}
 	show()
 	ok, _ := b.Retry("orders", "billing", "m1", 0, 0)
@@ -87,16 +92,17 @@ func ExampleBroker_Retry() {
 	fmt.Println("ack:", ok)
 	show()
 	// Output:
-	// [{Topic:orders Partition:0 Offset:0 Payload:a}]
+	// orders/0/0 "a" attempt 1
 	// retry: true
-	// [{Topic:orders Partition:0 Offset:0 Payload:a}]
+	// orders/0/0 "a" attempt 2
 	// ack: true
-	// [{Topic:orders Partition:0 Offset:1 Payload:b}]
+	// orders/0/1 "b" attempt 1
 }
 
 // A second member joining rebalances: members sorted bytewise, partition p
 // goes to member p mod n. A partition that changes owner loses its in-flight
-// delivery, so the old owner's ack fails and the new owner gets the record.
+// delivery, so the old owner's ack fails and the new owner gets the record,
+// as its second attempt.
 func ExampleBroker_Join() {
 	b, _ := engine.New(10)
 	b.Create("t", 3)
@@ -117,14 +123,16 @@ func ExampleBroker_Join() {
 	ok, _ = b.Ack("t", "g", "a", 0, 0)
 	fmt.Println("a acks partition 0:", ok)
 	recs, _ = b.Poll("t", "g", "b", 10)
-	fmt.Printf("b polled %+v\n", recs)
+	for _, r := range recs {
+		fmt.Printf("b polled %s/%d/%d %q attempt %d\n", r.Topic, r.Partition, r.Offset, r.Payload, r.Attempt)
+	}
 	// Output:
 	// a owns [0 1 2]
 	// a polled 3 records
 	// a owns [0 2] b owns [1]
 	// a acks partition 1: false
 	// a acks partition 0: true
-	// b polled [{Topic:t Partition:1 Offset:0 Payload:r1}]
+	// b polled t/1/0 "r1" attempt 2
 }
 
 // A partition that retains capacity records refuses publishes with -1 and

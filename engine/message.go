@@ -63,8 +63,9 @@ func WithReplayWindow(records int32) Option {
 
 // WithClock sets the broker clock, read for a message's Time when it has
 // none and, with WithAckTimeout, for delivery ages. now must not be nil and
-// must not call the broker; the default is time.Now. Tests use it to control
-// time.
+// must not call the broker; the default is the wall clock. Its readings are
+// kept as Unix nanoseconds, so they must lie between the years 1678 and 2262
+// (time.Time.UnixNano's range). Tests use it to control time.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock, c.clockSet = now, true }
 }

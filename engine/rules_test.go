@@ -25,11 +25,11 @@ func TestSpecWorkedExampleOrders(t *testing.T) {
 		{publish("orders", 0, "a"), atOffset(0)},
 		{publish("orders", 0, "b"), atOffset(1)},
 		{join("orders", "billing", "m1"), owns(0)},
-		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 0, "a"))},
+		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 0, "a")).tries(1)},
 		{retry("orders", "billing", "m1", 0, 0), isTrue},
-		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 0, "a"))},
+		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 0, "a")).tries(2)},
 		{ack("orders", "billing", "m1", 0, 0), isTrue},
-		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 1, "b"))},
+		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 1, "b")).tries(1)},
 	})
 }
 
@@ -44,10 +44,11 @@ func TestSpecWorkedExampleRebalance(t *testing.T) {
 		{publish("t", 1, "x1"), atOffset(0)},
 		{publish("t", 2, "x2"), atOffset(0)},
 		{join("t", "g", "a"), owns(0, 1, 2)},
-		{poll("t", "g", "a", 64), delivers(rec("t", 0, 0, "x0"), rec("t", 1, 0, "x1"), rec("t", 2, 0, "x2"))},
+		{poll("t", "g", "a", 64), delivers(rec("t", 0, 0, "x0"), rec("t", 1, 0, "x1"), rec("t", 2, 0, "x2")).tries(1, 1, 1)},
 		{join("t", "g", "b"), owns(1)},
 		{join("t", "g", "a"), owns(0, 2)},
-		{poll("t", "g", "b", 64), delivers(rec("t", 1, 0, "x1"))},
+		// The cancelled delivery is redelivered: its second attempt (rule 16).
+		{poll("t", "g", "b", 64), delivers(rec("t", 1, 0, "x1")).tries(2)},
 		{ack("t", "g", "a", 1, 0), isFalse},
 		{ack("t", "g", "b", 1, 0), isTrue},
 		// a's partitions kept their owner, so their deliveries stay in flight.
@@ -777,16 +778,16 @@ func TestRule9Rebalance(t *testing.T) {
 			{join("t", "g", "b"), owns(1)},
 			{ack("t", "g", "a", 1, 0), isFalse},
 			{retry("t", "g", "a", 1, 0), isFalse},
-			{poll("t", "g", "b", 64), delivers(rec("t", 1, 0, "b0"))},
+			{poll("t", "g", "b", 64), delivers(rec("t", 1, 0, "b0")).tries(2)},
 			{ack("t", "g", "b", 1, 0), isTrue},
-			{poll("t", "g", "b", 64), delivers(rec("t", 1, 1, "b1"))},
+			{poll("t", "g", "b", 64), delivers(rec("t", 1, 1, "b1")).tries(1)},
 		}},
 		{"kept partitions keep their in-flight deliveries", []line{
 			{join("t", "g", "b"), owns(1)},
 			{poll("t", "g", "a", 64), delivers()},
 			{ack("t", "g", "a", 0, 0), isTrue},
 			{retry("t", "g", "a", 2, 0), isTrue},
-			{poll("t", "g", "a", 64), delivers(rec("t", 0, 1, "a1"), rec("t", 2, 0, "c0"))},
+			{poll("t", "g", "a", 64), delivers(rec("t", 0, 1, "a1"), rec("t", 2, 0, "c0")).tries(1, 2)},
 		}},
 		{"moved back on leave, the delivery is lost again", []line{
 			{join("t", "g", "b"), owns(1)},
@@ -1098,16 +1099,16 @@ func TestRule12Retry(t *testing.T) {
 	}{
 		{"the same record is delivered again", []line{
 			{retry("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a"))},
+			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a")).tries(2)},
 		}},
 		{"retry many times", []line{
 			{retry("t", "g", "m1", 0, 0), isTrue},
 			{retry("t", "g", "m1", 0, 0), isFalse},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a"))},
+			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a")).tries(2)},
 			{retry("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a"))},
+			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a")).tries(3)},
 			{ack("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 1, "b"))},
+			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 1, "b")).tries(1)},
 		}},
 		{"retry does not commit, so nothing is trimmed", []line{
 			{publish("t", 0, "d"), atOffset(2)},
@@ -1125,7 +1126,7 @@ func TestRule12Retry(t *testing.T) {
 		{"retried record may go to a new owner", []line{
 			{retry("t", "g", "m1", 0, 0), isTrue},
 			{join("t", "g", "m0"), owns(0)},
-			{poll("t", "g", "m0", 64), delivers(rec("t", 0, 0, "a"))},
+			{poll("t", "g", "m0", 64), delivers(rec("t", 0, 0, "a")).tries(2)},
 		}},
 	}
 	for _, tt := range tests {
@@ -1263,9 +1264,11 @@ func TestReturnedSlicesAreCallers(t *testing.T) {
 	recs, err := b.Poll("t", "g", "m", 64)
 	require.NoError(t, err)
 	want := []engine.Record{rec("t", 0, 0, "a0"), rec("t", 1, 0, "b0"), rec("t", 2, 0, "c0")}
-	require.Equal(t, want, recs)
+	require.Equal(t, want, coreRecords(recs))
+	requireAttempts(t, recs, 1, 1, 1)
 	for i := range recs {
 		recs[i].Topic, recs[i].Partition, recs[i].Offset, recs[i].Payload = "x", 2, 99, "changed"
+		recs[i].Attempt = 42
 	}
 	_ = append(recs[:1], engine.Record{Topic: "junk"})
 
@@ -1279,7 +1282,8 @@ func TestReturnedSlicesAreCallers(t *testing.T) {
 	})
 	again, err := b.Poll("t", "g", "m", 64)
 	require.NoError(t, err)
-	require.Equal(t, []engine.Record{rec("t", 0, 1, "a1"), rec("t", 1, 0, "b0"), rec("t", 2, 0, "c0")}, again)
+	require.Equal(t, []engine.Record{rec("t", 0, 1, "a1"), rec("t", 1, 0, "b0"), rec("t", 2, 0, "c0")}, coreRecords(again))
+	requireAttempts(t, again, 1, 2, 2)
 
 	// Two results share nothing.
 	again2, err := b.Join("t", "g", "m")
@@ -1296,7 +1300,8 @@ func TestReturnedSlicesAreCallers(t *testing.T) {
 	}())
 	fourth, err := b.Poll("t", "g", "m", 64)
 	require.NoError(t, err)
-	assert.Equal(t, []engine.Record{rec("t", 0, 1, "a1")}, fourth)
+	assert.Equal(t, []engine.Record{rec("t", 0, 1, "a1")}, coreRecords(fourth))
+	requireAttempts(t, fourth, 2)
 	assert.Equal(t, "mine", again[0].Payload)
 	assert.Empty(t, cmp.Diff(want[0], rec("t", 0, 0, "a0")))
 }

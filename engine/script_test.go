@@ -4,19 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/model"
 )
 
 // This file holds the small builders the rule tests are written in: a broker
 // call as data (step), what it returned (result), scripts of calls with
 // expected outcomes (line, play), and a probe that reads a broker's whole
 // observable state through further calls, for "an invalid call changes
-// nothing" checks on twin brokers.
+// nothing" checks on twin brokers. It also holds what the tests that run
+// the engine beside the model share: one deterministic clock for both
+// (testClock), a model record as an engine record (engineRecord), and the
+// comparison of records on every field, Time as an instant (sameRecord).
 
 // step is one broker call written as data, so that a script can be replayed
 // on twin brokers and named in failure messages.
@@ -82,7 +89,11 @@ type result struct {
 	OK      bool            // Create, Leave, Ack, Retry
 	Offset  int64           // Publish
 	Parts   []int32         // Join
-	Records []engine.Record // Poll
+	Records []engine.Record // Poll, reduced to the core fields (coreRecords)
+	// Attempts is Poll's Record.Attempt per record (SPEC rule 16). apply
+	// always sets it; an expectation checks it only when it sets it (with
+	// tries), so that the scripts of rules 1–14 need not spell it out.
+	Attempts []int32
 }
 
 var (
@@ -90,6 +101,25 @@ var (
 	isFalse   = result{}
 	isInvalid = result{Invalid: true}
 )
+
+// tries returns r expecting the given Record.Attempt of each polled record,
+// in order.
+func (r result) tries(attempts ...int32) result {
+	if attempts == nil {
+		attempts = []int32{}
+	}
+	r.Attempts = attempts
+	return r
+}
+
+// sameResult compares got with want for a script: every field, but
+// Attempts only when want sets it.
+func sameResult(want, got result) string {
+	if want.Attempts == nil {
+		got.Attempts = nil
+	}
+	return cmp.Diff(want, got)
+}
 
 func atOffset(off int64) result { return result{Offset: off} }
 
@@ -124,6 +154,67 @@ func coreRecords(recs []engine.Record) []engine.Record {
 	return out
 }
 
+// testClock is a deterministic broker clock for tests: it reads the same
+// instant until Advance moves it. One testClock given to an engine
+// (engine.WithClock) and a model (model.WithClock) makes their record
+// times and ack-timeout decisions comparable. Safe for concurrent use.
+type testClock struct{ ns atomic.Int64 }
+
+// testEpoch is where every testClock starts.
+var testEpoch = time.Date(2026, time.January, 2, 3, 4, 5, 0, time.UTC)
+
+func newTestClock() *testClock {
+	c := new(testClock)
+	c.ns.Store(testEpoch.UnixNano())
+	return c
+}
+
+// Now is the clock function to pass to WithClock.
+func (c *testClock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+// Advance moves the clock on by d.
+func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// engineRecord is a model record as an engine record, every field kept.
+func engineRecord(r model.Record) engine.Record {
+	out := engine.Record{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload,
+		Key: r.Key, Time: r.Time, Attempt: r.Attempt,
+	}
+	if r.Headers != nil {
+		out.Headers = make([]engine.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			out.Headers[i] = engine.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return out
+}
+
+// sameRecord reports whether a and b are the same record on every field:
+// the core four, Key, Headers (nil and empty differ), Time as an instant
+// (time.Time.Equal) and Attempt.
+func sameRecord(a, b engine.Record) bool {
+	return a.Topic == b.Topic && a.Partition == b.Partition && a.Offset == b.Offset &&
+		a.Payload == b.Payload && a.Key == b.Key && a.Attempt == b.Attempt &&
+		a.Time.Equal(b.Time) && (a.Headers == nil) == (b.Headers == nil) && slices.Equal(a.Headers, b.Headers)
+}
+
+// sameRecords is sameRecord over two slices, which must also agree on
+// being nil.
+func sameRecords(a, b []engine.Record) bool {
+	return (a == nil) == (b == nil) && slices.EqualFunc(a, b, sameRecord)
+}
+
+// requireAttempts requires recs' Record.Attempt values to be want, in order.
+func requireAttempts(t testing.TB, recs []engine.Record, want ...int32) {
+	t.Helper()
+	got := make([]int32, len(recs))
+	for i, r := range recs {
+		got[i] = r.Attempt
+	}
+	require.Equal(t, want, got, "Record.Attempt of each record")
+}
+
 func rec(topic string, partition int32, offset int64, payload string) engine.Record {
 	return engine.Record{Topic: topic, Partition: partition, Offset: offset, Payload: payload}
 }
@@ -144,6 +235,12 @@ func (s step) apply(b *engine.Broker) result {
 		o.Offset, err = b.Publish(s.Topic, s.Partition, s.Payload)
 	case "poll":
 		o.Records, err = b.Poll(s.Topic, s.Group, s.Member, s.N)
+		if o.Records != nil {
+			o.Attempts = make([]int32, len(o.Records))
+			for i, r := range o.Records {
+				o.Attempts[i] = r.Attempt
+			}
+		}
 		o.Records = coreRecords(o.Records)
 	case "ack":
 		o.OK, err = b.Ack(s.Topic, s.Group, s.Member, s.Partition, s.Offset)
@@ -172,7 +269,7 @@ func play(t *testing.T, b *engine.Broker, lines []line) {
 	t.Helper()
 	for i, l := range lines {
 		got := l.call.apply(b)
-		require.Empty(t, cmp.Diff(l.want, got), "line %d: %v (-want +got)", i, l.call)
+		require.Empty(t, sameResult(l.want, got), "line %d: %v (-want +got)", i, l.call)
 	}
 }
 
@@ -297,7 +394,7 @@ func probe(b *engine.Broker, w world) []probeLine {
 func requireNoEffect(t *testing.T, w world, script []step, call step, want result) {
 	t.Helper()
 	untouched, called := build(t, w.capacity, script), build(t, w.capacity, script)
-	require.Empty(t, cmp.Diff(want, call.apply(called)), "%v (-want +got)", call)
+	require.Empty(t, sameResult(want, call.apply(called)), "%v (-want +got)", call)
 	before, after := probe(untouched, w), probe(called, w)
 	if !reflect.DeepEqual(before, after) { // cmp.Diff is slow; only for the message
 		require.Empty(t, cmp.Diff(before, after), "%v changed the broker (-untouched +after call)", call)

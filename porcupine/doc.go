@@ -6,17 +6,48 @@
 // The pieces, in the order a check uses them:
 //
 //   - Workload and Run: a seeded workload generator. Run starts Clients
-//     goroutines per topic on one *engine.Broker, each issuing OpsPerClient
-//     core calls drawn from a named Mix, and returns the recorded History.
+//     goroutines per topic, each issuing OpsPerClient calls drawn from a
+//     named Mix (with the Mix's broker Options), and returns the recorded
+//     History.
 //   - Recorder and Client: wrap an *engine.Broker and record each call's
-//     Input, Output, client id, and call and return timestamps.
-//   - Model: the porcupine model. Its state is a *model.Broker; Step clones
-//     it and never mutates its input. Histories are partitioned by topic.
+//     Input, Output, client id, and call and return timestamps; a
+//     TestClock is a broker clock that a recorded Advance moves.
+//   - Model: the porcupine model of a broker configured as a Config
+//     (capacity, Options, history format Version). Its state is a
+//     *model.Broker and the test clock's reading; Step clones the broker and
+//     never mutates its input. Histories are partitioned by topic.
 //   - Check, Visualize: check a History (all topics in parallel, with a
 //     timeout), name the failing topic, and draw it as porcupine's HTML
 //     visualization.
 //   - Fixture: a History with its expected verdict, stored as JSON under
 //     testdata/ and replayed by the tests.
+//
+// # Calls
+//
+// Every call of the engine is recorded and checked: the seven core calls
+// (Create, Join, Leave, Publish, Poll, Ack, Retry) and PublishMessage (key
+// and headers), CreateGroup and SetAssignor (an assignor named among
+// round-robin, range, sticky and the test assignor picky, which refuses
+// groups of three members so that rebalances fail with
+// ErrInvalidAssignment), DeleteGroup, AddPartitions, Seek and Describe (the
+// whole description is compared). A polled record is compared whole: topic,
+// partition, offset, payload, key, headers, attempt and, under a test clock,
+// time. Errors compare by kind (ErrKind): ErrInvalidArgument,
+// ErrOffsetOutOfRange, ErrGroupNotEmpty, ErrInvalidAssignment, or other,
+// which never matches.
+//
+// # Histories and their format
+//
+// A History carries its Config, so a stored history is checked against the
+// broker it ran on. Config.Version is the format: version 1 (HistoryVersion,
+// what Run writes) records every call above with record attempts; version 0
+// (the field absent) is the format of the histories recorded before the
+// Tributary features, core calls only, whose records have no attempt and
+// whose failed Publish carries offset 0. A version 0 history is checked as
+// it was recorded: the model's attempts, and every result beside an error,
+// are left out of the comparison. Old fixtures therefore stay valid as they
+// are; JSON fields added since are omitted when empty, and a version 0
+// output's "invalid": true reads as ErrInvalid.
 //
 // # Clock
 //
@@ -36,29 +67,69 @@
 // happens-before edge between all clients: it would hide data races in the
 // engine from `go test -race`. The clock adds no such edge.
 //
+// # The test clock
+//
+// The broker clock stamps records and, with an ack timeout (SPEC rule 22),
+// ages deliveries. A workload with Options.TestClock (the acktimeout mix)
+// gives the engine engine.WithClock over a TestClock, Epoch plus an atomic
+// count of nanoseconds that only a recorded Advance moves; the model's state
+// carries the same reading, which Step binds to the cloned model broker
+// (model.SetClock), so Advance is one more linearizable operation in the
+// history, and record times are compared. Without a test clock record times
+// come from the wall clock: they are not recorded, and the model's clock
+// reads the zero time so that its states stay comparable.
+//
+// Two consequences. First, the engine has one clock per broker, so a
+// test-clock workload runs each topic on its own broker with its own clock:
+// an Advance then belongs to one topic, as every other call does, and the
+// topics stay independent (next section). Second, the engine reads its
+// clock once per Publish, PublishMessage or Poll, not necessarily at the
+// instant the call takes effect (SPEC rule 15 says "read during the call").
+// An Advance falling between the two would make a correct engine look
+// non-linearizable, so a TestClock has a gate: those calls hold it shared
+// and Advance exclusively, and the clock never moves during a call that
+// reads it. The gate is a read-write lock, so under -race each Advance is a
+// happens-before edge between the clients of its topic; only the
+// acktimeout mix pays that, in the few calls around its Advances.
+//
 // # Partitioning by topic
 //
-// Every core call names exactly one topic, and what it returns and changes
-// depends only on that topic's state and the broker's capacity, which never
-// changes: groups, members, partition logs and retention all live inside one
-// topic, and Create of one topic does not look at another. The broker's state
-// is therefore the product of independent per-topic states, and by the
-// locality of linearizability (Herlihy and Wing, 1990, theorem 1) a history
-// is linearizable if and only if each per-topic subhistory is. The model's
-// Init is an empty *model.Broker of the run's capacity; a topic's subhistory
-// contains that topic's Create, so while checking one topic the model state
-// holds that topic only, and Equal and Hash compare that topic only. Calls
-// naming an invalid or never-created topic form their own subhistory, in
-// which every call must be an invalid-argument error. TestTopicsIndependent
-// checks the premise against the model on random sequential histories.
+// Every call names exactly one topic, and what it returns and changes
+// depends only on that topic's state, the broker's capacity and options,
+// which never change, and (under a test clock) that topic's clock: groups,
+// members, partition logs, assignors and retention all live inside one
+// topic, and Create of one topic does not look at another. The broker's
+// state is therefore the product of independent per-topic states, and by
+// the locality of linearizability (Herlihy and Wing, 1990, theorem 1) a
+// history is linearizable if and only if each per-topic subhistory is. The
+// model's Init is an empty *model.Broker of the run's configuration; a
+// topic's subhistory contains that topic's Create, so while checking one
+// topic the model state holds that topic only, and Equal and Hash compare
+// that topic only. Calls naming an invalid or never-created topic form their
+// own subhistory, in which every call must be an invalid-argument error.
+// TestTopicsIndependent checks the premise against the model on random
+// sequential histories of every call.
+//
+// # Workloads and faults
+//
+// Mixes lists the workload shapes: six of the core calls (balanced,
+// multipoll, rebalance, ackretry, full, groups) and one per Tributary
+// feature (seek, assignor, addpartitions, lifecycle, window, acktimeout),
+// each with the broker Options it needs. FaultMix names the mix that
+// exposes each deliberate engine fault of a tributary_faults build; the
+// fault tests (faults_test.go) require every fault to be caught.
 //
 // # What is not checked
 //
-// A check covers the seven core calls of SPEC section 1, on the histories
-// the workloads produce; it says nothing of interleavings they never hit.
-// Errors are compared by kind (ErrInvalidArgument or not), not by message.
-// A nil and an empty result slice compare equal. The inspection methods
-// (LogStartOffset, Committed, …) and the Tributary features of SPEC
-// section 3 are not recorded. Liveness (no deadlock, no call waiting for a
-// future event) is checked only in that every run finishes.
+// A check covers the histories the workloads produce; it says nothing of
+// interleavings they never hit. Errors are compared by kind, not by
+// message; a nil and an empty slice compare equal. Record times are
+// compared only under a test clock, and then only the clock's readings
+// between calls: when in a call the engine reads its clock is not checked
+// (the gate hides it). A user's own Assignor cannot be recorded (a history
+// names assignors, and the model knows only the built-in ones and picky).
+// The inspection methods (LogStartOffset, Committed, Attempts, …), Topics
+// and AppendPoll are not recorded, nor are options out of range (New's
+// errors). Liveness (no deadlock, no call waiting for a future event) is
+// checked only in that every run finishes.
 package porcupine

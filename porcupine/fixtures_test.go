@@ -10,18 +10,34 @@ import (
 	"github.com/f91dcac0/tributary/porcupine"
 )
 
-// wantFixtures are the fixtures that must exist: one Ok history of the real
-// engine and one Illegal history per broken broker of faults_test.go. Any
-// other history that ever failed is added beside them (cmd/lincheck and the
-// tests write failing histories in this format).
+// wantFixtures are the fixtures that must exist: Ok histories of the real
+// engine (ok-engine.json, of the core calls in history format version 0, and
+// one of each Tributary mix, ok-<mix>.json, in version 1) and one Illegal
+// history per broken broker of faults_test.go (those of faults (a) to (g) in
+// version 0, the others in version 1). Any other history that ever failed
+// is added beside them (cmd/lincheck and the tests write failing histories
+// in this format).
 var wantFixtures = []string{
 	"ok-engine.json",
+	"ok-seek.json",
+	"ok-assignor.json",
+	"ok-addpartitions.json",
+	"ok-lifecycle.json",
+	"ok-window.json",
+	"ok-acktimeout.json",
 	"illegal-poll-releases-each.json",
 	"illegal-rebalance-keeps-inflight.json",
 	"illegal-ack-skips-owner.json",
 	"illegal-publish-burns-offset.json",
 	"illegal-trim-ignores-memberless.json",
 	"illegal-poll-stale-assignment.json",
+	"illegal-rebalance-skips-lock.json",
+	"illegal-seek-keeps-inflight.json",
+	"illegal-setassignor-keeps-inflight.json",
+	"illegal-window-evicts-needed.json",
+	"illegal-delete-skips-retention.json",
+	"illegal-added-partitions-wrong-offset.json",
+	"illegal-rebalance-resets-attempts.json",
 }
 
 // TestFixtures replays every recorded history in testdata/ and requires the

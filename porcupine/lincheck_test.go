@@ -14,7 +14,8 @@ import (
 )
 
 var writeOKFixture = flag.Bool("write-ok-fixture", false,
-	"TestEngineLinearizable: write the first history's first topic to testdata/ok-engine.json")
+	"TestEngineLinearizable: write the first history's first topic to testdata/ok-engine.json, and "+
+		"TestOKFixtures an Ok history of each Tributary mix to testdata/ok-<mix>.json, each unless that file exists")
 
 // checkTimeout bounds each history's check in the tests. Histories of the
 // sizes below check in milliseconds (README cost table); a check that hits
@@ -44,7 +45,7 @@ func TestEngineLinearizable(t *testing.T) {
 		if res.Verdict != porc.Ok {
 			t.Fatalf("history %d (%v): %s on topic %q after %v\n%s", i, h.Workload, res.Verdict, res.Topic, res.Elapsed, keep(t, h, res))
 		}
-		if i == 0 && *writeOKFixture {
+		if _, err := os.Stat(filepath.Join("testdata", "ok-engine.json")); i == 0 && *writeOKFixture && err != nil {
 			topic := h.Topics()[0]
 			note := fmt.Sprintf("real engine, TestEngineLinearizable history 0 (%v), topic %s", h.Workload, topic)
 			if err := porcupine.WriteFixture(filepath.Join("testdata", "ok-engine.json"), porcupine.Fixture{Verdict: porc.Ok, Note: note, History: h.Topic(topic)}); err != nil {
@@ -79,4 +80,43 @@ func keep(t *testing.T, h porcupine.History, res porcupine.Result) string {
 		}
 	}
 	return msg + "history and visualization in " + dir + " (set LINCHECK_KEEP=dir to keep them)"
+}
+
+// TestOKFixtures, with -write-ok-fixture, writes testdata/ok-<mix>.json for
+// each mix of the Tributary calls that has none: one topic of a short
+// history of the real engine, which must be Ok. Without the flag it does
+// nothing; TestFixtures replays what it wrote.
+func TestOKFixtures(t *testing.T) {
+	if !*writeOKFixture {
+		t.Skip("only with -write-ok-fixture")
+	}
+	for _, mix := range porcupine.Mixes() {
+		path := filepath.Join("testdata", "ok-"+mix.Name+".json")
+		if _, err := os.Stat(path); err == nil || !usesTributaryCalls(mix) {
+			continue
+		}
+		w := porcupine.Workload{Seed: 1, Mix: mix.Name, Topics: 1, Clients: 8, OpsPerClient: 25}
+		h, err := porcupine.Run(w, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := porcupine.Check(h, checkTimeout); res.Verdict != porc.Ok {
+			t.Fatalf("%v: %s\n%s", h.Workload, res.Verdict, keep(t, h, res))
+		}
+		note := fmt.Sprintf("real engine, TestOKFixtures (%v)", h.Workload)
+		if err := porcupine.WriteFixture(path, porcupine.Fixture{Verdict: porc.Ok, Note: note, History: h}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// usesTributaryCalls reports whether mix makes calls beyond the seven core
+// calls.
+func usesTributaryCalls(mix porcupine.Mix) bool {
+	for _, k := range porcupine.Kinds() {
+		if k > porcupine.KindRetry && mix.Weights[k] > 0 {
+			return true
+		}
+	}
+	return false
 }

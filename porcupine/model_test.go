@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	porc "github.com/anishathalye/porcupine"
 	"github.com/google/go-cmp/cmp"
@@ -44,17 +45,60 @@ func retry(topic, group, member string, p int32, off int64) porcupine.Input {
 	return in
 }
 
-func ok(b bool) porcupine.Output        { return porcupine.Output{OK: b} }
-func offset(o int64) porcupine.Output   { return porcupine.Output{Offset: o} }
-func parts(p ...int32) porcupine.Output { return porcupine.Output{Partitions: p} }
-func invalid() porcupine.Output         { return porcupine.Output{Invalid: true} }
+func publishMessage(topic string, p int32, key string, payload string, headers ...porcupine.Header) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindPublishMessage, Topic: topic, Partition: p, Key: key, Headers: headers, Payload: payload}
+}
+
+func createGroup(topic, group, assignor string) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindCreateGroup, Topic: topic, Group: group, Assignor: assignor}
+}
+
+func deleteGroup(topic, group string) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindDeleteGroup, Topic: topic, Group: group}
+}
+
+func setAssignor(topic, group, assignor string) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindSetAssignor, Topic: topic, Group: group, Assignor: assignor}
+}
+
+func addPartitions(topic string, n int32) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindAddPartitions, Topic: topic, N: n}
+}
+
+func seek(topic, group string, p int32, off int64) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindSeek, Topic: topic, Group: group, Partition: p, Offset: off}
+}
+
+func describe(topic string) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindDescribe, Topic: topic}
+}
+
+func advance(topic string, d time.Duration) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindAdvance, Topic: topic, Advance: d}
+}
+
+func ok(b bool) porcupine.Output                 { return porcupine.Output{OK: b} }
+func offset(o int64) porcupine.Output            { return porcupine.Output{Offset: o} }
+func parts(p ...int32) porcupine.Output          { return porcupine.Output{Partitions: p} }
+func count(n int32) porcupine.Output             { return porcupine.Output{N: n} }
+func now(d time.Duration) porcupine.Output       { return porcupine.Output{Now: d} }
+func fails(k porcupine.ErrKind) porcupine.Output { return porcupine.Output{Err: k} }
+func invalid() porcupine.Output                  { return fails(porcupine.ErrInvalid) }
 
 // recs is a Poll result: pairs of (partition, offset) with payload
-// "p<partition>o<offset>" on topic "t".
+// "p<partition>o<offset>" on topic "t", each a first delivery (Attempt 1).
 func recs(po ...int64) porcupine.Output {
 	var out porcupine.Output
 	for i := 0; i < len(po); i += 2 {
-		out.Records = append(out.Records, porcupine.Record{Topic: "t", Partition: int32(po[i]), Offset: po[i+1], Payload: payloadOf(po[i], po[i+1])})
+		out.Records = append(out.Records, porcupine.Record{Topic: "t", Partition: int32(po[i]), Offset: po[i+1], Payload: payloadOf(po[i], po[i+1]), Attempt: 1})
+	}
+	return out
+}
+
+// attempt sets the Attempt of every record of a Poll result.
+func attempt(n int32, out porcupine.Output) porcupine.Output {
+	for i := range out.Records {
+		out.Records[i].Attempt = n
 	}
 	return out
 }
@@ -78,9 +122,15 @@ func sequential(calls ...porcupine.Op) []porcupine.Op {
 
 func call(in porcupine.Input, out porcupine.Output) porcupine.Op { return op(0, 0, 0, in, out) }
 
-func verdict(t *testing.T, capacity int32, ops []porcupine.Op) porc.CheckResult {
+// verdict checks a hand-written history of the current format on a broker
+// of the given capacity and options.
+func verdict(t *testing.T, capacity int32, ops []porcupine.Op, opts ...porcupine.Options) porc.CheckResult {
 	t.Helper()
-	return porcupine.Check(porcupine.History{Capacity: capacity, Ops: ops}, 0).Verdict
+	c := porcupine.Config{Capacity: capacity, Version: porcupine.HistoryVersion}
+	if len(opts) > 0 {
+		c.Options = opts[0]
+	}
+	return porcupine.Check(porcupine.History{Config: c, Ops: ops}, 0).Verdict
 }
 
 // The SPEC's worked example (capacity 2) as a sequential history.
@@ -92,7 +142,7 @@ func workedExample() []porcupine.Op {
 		call(join("t", "billing", "m1"), parts(0)),
 		call(poll("t", "billing", "m1", 2), recs(0, 0)),
 		call(retry("t", "billing", "m1", 0, 0), ok(true)),
-		call(poll("t", "billing", "m1", 2), recs(0, 0)),
+		call(poll("t", "billing", "m1", 2), attempt(2, recs(0, 0))),
 		call(ack("t", "billing", "m1", 0, 0), ok(true)),
 		call(poll("t", "billing", "m1", 2), recs(0, 1)),
 	)
@@ -113,16 +163,19 @@ func TestModelSequential(t *testing.T) {
 		}, porc.Illegal},
 		{"retry of a record not in flight", func(ops []porcupine.Op) { ops[5].In.Offset = 1 }, porc.Illegal},
 		{"poll after ack redelivers", func(ops []porcupine.Op) { ops[8].Out = recs(0, 0) }, porc.Illegal},
+		{"redelivery after retry is attempt 1 again", func(ops []porcupine.Op) { ops[6].Out = recs(0, 0) }, porc.Illegal},
+		{"first delivery after ack is attempt 3", func(ops []porcupine.Op) { ops[8].Out = attempt(3, recs(0, 1)) }, porc.Illegal},
 		{"poll returns nothing although a record waits", func(ops []porcupine.Op) { ops[6].Out = porcupine.Output{} }, porc.Illegal},
 		{"ack succeeds twice", func(ops []porcupine.Op) {
 			ops[8].In, ops[8].Out = ack("t", "billing", "m1", 0, 0), ok(true)
 		}, porc.Illegal},
 		{"unknown topic is invalid", func(ops []porcupine.Op) {
-			ops[1].In.Topic, ops[1].Out = "nope", invalid()
+			ops[1].In.Topic, ops[1].Out = "nope", porcupine.Output{Err: porcupine.ErrInvalid, Offset: -1}
 			ops[2].Out = offset(0)
 			ops[4].Out = recs(0, 0)
 			ops[4].Out.Records[0].Payload = "p0o1"
-			ops[6].Out = ops[4].Out
+			ops[6].Out = attempt(2, recs(0, 0))
+			ops[6].Out.Records[0].Payload = "p0o1"
 			ops[8].Out = porcupine.Output{}
 		}, porc.Ok},
 		{"unknown topic is not invalid", func(ops []porcupine.Op) { ops[1].In.Topic = "nope" }, porc.Illegal},
@@ -187,7 +240,7 @@ func TestModelConcurrent(t *testing.T) {
 			op(1, 10, 11, publish("t", 1, "p1o0"), offset(0)),
 			op(2, 12, 20, poll("t", "g", "m1", 2), recs(1, 0)),
 			op(3, 13, 19, join("t", "g", "m2"), parts(1)),
-			op(3, 21, 22, poll("t", "g", "m2", 2), recs(1, 0)), // the moved delivery was cancelled
+			op(3, 21, 22, poll("t", "g", "m2", 2), attempt(2, recs(1, 0))), // the moved delivery was cancelled
 		}, porc.Ok},
 		{"a rebalance cancels the moved partition's delivery", []porcupine.Op{
 			op(1, 10, 11, publish("t", 1, "p1o0"), offset(0)),
@@ -214,7 +267,22 @@ func randomInput(rng *rand.Rand, m *model.Broker) porcupine.Input {
 	topic := topics[rng.IntN(len(topics))]
 	group, member := groups[rng.IntN(2)], members[rng.IntN(3)]
 	p := rng.Int32N(3) - rng.Int32N(2)
-	switch rng.IntN(8) {
+	assignor := []string{"", "round-robin", "range", "sticky", "picky"}[rng.IntN(5)]
+	switch rng.IntN(15) {
+	case 8:
+		return publishMessage(topic, p, "k", "y", porcupine.Header{Key: "h", Value: "v"})
+	case 9:
+		return createGroup(topic, group, assignor)
+	case 10:
+		return deleteGroup(topic, group)
+	case 11:
+		return setAssignor(topic, group, assignor)
+	case 12:
+		return addPartitions(topic, rng.Int32N(3))
+	case 13:
+		return seek(topic, group, p, rng.Int64N(4))
+	case 14:
+		return describe(topic)
 	case 0:
 		return create(topic, rng.Int32N(4))
 	case 1:
@@ -225,7 +293,7 @@ func randomInput(rng *rand.Rand, m *model.Broker) porcupine.Input {
 		return publish(topic, p, "x")
 	case 5:
 		return poll(topic, group, member, rng.Int32N(4))
-	default:
+	default: // 6, 7
 		off := rng.Int64N(4)
 		for q := int32(0); q < 3 && rng.IntN(4) > 0; q++ { // aim at a delivery in flight
 			if f, err := m.InFlight(topic, group, q); err == nil && f {
@@ -249,12 +317,13 @@ func randomInput(rng *rand.Rand, m *model.Broker) porcupine.Input {
 func TestTopicsIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	for seq := 0; seq < 300; seq++ {
-		all, _ := model.New(2)
+		clock := model.WithClock(func() time.Time { return porcupine.Epoch })
+		all, _ := model.New(2, clock)
 		per := map[string]*model.Broker{}
 		for i := 0; i < 80; i++ {
 			in := randomInput(rng, all)
 			if per[in.Topic] == nil {
-				per[in.Topic], _ = model.New(2)
+				per[in.Topic], _ = model.New(2, clock)
 			}
 			wout := porcupine.Apply(all, in)
 			out := porcupine.Apply(per[in.Topic], in)
@@ -292,42 +361,12 @@ func topicLines(s, topic string) string {
 	return strings.Join(out, "")
 }
 
-// TestStepIsPure checks that Step never changes the state it is given
-// (porcupine caches and backtracks to states), whether the call fits or
-// not, and that Equal and Hash agree on the states it produces.
-func TestStepIsPure(t *testing.T) {
-	m := porcupine.Model(2)
-	rng := rand.New(rand.NewPCG(4, 4))
-	state := m.Init()
-	for i := 0; i < 2000; i++ {
-		in := randomInput(rng, state.(*model.Broker))
-		want := porcupine.Apply(state.(*model.Broker).Clone(), in)
-		before, text := m.Hash(state), state.(*model.Broker).String()
-		wrong := want
-		wrong.OK, wrong.Invalid = !wrong.OK, !wrong.Invalid
-		if fits, _ := m.Step(state, in, wrong); fits {
-			t.Fatalf("call %d %v: Step accepted a wrong output %+v", i, in, wrong)
-		}
-		fits, next := m.Step(state, in, want)
-		if !fits {
-			t.Fatalf("call %d %v: Step refused the model's own output %+v", i, in, want)
-		}
-		if m.Hash(state) != before || state.(*model.Broker).String() != text {
-			t.Fatalf("call %d %v: Step changed its input state", i, in)
-		}
-		if m.Equal(state, next) != (m.Hash(state) == m.Hash(next) && text == next.(*model.Broker).String()) {
-			t.Fatalf("call %d %v: Equal and Hash/String disagree", i, in)
-		}
-		state = next
-	}
-}
-
 // TestPartitionEvents checks that the event form of a history splits and
 // checks like its operation form.
 func TestPartitionEvents(t *testing.T) {
 	h, err := porcupine.Run(porcupine.Workload{Seed: 9, Topics: 3, Clients: 4, OpsPerClient: 20}, nil)
 	require.NoError(t, err)
-	m := porcupine.Model(h.Capacity)
+	m := porcupine.Model(h.Config)
 	ops := make([]porc.Operation, len(h.Ops))
 	type stamp struct {
 		t   int64
@@ -385,25 +424,36 @@ func TestDescribe(t *testing.T) {
 		{join("t", "g0", "m1"), parts(0, 2), "Join(g0 m1) → [0 2]"},
 		{join("t", "g0", "m1"), parts(), "Join(g0 m1) → []"},
 		{publish("t", 1, "c3.7"), offset(-1), `Publish(p1 "c3.7") → -1 full`},
-		{poll("t", "g0", "m1", 4), recs(0, 3, 2, 1), `Poll(g0 m1 max=4) → p0@3 "p0o3", p2@1 "p2o1"`},
+		{poll("t", "g0", "m1", 4), recs(0, 3, 2, 1), `Poll(g0 m1 max=4) → p0@3 "p0o3"#1, p2@1 "p2o1"#1`},
 		{poll("t", "g0", "m1", 4), porcupine.Output{}, "Poll(g0 m1 max=4) → none"},
 		{ack("t", "g0", "m1", 0, 3), ok(true), "Ack(g0 m1 p0@3) → true"},
 		{retry("t", "g0", "m1", 0, -1), invalid(), "Retry(g0 m1 p0@-1) → invalid"},
-		{poll("t", "g0", "m1", 1), porcupine.Output{Err: "boom"}, "Poll(g0 m1 max=1) → error: boom"},
+		{poll("t", "g0", "m1", 1), porcupine.Output{Err: porcupine.ErrOther, ErrText: "boom"}, "Poll(g0 m1 max=1) → error: boom"},
+		{poll("t", "g0", "m1", 4), attempt(2, recs(0, 3)), `Poll(g0 m1 max=4) → p0@3 "p0o3"#2`},
+		{publishMessage("t", 0, "k1", "c2.4", porcupine.Header{Key: "h0", Value: "v"}), offset(5), `PublishMessage(p0 key="k1" [h0:v] "c2.4") → 5`},
+		{porcupine.Input{Kind: porcupine.KindPublishMessage, Topic: "t", Payload: "x", Time: porcupine.Epoch.Add(time.Second)}, offset(0), `PublishMessage(p0 "x" at +1s) → 0`},
+		{poll("t", "g0", "m1", 1), porcupine.Output{Records: []porcupine.Record{{Partition: 0, Offset: 5, Key: "k1", Headers: []porcupine.Header{{Key: "h0", Value: "a b"}}, Payload: "c2.4", Attempt: 1, Time: porcupine.Epoch.Add(2 * time.Second)}}},
+			`Poll(g0 m1 max=1) → p0@5 key="k1" [h0:"a b"] "c2.4"#1 at +2s`},
+		{createGroup("t", "g1", "sticky"), ok(true), "CreateGroup(g1 sticky) → true"},
+		{createGroup("t", "g1", ""), invalid(), "CreateGroup(g1 nil) → invalid"},
+		{deleteGroup("t", "g1"), fails(porcupine.ErrNotEmpty), "DeleteGroup(g1) → group-not-empty"},
+		{setAssignor("t", "g1", "picky"), fails(porcupine.ErrAssignment), "SetAssignor(g1 picky) → invalid-assignment"},
+		{addPartitions("t", 2), count(5), "AddPartitions(+2) → 5"},
+		{seek("t", "g1", 0, 2), fails(porcupine.ErrOutOfRange), "Seek(g1 p0@2) → offset-out-of-range"},
+		{advance("t", 5*time.Second), now(15 * time.Second), "Advance(+5s) → +15s"},
+		{describe("t"), porcupine.Output{Desc: &porcupine.TopicDescription{Topic: "t",
+			Partitions: []porcupine.PartitionDescription{{Partition: 0, LogStartOffset: 2, LogEndOffset: 5}, {Partition: 1, LogEndOffset: 1}},
+			Groups: []porcupine.GroupDescription{{Group: "g0", Assignor: "range", Members: []string{"m0", "m1"}, Partitions: []porcupine.GroupPartition{
+				{Partition: 0, Owner: "m0", Committed: 3, InFlight: true, Attempts: 2, Lag: 2}, {Partition: 1, Owner: "m1", Committed: 1}}}}}},
+			"Describe() → p0[2,5) p1[0,1) | g0 range [m0 m1] p0:m0@3*/2 p1:m1@1"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.wtext, porcupine.Describe(tt.in, tt.out))
 	}
-	state, _ := model.New(1)
-	state.Create("t", 1)
-	state.Publish("t", 0, "<b>&")
-	desc := porcupine.Model(1).DescribeState(state)
-	require.NotContains(t, desc, "\n")
-	require.Equal(t, "capacity=1<br>topic t partitions=1<br>&nbsp;&nbsp;log p0 [0,1) &#34;&lt;b&gt;&amp;&#34;", desc)
 }
 
 func TestKindText(t *testing.T) {
-	for k := porcupine.KindCreate; k <= porcupine.KindRetry; k++ {
+	for _, k := range porcupine.Kinds() {
 		text, err := k.MarshalText()
 		require.NoError(t, err)
 		var back porcupine.Kind
@@ -445,14 +495,19 @@ func TestWorkloadResolve(t *testing.T) {
 	w, err := porcupine.Workload{Mix: "full"}.Resolve()
 	require.NoError(t, err)
 	require.Equal(t, porcupine.Workload{Mix: "full", Topics: 1, Clients: 8, OpsPerClient: 40, Partitions: 2, Capacity: 1, Groups: 2, Members: 2}, w)
-	for _, bad := range []porcupine.Workload{{Mix: "nope"}, {Clients: 65}, {Capacity: 1001}, {Partitions: 65}, {OpsPerClient: -1}} {
+	w, err = porcupine.Workload{Mix: "acktimeout", Options: porcupine.Options{ReplayWindow: 3}}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, porcupine.Options{ReplayWindow: 3, AckTimeout: 10 * time.Second, TestClock: true}, w.Options)
+	require.Equal(t, porcupine.Config{Capacity: 4, Options: w.Options, Version: porcupine.HistoryVersion}, w.Config())
+	for _, bad := range []porcupine.Workload{{Mix: "nope"}, {Clients: 65}, {Capacity: 1001}, {Partitions: 65}, {OpsPerClient: -1},
+		{Mix: "window", Options: porcupine.Options{ReplayWindow: 3}}, {Options: porcupine.Options{AckTimeout: -1}}} {
 		_, err := bad.Resolve()
 		require.Error(t, err, "%+v", bad)
 	}
 }
 
 func TestFixtureRoundTrip(t *testing.T) {
-	f := porcupine.Fixture{Verdict: porc.Ok, Note: "round trip", History: porcupine.History{Capacity: 2, Ops: workedExample()}}
+	f := porcupine.Fixture{Verdict: porc.Ok, Note: "round trip", History: porcupine.History{Config: porcupine.Config{Capacity: 2, Version: porcupine.HistoryVersion}, Ops: workedExample()}}
 	path := filepath.Join(t.TempDir(), "f.json")
 	require.NoError(t, porcupine.WriteFixture(path, f))
 	back, err := porcupine.ReadFixture(path)

@@ -3,32 +3,32 @@ package porcupine
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// Mix is a named workload shape: the relative frequency of each call and the
-// topic shape that makes one hard part of the engine likely to race. Fields
-// of a Workload left zero take their Mix's values.
+// Mix is a named workload shape: the relative frequency of each call, the
+// topic shape and the broker options that make one hard part of the engine
+// likely to race. Fields of a Workload left zero take their Mix's values.
 type Mix struct {
 	Name  string
 	About string // what the mix stresses, one line
 
-	Partitions int32 // partitions per topic
+	Partitions int32 // partitions per topic at Create
 	Capacity   int32 // records each partition retains
-	Groups     int   // consumer groups per topic
+	Groups     int   // consumer groups per topic ("g0" … "g<Groups-1>")
 	Members    int   // member ids per group ("m0" … "m<Members-1>")
+	// Options are the broker options (replay window, ack timeout, message
+	// size limit, test clock).
+	Options Options
 
 	// Weights gives the relative frequency of each call, indexed by Kind;
 	// Invalid the frequency of a deliberately invalid call (an argument
-	// out of range, a bad identifier, an unknown topic).
-	Weights [KindRetry + 1]int
+	// out of range, a bad identifier, an unknown topic, a nil assignor).
+	Weights [kindCount]int
 	Invalid int
 
 	// MaxPoll is the largest maxRecords a Poll asks for (1..64); 0 means
@@ -47,22 +47,45 @@ type Mix struct {
 	// rest, half name that latest record as another member of the group (a
 	// non-owner's settle), half a random partition and offset.
 	AimPolled, AimHint int
+	// GrowTo is the partition count AddPartitions grows a topic to; once a
+	// client has seen it reached, it describes the topic instead. 0 means
+	// Partitions + 4.
+	GrowTo int32
+	// Assignors are the names CreateGroup and SetAssignor draw from (see
+	// AssignorNames); nil means round-robin, range and sticky.
+	Assignors []string
 }
 
-func weights(create, join, leave, publish, poll, ack, retry int) [KindRetry + 1]int {
-	return [...]int{0, create, join, leave, publish, poll, ack, retry}
+// usesAdmin reports whether m makes any call beyond the seven core calls;
+// its invalid calls then include invalid calls of the new kinds.
+func (m Mix) usesAdmin() bool {
+	for k := KindPublishMessage; k < kindCount; k++ {
+		if m.Weights[k] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
-// mixes are the named mixes, in the order Mixes returns them.
-// yieldOneIn: before each call after its first, a client yields its
-// processor (runtime.Gosched) with probability 1/yieldOneIn, so that clients
-// interleave call by call even on a machine with few cores, instead of each
-// running a long stretch of calls alone.
-const yieldOneIn = 4
+// weights returns the weights of a mix of core calls only.
+func weights(create, join, leave, publish, poll, ack, retry int) (w [kindCount]int) {
+	copy(w[:], []int{0, create, join, leave, publish, poll, ack, retry})
+	return w
+}
 
+// weighted returns the weights of a mix from a Kind → weight table.
+func weighted(table map[Kind]int) (w [kindCount]int) {
+	for k, n := range table {
+		w[k] = n
+	}
+	return w
+}
+
+// mixes are the named mixes, in the order Mixes returns them: the six core
+// mixes first, then one per Tributary feature.
 var mixes = []Mix{
 	{
-		Name: "balanced", About: "every call, a few groups and members, joins and leaves now and then",
+		Name: "balanced", About: "every core call, a few groups and members, joins and leaves now and then",
 		Partitions: 3, Capacity: 4, Groups: 2, Members: 3,
 		Weights: weights(1, 6, 4, 22, 28, 25, 8), Invalid: 6,
 		OtherMember: 30, AimPolled: 70, AimHint: 15,
@@ -97,7 +120,63 @@ var mixes = []Mix{
 		Weights: weights(0, 8, 7, 20, 28, 30, 4), Invalid: 3,
 		OtherMember: 20, AimPolled: 75, AimHint: 15,
 	},
+	{
+		Name: "seek", About: "controlled replay: seeks back into a replay window of 2 and forward, racing polls and acks; keyed messages",
+		Partitions: 3, Capacity: 4, Groups: 2, Members: 2,
+		Options: Options{ReplayWindow: 2, MaxMessageBytes: 48},
+		Weights: weighted(map[Kind]int{KindJoin: 4, KindLeave: 3, KindPublish: 10, KindPublishMessage: 10,
+			KindPoll: 26, KindAck: 22, KindRetry: 4, KindSeek: 16, KindDescribe: 4}),
+		Invalid:     4,
+		OtherMember: 30, AimPolled: 70, AimHint: 15,
+	},
+	{
+		Name: "assignor", About: "assignor switching: SetAssignor among round-robin, range, sticky and picky racing joins, leaves, polls and acks",
+		Partitions: 5, Capacity: 4, Groups: 1, Members: 3,
+		Weights: weighted(map[Kind]int{KindJoin: 10, KindLeave: 8, KindPublish: 14, KindPublishMessage: 4,
+			KindPoll: 26, KindAck: 22, KindRetry: 4, KindSetAssignor: 12, KindDescribe: 4}),
+		Invalid:     3,
+		OtherMember: 50, AimPolled: 70, AimHint: 20,
+		Assignors: []string{"round-robin", "range", "sticky", "picky"},
+	},
+	{
+		Name: "addpartitions", About: "AddPartitions racing publishes, polls and acks: topics start with one partition and grow to eight",
+		Partitions: 1, Capacity: 4, Groups: 2, Members: 2, GrowTo: 8, MaxPoll: 4,
+		Weights: weighted(map[Kind]int{KindJoin: 5, KindLeave: 4, KindPublish: 22, KindPublishMessage: 4,
+			KindPoll: 28, KindAck: 24, KindRetry: 3, KindAddPartitions: 4, KindDescribe: 3}),
+		Invalid:     3,
+		OtherMember: 30, AimPolled: 75, AimHint: 15,
+	},
+	{
+		Name: "lifecycle", About: "group lifecycle: groups of one member id created and deleted while others consume; memberless groups holding retention",
+		Partitions: 2, Capacity: 3, Groups: 3, Members: 1,
+		Weights: weighted(map[Kind]int{KindCreateGroup: 6, KindDeleteGroup: 8, KindJoin: 8, KindLeave: 10,
+			KindPublish: 20, KindPublishMessage: 4, KindPoll: 22, KindAck: 20, KindRetry: 2, KindDescribe: 4}),
+		Invalid:     3,
+		OtherMember: 50, AimPolled: 75, AimHint: 15,
+	},
+	{
+		Name: "window", About: "replay window 1 at capacity 2: publishes to full partitions giving up fully committed records",
+		Partitions: 2, Capacity: 2, Groups: 2, Members: 2,
+		Options: Options{ReplayWindow: 1},
+		Weights: weighted(map[Kind]int{KindJoin: 5, KindLeave: 5, KindPublish: 26, KindPublishMessage: 4,
+			KindPoll: 24, KindAck: 24, KindRetry: 2, KindSeek: 6, KindDescribe: 4}),
+		Invalid:     3,
+		OtherMember: 20, AimPolled: 80, AimHint: 10,
+	},
+	{
+		Name: "acktimeout", About: "ack timeout on a test clock: Advance racing polls, expired deliveries delivered again with Attempt + 1",
+		Partitions: 2, Capacity: 4, Groups: 1, Members: 2,
+		Options: Options{AckTimeout: ackTimeout, TestClock: true},
+		Weights: weighted(map[Kind]int{KindJoin: 3, KindLeave: 2, KindPublish: 16, KindPublishMessage: 8,
+			KindPoll: 30, KindAck: 14, KindRetry: 6, KindAdvance: 10, KindDescribe: 3}),
+		Invalid:   3,
+		AimPolled: 60, AimHint: 30,
+	},
 }
+
+// ackTimeout is the acktimeout mix's timeout, on the test clock; Advance
+// moves the clock by a quarter, a half or all of it.
+const ackTimeout = 10 * time.Second
 
 // Mixes returns the named mixes, as a new slice owned by the caller.
 func Mixes() []Mix { return append([]Mix(nil), mixes...) }
@@ -121,30 +200,59 @@ func LookupMix(name string) (Mix, error) {
 	return Mix{}, fmt.Errorf("porcupine: unknown mix %q (want one of %s)", name, strings.Join(MixNames(), ", "))
 }
 
+// faultMixes names, for each deliberate engine fault (engine.Fault's names
+// in tributary_faults builds), the mix that exposes it.
+var faultMixes = map[string]string{
+	"poll-releases-each":            "multipoll",
+	"rebalance-keeps-inflight":      "rebalance",
+	"ack-skips-owner":               "rebalance",
+	"publish-burns-offset":          "full",
+	"trim-ignores-memberless":       "full",
+	"poll-stale-assignment":         "rebalance",
+	"rebalance-skips-lock":          "rebalance",
+	"seek-keeps-inflight":           "seek",
+	"setassignor-keeps-inflight":    "assignor",
+	"window-evicts-needed":          "window",
+	"delete-skips-retention":        "lifecycle",
+	"added-partitions-wrong-offset": "addpartitions",
+	"rebalance-resets-attempts":     "rebalance",
+}
+
+// FaultMix returns the name of the mix that exposes the deliberate engine
+// fault named fault (engine.Fault.String in a tributary_faults build), and
+// false for an unknown name.
+func FaultMix(fault string) (string, bool) {
+	m, ok := faultMixes[fault]
+	return m, ok
+}
+
 // Workload describes one seeded run: Topics independent topics, each worked
 // by Clients goroutines making OpsPerClient calls each. The seed fixes each
 // goroutine's random choices (which call, which partition, …); the
 // arguments also depend on what the goroutine's earlier calls returned and,
-// for some Acks and Retries, on what other clients of its topic polled. The
-// interleaving, and so the history, varies from run to run.
+// for some calls, on what other clients of its topic saw. The interleaving,
+// and so the history, varies from run to run.
 //
 // Every field but Seed may be left zero: Mix "" means "balanced", Topics 0
 // means 1, Clients 0 means 8, OpsPerClient 0 means 40, and the topic shape
-// (Partitions, Capacity, Groups, Members) comes from the Mix.
+// (Partitions, Capacity, Groups, Members) and each of the Options come from
+// the Mix. An AckTimeout turns TestClock on.
 type Workload struct {
-	Seed         uint64 `json:"seed"`
-	Mix          string `json:"mix"`
-	Topics       int    `json:"topics"`         // 1..1000
-	Clients      int    `json:"clients"`        // goroutines per topic, 1..64
-	OpsPerClient int    `json:"ops_per_client"` // calls per goroutine, including its first Join; 1..100000
-	Partitions   int32  `json:"partitions"`     // per topic, 1..64
-	Capacity     int32  `json:"capacity"`       // per partition, 1..1000
-	Groups       int    `json:"groups"`         // per topic, 1..100
-	Members      int    `json:"members"`        // member ids per group, 1..100
+	Seed         uint64  `json:"seed"`
+	Mix          string  `json:"mix"`
+	Topics       int     `json:"topics"`           // 1..1000
+	Clients      int     `json:"clients"`          // goroutines per topic, 1..64
+	OpsPerClient int     `json:"ops_per_client"`   // calls per goroutine, including its first Join; 1..100000
+	Partitions   int32   `json:"partitions"`       // per topic at Create, 1..64
+	Capacity     int32   `json:"capacity"`         // per partition, 1..1000
+	Groups       int     `json:"groups"`           // per topic, 1..100
+	Members      int     `json:"members"`          // member ids per group, 1..100
+	Options      Options `json:"options,omitzero"` // broker options
 }
 
 // Resolve returns w with its zero fields filled in (see Workload), or an
-// error for an unknown mix or a field out of range.
+// error for an unknown mix, a field out of range or options the model
+// cannot check (Config.Check).
 func (w Workload) Resolve() (Workload, error) {
 	if w.Mix == "" {
 		w.Mix = mixes[0].Name
@@ -170,6 +278,13 @@ func (w Workload) Resolve() (Workload, error) {
 	def32(&w.Capacity, mix.Capacity)
 	def(&w.Groups, mix.Groups)
 	def(&w.Members, mix.Members)
+	o := &w.Options
+	def32(&o.ReplayWindow, mix.Options.ReplayWindow)
+	def(&o.MaxMessageBytes, mix.Options.MaxMessageBytes)
+	if o.AckTimeout == 0 {
+		o.AckTimeout = mix.Options.AckTimeout
+	}
+	o.TestClock = o.TestClock || mix.Options.TestClock || o.AckTimeout > 0
 	var errs []error
 	check := func(name string, v, lo, hi int) {
 		if v < lo || v > hi {
@@ -183,7 +298,15 @@ func (w Workload) Resolve() (Workload, error) {
 	check("capacity", int(w.Capacity), engine.MinCapacity, engine.MaxCapacity)
 	check("groups", w.Groups, 1, 100)
 	check("members", w.Members, 1, 100)
+	if len(errs) == 0 {
+		errs = append(errs, w.Config().Check())
+	}
 	return w, errors.Join(errs...)
+}
+
+// Config returns the Config of the histories of the resolved w.
+func (w Workload) Config() Config {
+	return Config{Capacity: w.Capacity, Options: w.Options, Version: HistoryVersion}
 }
 
 // Ops returns the number of calls a run of the resolved w records: one
@@ -192,15 +315,51 @@ func (w Workload) Ops() int { return w.Topics * (1 + w.Clients*w.OpsPerClient) }
 
 // String describes the resolved workload on one line.
 func (w Workload) String() string {
-	return fmt.Sprintf("mix=%s topics=%d clients=%d ops/client=%d partitions=%d capacity=%d groups=%d members=%d",
+	s := fmt.Sprintf("mix=%s topics=%d clients=%d ops/client=%d partitions=%d capacity=%d groups=%d members=%d",
 		w.Mix, w.Topics, w.Clients, w.OpsPerClient, w.Partitions, w.Capacity, w.Groups, w.Members)
+	return s + w.Options.String()
 }
 
-// History is one recorded run: the broker's capacity, every call of every
-// client sorted by call time, and, when it came from Run, the resolved
-// Workload (and the injected fault's name, in fault tests).
+// String lists the options that are not at their default, each with a
+// leading space, e.g. " window=2 acktimeout=10s testclock".
+func (o Options) String() string {
+	var s string
+	if o.ReplayWindow != 0 {
+		s += fmt.Sprintf(" window=%d", o.ReplayWindow)
+	}
+	if o.AckTimeout != 0 {
+		s += fmt.Sprintf(" acktimeout=%v", o.AckTimeout)
+	}
+	if o.MaxMessageBytes != 0 {
+		s += fmt.Sprintf(" maxbytes=%d", o.MaxMessageBytes)
+	}
+	if o.TestClock {
+		s += " testclock"
+	}
+	return s
+}
+
+// engineOptions returns the engine options of o, but for the clock.
+func (o Options) engineOptions() []engine.Option {
+	var opts []engine.Option
+	if o.ReplayWindow > 0 {
+		opts = append(opts, engine.WithReplayWindow(o.ReplayWindow))
+	}
+	if o.AckTimeout > 0 {
+		opts = append(opts, engine.WithAckTimeout(o.AckTimeout))
+	}
+	if o.MaxMessageBytes > 0 {
+		opts = append(opts, engine.WithMaxMessageBytes(o.MaxMessageBytes))
+	}
+	return opts
+}
+
+// History is one recorded run: the Config it is checked with (the broker's
+// capacity and options, the format version), every call of every client
+// sorted by call time, and, when it came from Run, the resolved Workload
+// (and the injected fault's name, in fault tests).
 type History struct {
-	Capacity int32    `json:"capacity"`
+	Config
 	Workload Workload `json:"workload"`
 	Fault    string   `json:"fault,omitempty"`
 	Ops      []Op     `json:"ops"`
@@ -226,7 +385,7 @@ func (h History) Topics() []string {
 // payloads "c<c>.<k>"). The Ops slice is new; Outputs share their slices
 // with h's, which nothing changes.
 func (h History) Topic(topic string) History {
-	sub := History{Capacity: h.Capacity, Workload: h.Workload, Fault: h.Fault}
+	sub := History{Config: h.Config, Workload: h.Workload, Fault: h.Fault}
 	var ids []int
 	for _, op := range h.Ops {
 		if op.In.Topic == topic {
@@ -240,192 +399,4 @@ func (h History) Topic(topic string) History {
 		sub.Ops[i].Client, _ = slices.BinarySearch(ids, sub.Ops[i].Client)
 	}
 	return sub
-}
-
-// topicRun is the state shared by the clients of one topic in a run.
-type topicRun struct {
-	name    string
-	index   int
-	w       Workload
-	mix     Mix
-	unknown string // a valid topic id that is never created
-	// hints[g][p] is 1 + the offset of the latest record a client polled
-	// for group g on partition p (0: none yet). It steers Ack and Retry at
-	// live deliveries; it is a workload aid, not broker state.
-	hints [][]atomic.Int64
-}
-
-// Run resolves w, makes a broker with newBroker(w.Capacity) (engine.New when
-// newBroker is nil), runs the workload on it and returns the recorded
-// history. Each topic is created by its client 0 before any client starts;
-// then all clients of all topics start together. Errors: an invalid
-// workload, or newBroker's error.
-func Run(w Workload, newBroker func(capacityPerPartition int32) (*engine.Broker, error)) (History, error) {
-	w, err := w.Resolve()
-	if err != nil {
-		return History{}, err
-	}
-	mix, _ := LookupMix(w.Mix)
-	if newBroker == nil {
-		newBroker = func(c int32) (*engine.Broker, error) { return engine.New(c) }
-	}
-	b, err := newBroker(w.Capacity)
-	if err != nil {
-		return History{}, err
-	}
-	rec := NewRecorder(b)
-	type client struct {
-		tr *topicRun
-		cl *Client
-		ci int
-	}
-	var clients []client
-	for ti := 0; ti < w.Topics; ti++ {
-		tr := &topicRun{name: fmt.Sprintf("t%03d", ti), index: ti, w: w, mix: mix, unknown: "unknown"}
-		tr.hints = make([][]atomic.Int64, w.Groups)
-		for g := range tr.hints {
-			tr.hints[g] = make([]atomic.Int64, w.Partitions)
-		}
-		for ci := 0; ci < w.Clients; ci++ {
-			clients = append(clients, client{tr, rec.Client(), ci})
-		}
-		if _, err := clients[len(clients)-w.Clients].cl.Create(tr.name, w.Partitions); err != nil {
-			return History{}, fmt.Errorf("porcupine: creating %s: %w", tr.name, err)
-		}
-	}
-	var (
-		wg    sync.WaitGroup
-		ready atomic.Int64 // clients at the start line
-	)
-	for _, c := range clients {
-		wg.Go(func() {
-			// Start together: a goroutine starts its calls only once every
-			// client goroutine has been scheduled, so that all processors
-			// are busy from the first call.
-			ready.Add(1)
-			for ready.Load() < int64(len(clients)) {
-				runtime.Gosched()
-			}
-			c.tr.client(c.cl, c.ci)
-		})
-	}
-	wg.Wait()
-	return History{Capacity: w.Capacity, Workload: w, Ops: rec.Ops()}, nil
-}
-
-// client runs client ci of the topic: a Join as its own member, then
-// OpsPerClient-1 calls drawn from the mix.
-func (tr *topicRun) client(cl *Client, ci int) {
-	w, mix := tr.w, tr.mix
-	rng := rand.New(rand.NewPCG(w.Seed, uint64(tr.index)<<16|uint64(ci)))
-	gi := ci % w.Groups
-	slot := ci / w.Groups
-	if mix.ShareMembers {
-		slot /= 2
-	}
-	group, member := fmt.Sprintf("g%d", gi), fmt.Sprintf("m%d", slot%w.Members)
-	maxPoll := mix.MaxPoll
-	if maxPoll == 0 {
-		maxPoll = w.Partitions
-	}
-	maxPoll = min(maxPoll, engine.MaxPollRecords)
-	total := mix.Invalid
-	for _, wt := range mix.Weights {
-		total += wt
-	}
-	poolMember := func() string {
-		if rng.IntN(100) < mix.OtherMember {
-			return fmt.Sprintf("m%d", rng.IntN(w.Members))
-		}
-		return member
-	}
-	var pending []engine.Record // deliveries this client polled and has not settled
-	cl.Join(tr.name, group, member)
-	for k := 1; k < w.OpsPerClient; k++ {
-		if rng.IntN(yieldOneIn) == 0 {
-			runtime.Gosched()
-		}
-		pick := rng.IntN(total)
-		kind := Kind(0)
-		for kd := KindCreate; kd <= KindRetry; kd++ {
-			if pick < mix.Weights[kd] {
-				kind = kd
-				break
-			}
-			pick -= mix.Weights[kd]
-		}
-		switch kind {
-		case 0:
-			tr.invalid(cl, rng, group, member)
-		case KindCreate:
-			cl.Create(tr.name, w.Partitions)
-		case KindJoin:
-			cl.Join(tr.name, group, poolMember())
-		case KindLeave:
-			cl.Leave(tr.name, group, poolMember())
-		case KindPublish:
-			cl.Publish(tr.name, rng.Int32N(w.Partitions), fmt.Sprintf("c%d.%d", ci, k))
-		case KindPoll:
-			recs, _ := cl.Poll(tr.name, group, member, 1+rng.Int32N(maxPoll))
-			for _, r := range recs {
-				tr.hints[gi][r.Partition].Store(r.Offset + 1)
-			}
-			pending = append(pending, recs...)
-			if n := len(pending); n > 8 {
-				pending = append(pending[:0], pending[n-8:]...)
-			}
-		case KindAck, KindRetry:
-			var (
-				m    = member
-				p    int32
-				off  int64
-				roll = rng.IntN(100)
-			)
-			switch {
-			case roll < mix.AimPolled && len(pending) > 0:
-				i := rng.IntN(len(pending))
-				p, off = pending[i].Partition, pending[i].Offset
-				pending = append(pending[:i], pending[i+1:]...)
-			case roll < mix.AimPolled+mix.AimHint || roll%2 == 0:
-				p = rng.Int32N(w.Partitions)
-				off = max(tr.hints[gi][p].Load()-1, 0)
-				if roll >= mix.AimPolled+mix.AimHint {
-					m = fmt.Sprintf("m%d", rng.IntN(w.Members)) // maybe not the owner
-				}
-			default:
-				p = rng.Int32N(w.Partitions)
-				off = rng.Int64N(2*int64(w.Capacity) + 2)
-			}
-			if kind == KindAck {
-				cl.Ack(tr.name, group, m, p, off)
-			} else {
-				cl.Retry(tr.name, group, m, p, off)
-			}
-		}
-	}
-}
-
-// invalid makes one call that breaks SPEC rules 3 or 4.
-func (tr *topicRun) invalid(cl *Client, rng *rand.Rand, group, member string) {
-	parts := tr.w.Partitions
-	switch rng.IntN(9) {
-	case 0:
-		cl.Publish(tr.name, parts+rng.Int32N(2), "x")
-	case 1:
-		cl.Publish(tr.unknown, 0, "x")
-	case 2:
-		cl.Poll(tr.name, group, member, []int32{0, -1, 65}[rng.IntN(3)])
-	case 3:
-		cl.Ack(tr.name, group, member, 0, -1-rng.Int64N(3))
-	case 4:
-		cl.Join(tr.name, "g.bad", member)
-	case 5:
-		cl.Leave(tr.name, group, "")
-	case 6:
-		cl.Retry(tr.name, group, member, -1, 0)
-	case 7:
-		cl.Create(tr.name, []int32{0, -3, 65}[rng.IntN(3)])
-	case 8:
-		cl.Poll(tr.name, group, strings.Repeat("m", 65), 1)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	porc "github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
+	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/porcupine"
 )
 
@@ -41,4 +42,32 @@ func TestFaultWritesEvidence(t *testing.T) {
 	code, _, stderr = lincheck(t, "-fault", "nope")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "unknown fault")
+}
+
+// TestEveryFaultCaught runs lincheck with each fault on its default mix
+// (-mix all picks the mix that exposes the fault) and requires a violation
+// within 20 histories; the rerun command it writes names the mix's options.
+func TestEveryFaultCaught(t *testing.T) {
+	for _, f := range engine.Faults() {
+		t.Run(f.String(), func(t *testing.T) {
+			mix, ok := porcupine.FaultMix(f.String())
+			require.True(t, ok, "no mix for fault %v", f)
+			out := t.TempDir()
+			code, stdout, stderr := lincheck(t, "-fault", f.String(), "-count", "20", "-ops", "25", "-out", out)
+			require.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			require.Contains(t, stdout, "mix="+mix+" ")
+			require.Contains(t, stdout, "verdict=Illegal")
+			txt, _ := filepath.Glob(filepath.Join(out, "seed-*.txt"))
+			require.Len(t, txt, 1)
+			b, err := os.ReadFile(txt[0])
+			require.NoError(t, err)
+			w, _ := porcupine.Workload{Mix: mix}.Resolve()
+			if w.Options.TestClock {
+				require.Contains(t, string(b), " -test-clock")
+			}
+			if w.Options.ReplayWindow > 0 {
+				require.Contains(t, string(b), " -window ")
+			}
+		})
+	}
 }

@@ -12,6 +12,19 @@
 // clients, verdict, check time) and a summary. Each history is checked with
 // a -timeout; a check that runs out of time is Unknown, never a pass.
 //
+// The calls are every call of the engine (the seven core calls,
+// PublishMessage, CreateGroup, DeleteGroup, SetAssignor, AddPartitions, Seek
+// and Describe) and, in workloads on a test clock, Advance of the clock.
+// Each -mix stresses one part (lincheck -h lists them): six mixes of the
+// core calls (balanced, multipoll, rebalance, ackretry, full, groups) and
+// one per Tributary feature: seek (controlled replay in a replay window),
+// assignor (SetAssignor switching assignors), addpartitions (topics growing
+// under load), lifecycle (groups created and deleted), window (a small
+// replay window at capacity 2) and acktimeout (an ack timeout on a test
+// clock that Advance moves). -mix all cycles through them. -window,
+// -ack-timeout, -max-message-bytes and -test-clock override a mix's broker
+// options.
+//
 // On an Illegal history it writes to -out the porcupine HTML visualization
 // of the failing topic (seed-<seed>-<topic>.html), that topic's history as
 // a fixture for porcupine/testdata (seed-<seed>.json) and the command that
@@ -28,6 +41,10 @@
 //
 // A progress bar is drawn on standard error when it is a terminal, or with
 // -progress.
+//
+// Built with -tags tributary_faults, -fault runs the workloads against a
+// deliberately broken engine (see engine/faults_on.go); with -mix all it
+// uses the mix that exposes that fault (porcupine.FaultMix).
 package main
 
 import (
@@ -46,7 +63,6 @@ import (
 	porc "github.com/anishathalye/porcupine"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/porcupine"
 )
 
@@ -60,7 +76,10 @@ func main() {
 // faultFlag, set by fault_on.go in tributary_faults builds, registers -fault
 // and returns a function giving the selected fault's broker constructor and
 // name ("" and nil for the correct engine).
-var faultFlag func(fs *flag.FlagSet) func() (func(int32) (*engine.Broker, error), string, error)
+var faultFlag func(fs *flag.FlagSet) func() (porcupine.NewBroker, string, error)
+
+// faultNames, set by fault_on.go, lists the faults for the help text.
+var faultNames func() []string
 
 // config is the parsed command line.
 type config struct {
@@ -74,7 +93,7 @@ type config struct {
 	progress  bool
 	keepGoing bool
 	replay    string
-	newBroker func(int32) (*engine.Broker, error)
+	newBroker porcupine.NewBroker
 	fault     string
 }
 
@@ -83,8 +102,25 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("lincheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lincheck [flags]\n\nChecks seeded concurrent histories of the engine for linearizability.\n\n")
+		fmt.Fprintf(stderr, "usage: lincheck [flags]\n\nChecks seeded concurrent histories of the engine for linearizability: every engine\n"+
+			"call (Create Join Leave Publish Poll Ack Retry PublishMessage CreateGroup DeleteGroup SetAssignor\n"+
+			"AddPartitions Seek Describe) and, on a test clock, Advance.\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\nMixes (-mix):\n")
+		for _, m := range porcupine.Mixes() {
+			opts := ""
+			if m.Options != (porcupine.Options{}) {
+				opts = " [" + strings.TrimSpace(m.Options.String()) + "]"
+			}
+			fmt.Fprintf(stderr, "  %-14s %s%s\n", m.Name, m.About, opts)
+		}
+		if faultNames != nil {
+			fmt.Fprintf(stderr, "\nFaults (-fault; with -mix all, the mix that exposes the fault):\n")
+			for _, f := range faultNames() {
+				mix, _ := porcupine.FaultMix(f)
+				fmt.Fprintf(stderr, "  %-30s %s\n", f, mix)
+			}
+		}
 	}
 	fs.IntVar(&c.count, "count", 0, "histories to run (0: 100, or unlimited with -duration)")
 	fs.DurationVar(&c.duration, "duration", 0, "run histories until this much time has passed (0: no limit)")
@@ -98,12 +134,17 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&capacity, "capacity", 0, "records per partition (0: the mix's)")
 	fs.IntVar(&c.shape.Groups, "groups", 0, "consumer groups per topic (0: the mix's)")
 	fs.IntVar(&c.shape.Members, "members", 0, "member ids per group (0: the mix's)")
+	var window, maxBytes int
+	fs.IntVar(&window, "window", 0, "broker replay window, records per partition (0: the mix's)")
+	fs.DurationVar(&c.shape.Options.AckTimeout, "ack-timeout", 0, "broker ack timeout on the test clock (0: the mix's); implies -test-clock")
+	fs.IntVar(&maxBytes, "max-message-bytes", 0, "broker message size limit (0: the mix's)")
+	fs.BoolVar(&c.shape.Options.TestClock, "test-clock", false, "a test clock per topic (and so a broker per topic), record times checked (default: the mix's)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "limit on checking one history; a check that hits it is Unknown")
 	fs.StringVar(&c.out, "out", "lincheck-out", "directory for the files written on a violation")
 	fs.BoolVar(&c.progress, "progress", false, "draw the progress bar even when standard error is not a terminal")
 	fs.BoolVar(&c.keepGoing, "keep-going", false, "go on after an Illegal history")
 	fs.StringVar(&c.replay, "replay", "", "check the history in this JSON file (a fixture, or one lincheck wrote) instead of running workloads")
-	var fault func() (func(int32) (*engine.Broker, error), string, error)
+	var fault func() (porcupine.NewBroker, string, error)
 	if faultFlag != nil {
 		fault = faultFlag(fs)
 	} else {
@@ -118,6 +159,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.shape.Partitions, c.shape.Capacity = int32(partitions), int32(capacity)
+	c.shape.Options.ReplayWindow, c.shape.Options.MaxMessageBytes = int32(window), maxBytes
 	if c.mix != "all" {
 		if _, err := porcupine.LookupMix(c.mix); err != nil {
 			return c, err
@@ -134,6 +176,12 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		if c.newBroker, c.fault, err = fault(); err != nil {
 			return c, err
 		}
+		if mix, ok := porcupine.FaultMix(c.fault); ok && c.mix == "all" {
+			c.mix = mix
+		}
+	}
+	if _, err := c.workload(0); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -315,6 +363,19 @@ func reproduce(c config, h porcupine.History) string {
 	w := h.Workload
 	cmd := fmt.Sprintf("go run ./cmd/lincheck -count 1 -seed %d -mix %s -topics %d -clients %d -ops %d -partitions %d -capacity %d -groups %d -members %d",
 		w.Seed, w.Mix, w.Topics, w.Clients, w.OpsPerClient, w.Partitions, w.Capacity, w.Groups, w.Members)
+	o := w.Options
+	if o.ReplayWindow != 0 {
+		cmd += fmt.Sprintf(" -window %d", o.ReplayWindow)
+	}
+	if o.AckTimeout != 0 {
+		cmd += fmt.Sprintf(" -ack-timeout %v", o.AckTimeout)
+	}
+	if o.MaxMessageBytes != 0 {
+		cmd += fmt.Sprintf(" -max-message-bytes %d", o.MaxMessageBytes)
+	}
+	if o.TestClock {
+		cmd += " -test-clock"
+	}
 	if c.fault != "" {
 		cmd = strings.Replace(cmd, "go run ", "go run -tags tributary_faults ", 1) + " -fault " + c.fault
 	}

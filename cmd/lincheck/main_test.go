@@ -5,11 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/f91dcac0/tributary/porcupine"
 )
 
 func TestMain(m *testing.M) {
@@ -57,13 +60,43 @@ func TestBadFlags(t *testing.T) {
 		{"-clients", "65", "-count", "1"},
 		{"stray"},
 		{"-nosuchflag"},
+		{"-mix", "window", "-window", "3"}, // above the mix's capacity 2
+		{"-ack-timeout", "-1s"},
+		{"-max-message-bytes", "-1"},
 	} {
 		code, _, stderr := lincheck(t, args...)
 		require.Equal(t, 2, code, "%q", args)
 		require.NotEmpty(t, stderr, "%q", args)
 	}
-	code, _, _ := lincheck(t, "-h")
+	code, _, stderr := lincheck(t, "-h")
 	require.Equal(t, 0, code)
+	for _, want := range []string{"Mixes (-mix):", "acktimeout", "[window=2 maxbytes=48]", "SetAssignor", "Advance"} {
+		require.Contains(t, stderr, want)
+	}
+}
+
+// TestEveryMix runs one short history of each mix (-mix all cycles through
+// them by seed) and one with the broker options overridden.
+func TestEveryMix(t *testing.T) {
+	mixes := porcupine.MixNames()
+	code, stdout, stderr := lincheck(t, "-count", strconv.Itoa(len(mixes)), "-topics", "1", "-ops", "15", "-out", t.TempDir())
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	for _, m := range mixes {
+		require.Contains(t, stdout, " mix="+m+" ")
+	}
+	code, stdout, stderr = lincheck(t, "-count", "2", "-mix", "groups", "-window", "2", "-ack-timeout", "1s", "-max-message-bytes", "4", "-out", t.TempDir())
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.Contains(t, stdout, "Ok 2,")
+}
+
+// TestReproduceNamesOptions checks that the rerun command of a history
+// carries its broker options.
+func TestReproduceNamesOptions(t *testing.T) {
+	w, err := porcupine.Workload{Seed: 7, Mix: "acktimeout", Options: porcupine.Options{ReplayWindow: 2, MaxMessageBytes: 9}}.Resolve()
+	require.NoError(t, err)
+	cmd := reproduce(config{}, porcupine.History{Workload: w})
+	require.Contains(t, cmd, "-seed 7 -mix acktimeout ")
+	require.True(t, strings.HasSuffix(cmd, " -window 2 -ack-timeout 10s -max-message-bytes 9 -test-clock"), cmd)
 }
 
 func TestReplay(t *testing.T) {
