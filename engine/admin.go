@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/f91dcac0/tributary/engine/assign"
 )
 
 // The administrative calls: group lifecycle (SPEC rule 17), assignor
@@ -49,8 +51,11 @@ type GroupPartition struct {
 // CreateGroup creates group on topic with no members and the given assignor,
 // its committed offset on each partition at that partition's log start
 // offset (SPEC rules 7, 17), and returns true. If the group exists it returns
-// false and changes nothing (its assignor included). Errors
-// (ErrInvalidArgument): unknown topic, invalid identifier, nil assignor.
+// false and changes nothing (its assignor included). The assignor's Name is
+// read once, here, and shown by Describe. Errors: ErrInvalidArgument for an
+// unknown topic, an invalid identifier, or a nil assignor (an interface
+// holding a nil pointer included); ErrInvalidAssignment when a's Name
+// panics.
 func (b *Broker) CreateGroup(topicName, groupName string, a Assignor) (bool, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
@@ -59,15 +64,16 @@ func (b *Broker) CreateGroup(topicName, groupName string, a Assignor) (bool, err
 	if err := checkID("group", groupName); err != nil {
 		return false, err
 	}
-	if a == nil {
-		return false, fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	name, err := checkAssignor(a)
+	if err != nil {
+		return false, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.groups.Load(groupName) != nil {
 		return false, nil
 	}
-	g := t.newGroupLocked(groupName, a)
+	g := t.newGroupLocked(groupName, a, name)
 	n := t.lockAll()
 	t.addGroupAllLocked(g)
 	t.unlockAll(n)
@@ -115,8 +121,9 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 // rebalances it with a at one instant (SPEC rules 9, 18): a partition whose
 // owner changes loses its in-flight delivery. It returns false when the
 // group is absent. Errors: ErrInvalidArgument for an unknown topic, an
-// invalid identifier or a nil assignor; ErrInvalidAssignment when a answers
-// wrongly (nothing changes, the old assignor stays).
+// invalid identifier or a nil assignor (one holding a nil pointer
+// included); ErrInvalidAssignment when a's Name panics or a answers wrongly
+// (nothing changes, the old assignor stays).
 func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
@@ -125,8 +132,9 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 	if err := checkID("group", groupName); err != nil {
 		return false, err
 	}
-	if a == nil {
-		return false, fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	name, err := checkAssignor(a)
+	if err != nil {
+		return false, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -134,11 +142,11 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 	if g == nil {
 		return false, nil
 	}
-	next, err := t.plan(g, g.members, a, int(t.count.Load()))
+	next, err := t.plan(g, g.members, a, name, int(t.count.Load()))
 	if err != nil {
 		return false, err
 	}
-	g.assignor = a
+	g.assignor, g.assignorName = a, name
 	if len(g.members) > 0 {
 		n := t.lockAll()
 		if t.faults.on(faultSetAssignorKeepsInFlight) {
@@ -169,13 +177,16 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 	defer t.mu.Unlock()
 	old := t.count.Load()
 	if count < 1 || count > MaxPartitionCount-old {
+		if old == MaxPartitionCount {
+			return 0, fmt.Errorf("%w: topic %q already has the most partitions, %d", ErrInvalidArgument, t.name, old)
+		}
 		return 0, fmt.Errorf("%w: topic %q: adding %d partitions to %d: want 1..%d", ErrInvalidArgument, t.name, count, old, MaxPartitionCount-old)
 	}
 	total := old + count
 	groups := t.groups.AppendValues(nil)
 	plans := make([]*assignment, len(groups))
 	for i, g := range groups {
-		if plans[i], err = t.plan(g, g.members, g.assignor, int(total)); err != nil {
+		if plans[i], err = t.plan(g, g.members, g.assignor, g.assignorName, int(total)); err != nil {
 			return 0, err
 		}
 	}
@@ -282,7 +293,7 @@ func (b *Broker) Describe(topicName string) (TopicDescription, error) {
 	d := TopicDescription{Topic: t.name, Partitions: make([]PartitionDescription, n), Groups: make([]GroupDescription, len(groups))}
 	for i, g := range groups {
 		d.Groups[i] = GroupDescription{
-			Group: g.name, Assignor: g.assignor.Name(),
+			Group: g.name, Assignor: g.assignorName,
 			Members: append([]string{}, g.members...), Partitions: make([]GroupPartition, n),
 		}
 	}
@@ -299,6 +310,15 @@ func (b *Broker) Describe(topicName string) (TopicDescription, error) {
 		}
 	}
 	return d, nil
+}
+
+// checkAssignor returns a's name, or ErrInvalidArgument for a nil a (or one
+// holding a nil pointer), or ErrInvalidAssignment when its Name panics.
+func checkAssignor(a Assignor) (string, error) {
+	if assign.IsNil(a) {
+		return "", fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	}
+	return assign.Name(a)
 }
 
 // Topics returns the names of the broker's topics, sorted bytewise, as a new

@@ -126,8 +126,9 @@ type group struct {
 	name string
 	slot int // this group's index in every partition's cursors; fixed
 
-	members  []string // sorted bytewise, distinct; guarded by topic.mu
-	assignor Assignor // guarded by topic.mu
+	members      []string // sorted bytewise, distinct; guarded by topic.mu
+	assignor     Assignor // guarded by topic.mu
+	assignorName string   // assignor.Name(), read once when it was given; guarded by topic.mu
 
 	// assign is the group's current assignment, immutable once stored. A
 	// deleted group keeps its last one, which has no members, for ever.
@@ -306,11 +307,11 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	g := t.groups.Load(groupName)
 	created := g == nil
 	if created {
-		g = t.newGroupLocked(groupName, RoundRobin)
+		g = t.newGroupLocked(groupName, RoundRobin, RoundRobin.Name())
 	}
 	if i, found := slices.BinarySearch(g.members, member); !found {
 		members := slices.Insert(slices.Clone(g.members), i, member)
-		next, err := t.plan(g, members, g.assignor, int(t.count.Load()))
+		next, err := t.plan(g, members, g.assignor, g.assignorName, int(t.count.Load()))
 		if err != nil {
 			return nil, err
 		}
@@ -351,7 +352,7 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 		return false, nil
 	}
 	members := slices.Delete(slices.Clone(g.members), i, i+1)
-	next, err := t.plan(g, members, g.assignor, int(t.count.Load()))
+	next, err := t.plan(g, members, g.assignor, g.assignorName, int(t.count.Load()))
 	if err != nil {
 		return false, err
 	}
@@ -644,8 +645,8 @@ func (t *topic) trimLocked(part *partition) {
 
 // newGroupLocked returns a group named name, not yet in the topic, with no
 // members and no slot. The caller holds t.mu.
-func (t *topic) newGroupLocked(name string, a Assignor) *group {
-	g := &group{name: name, slot: -1, assignor: a}
+func (t *topic) newGroupLocked(name string, a Assignor, assignorName string) *group {
+	g := &group{name: name, slot: -1, assignor: a, assignorName: assignorName}
 	g.assign.Store(&assignment{owner: make([]string, t.count.Load()), masks: map[string]shard.Mask{}})
 	return g
 }
@@ -676,10 +677,10 @@ func (t *topic) addGroupAllLocked(g *group) {
 }
 
 // plan computes g's next assignment for members over partitions partitions
-// with assignor a, from g's current owners (SPEC rule 18). It changes
+// with assignor a (named name), from g's current owners (SPEC rule 18). It changes
 // nothing; the caller holds t.mu, so the current owners are stable. Errors:
 // ErrInvalidAssignment from a user's assignor.
-func (t *topic) plan(g *group, members []string, a Assignor, partitions int) (*assignment, error) {
+func (t *topic) plan(g *group, members []string, a Assignor, name string, partitions int) (*assignment, error) {
 	next := &assignment{owner: make([]string, partitions), masks: make(map[string]shard.Mask, len(members))}
 	for _, m := range members {
 		next.masks[m] = 0
@@ -691,7 +692,7 @@ func (t *topic) plan(g *group, members []string, a Assignor, partitions int) (*a
 	copy(previous, g.assign.Load().owner)
 	owner, err := assign.Run(a, members, previous)
 	if err != nil {
-		return nil, fmt.Errorf("topic %q: group %q: assignor %q: %w", t.name, g.name, a.Name(), err)
+		return nil, fmt.Errorf("topic %q: group %q: assignor %q: %w", t.name, g.name, name, err)
 	}
 	for p, m := range owner {
 		next.owner[p] = m

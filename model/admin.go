@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/f91dcac0/tributary/engine/assign"
 )
 
 // This file holds the administrative calls of SPEC section 3.2: group
@@ -54,8 +56,11 @@ func (b *Broker) CreateGroup(topic, group string, a Assignor) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if a == nil {
+	if assign.IsNil(a) {
 		return false, fmt.Errorf("%w: topic %q: group %q: nil assignor", ErrInvalidArgument, topic, group)
+	}
+	if _, err := assign.Name(a); err != nil {
+		return false, fmt.Errorf("topic %q: group %q: %w", topic, group, err)
 	}
 	if _, ok := t.groups[group]; ok {
 		return false, nil
@@ -104,8 +109,11 @@ func (b *Broker) SetAssignor(topic, group string, a Assignor) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if a == nil {
+	if assign.IsNil(a) {
 		return false, fmt.Errorf("%w: topic %q: group %q: nil assignor", ErrInvalidArgument, topic, group)
+	}
+	if _, err := assign.Name(a); err != nil {
+		return false, fmt.Errorf("topic %q: group %q: %w", topic, group, err)
 	}
 	g, ok := t.groups[group]
 	if !ok {

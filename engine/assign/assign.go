@@ -26,6 +26,7 @@ package assign
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 )
 
@@ -349,4 +350,31 @@ func (sticky) Assign(members []string, previous []string) []string {
 		count[i]++
 	}
 	return owner
+}
+
+// IsNil reports whether a is nil or an interface holding a nil pointer (or
+// nil map, slice, func or channel): such an Assignor is refused as nil
+// (SPEC rule 15), since calling its methods would most likely panic.
+func IsNil(a Assignor) bool {
+	if a == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(a); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Name returns a.Name(), or an error wrapping ErrInvalidAssignment when it
+// panics. The broker reads an assignor's name once, when the assignor is
+// given to it, and keeps it for descriptions, so a user's Name that panics
+// fails that call instead of every later Describe.
+func Name(a Assignor) (name string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			name, err = "", fmt.Errorf("%w: assignor's Name panicked: %v", ErrInvalidAssignment, r)
+		}
+	}()
+	return a.Name(), nil
 }
