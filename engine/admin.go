@@ -57,14 +57,7 @@ type GroupPartition struct {
 // holding a nil pointer included); ErrInvalidAssignment when a's Name
 // panics.
 func (b *Broker) CreateGroup(topicName, groupName string, a Assignor) (bool, error) {
-	t, err := b.lookup(topicName)
-	if err != nil {
-		return false, err
-	}
-	if err := checkID("group", groupName); err != nil {
-		return false, err
-	}
-	name, err := checkAssignor(a)
+	t, name, err := b.checkGroupAssignor(topicName, groupName, a)
 	if err != nil {
 		return false, err
 	}
@@ -125,14 +118,7 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 // included); ErrInvalidAssignment when a's Name panics or a answers wrongly
 // (nothing changes, the old assignor stays).
 func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, error) {
-	t, err := b.lookup(topicName)
-	if err != nil {
-		return false, err
-	}
-	if err := checkID("group", groupName); err != nil {
-		return false, err
-	}
-	name, err := checkAssignor(a)
+	t, name, err := b.checkGroupAssignor(topicName, groupName, a)
 	if err != nil {
 		return false, err
 	}
@@ -312,13 +298,24 @@ func (b *Broker) Describe(topicName string) (TopicDescription, error) {
 	return d, nil
 }
 
-// checkAssignor returns a's name, or ErrInvalidArgument for a nil a (or one
-// holding a nil pointer), or ErrInvalidAssignment when its Name panics.
-func checkAssignor(a Assignor) (string, error) {
-	if assign.IsNil(a) {
-		return "", fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+// checkGroupAssignor validates the arguments of CreateGroup and SetAssignor
+// in rule 4's order and returns the topic and a's name. Errors:
+// ErrInvalidArgument for an unknown topic, an invalid group identifier or a
+// nil a (or one holding a nil pointer); ErrInvalidAssignment when a's Name
+// panics.
+func (b *Broker) checkGroupAssignor(topicName, groupName string, a Assignor) (*topic, string, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return nil, "", err
 	}
-	return assign.Name(a)
+	if err := checkID("group", groupName); err != nil {
+		return nil, "", err
+	}
+	if assign.IsNil(a) {
+		return nil, "", fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	}
+	name, err := assign.Name(a)
+	return t, name, err
 }
 
 // Topics returns the names of the broker's topics, sorted bytewise, as a new
