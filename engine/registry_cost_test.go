@@ -20,49 +20,31 @@ import (
 // creates one more (so the timed groups are the N-th, N+1-th, …; run it
 // with a small -benchtime such as 100x to stay near N).
 func BenchmarkCreateGroup(b *testing.B) {
-	for _, n := range []int{10, 1000, 100000} {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			br, err := engine.New(1)
-			require.NoError(b, err)
-			_, err = br.Create("t", 4)
-			require.NoError(b, err)
-			for i := range n - 1 {
-				if _, err := br.CreateGroup("t", "g"+strconv.Itoa(i), engine.RoundRobin); err != nil {
-					b.Fatal(err)
-				}
-			}
-			names := make([]string, 0, 1024)
-			i := n - 1
-			b.ReportAllocs()
-			for b.Loop() {
-				if len(names) == 0 { // names are made outside the timing
-					b.StopTimer()
-					for k := range cap(names) {
-						names = append(names, "g"+strconv.Itoa(i+k))
-					}
-					b.StartTimer()
-				}
-				name := names[0]
-				names = names[1:]
-				if ok, err := br.CreateGroup("t", name, engine.RoundRobin); err != nil || !ok {
-					b.Fatalf("CreateGroup(%q) = %v, %v", name, ok, err)
-				}
-				i++
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/group")
-		})
-	}
+	benchCreateNth(b, "g", "ns/group", func(br *engine.Broker) error {
+		_, err := br.Create("t", 4)
+		return err
+	}, func(br *engine.Broker, name string) (bool, error) {
+		return br.CreateGroup("t", name, engine.RoundRobin)
+	})
 }
 
 // BenchmarkCreateTopic measures Create of the N-th topic (1 partition
 // each), as BenchmarkCreateGroup does for groups.
 func BenchmarkCreateTopic(b *testing.B) {
+	benchCreateNth(b, "t", "ns/topic", func(*engine.Broker) error { return nil },
+		func(br *engine.Broker, name string) (bool, error) { return br.Create(name, 1) })
+}
+
+// benchCreateNth times create of the N-th name prefix0, prefix1, … on a
+// broker set up by setup, for N = 10, 1,000 and 100,000, reporting metric.
+func benchCreateNth(b *testing.B, prefix, metric string, setup func(*engine.Broker) error, create func(*engine.Broker, string) (bool, error)) {
 	for _, n := range []int{10, 1000, 100000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			br, err := engine.New(1)
 			require.NoError(b, err)
+			require.NoError(b, setup(br))
 			for i := range n - 1 {
-				if _, err := br.Create("t"+strconv.Itoa(i), 1); err != nil {
+				if _, err := create(br, prefix+strconv.Itoa(i)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -73,18 +55,18 @@ func BenchmarkCreateTopic(b *testing.B) {
 				if len(names) == 0 { // names are made outside the timing
 					b.StopTimer()
 					for k := range cap(names) {
-						names = append(names, "t"+strconv.Itoa(i+k))
+						names = append(names, prefix+strconv.Itoa(i+k))
 					}
 					b.StartTimer()
 				}
 				name := names[0]
 				names = names[1:]
-				if ok, err := br.Create(name, 1); err != nil || !ok {
-					b.Fatalf("Create(%q) = %v, %v", name, ok, err)
+				if ok, err := create(br, name); err != nil || !ok {
+					b.Fatalf("create(%q) = %v, %v", name, ok, err)
 				}
 				i++
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/topic")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), metric)
 		})
 	}
 }
