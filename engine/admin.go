@@ -99,6 +99,7 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 	}
 	n := t.lockAll()
 	t.groups.Delete(groupName)
+	g.deleted.Store(true)
 	for _, p := range t.parts[:n] {
 		p.cursors[g.slot] = freeCursor
 		if !t.faults.on(faultDeleteSkipsRetention) {
@@ -107,6 +108,7 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 	}
 	t.unlockAll(n)
 	t.freeSlots = append(t.freeSlots, g.slot)
+	g.ready.notify()
 	return true, nil
 }
 
@@ -141,6 +143,7 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 			t.applyAllLocked(g, next)
 		}
 		t.unlockAll(n)
+		g.ready.notify()
 	}
 	return true, nil
 }
@@ -212,6 +215,10 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 		p.mu.Unlock()
 	}
 	t.unlockAll(n)
+	for _, g := range groups {
+		g.ready.notify()
+	}
+	t.ready.notify()
 	return total, nil
 }
 
@@ -257,6 +264,7 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 		c.inFlight = false
 	}
 	t.retainLocked(part)
+	g.ready.notify()
 	return true, nil
 }
 

@@ -112,6 +112,28 @@
 // failing assignor never holds up Publish, Poll or Ack, and its answer is
 // validated before anything changes.
 //
+// # Wake-ups and handles
+//
+// Nothing in the broker blocks, but a caller may: TopicHandle.Ready,
+// MemberHandle.Ready and TopicHandle.Room return channels (signal.go) that
+// the next relevant change closes — a successful publish or AddPartitions
+// (topic.ready); a group's Ack, Retry, rebalance, Seek or deletion
+// (group.ready); retention removing records from a partition
+// (partitionState.room). A signal is one atomic pointer, not a lock: it is
+// outside the lock order, and notifying it (possibly under a partition lock)
+// takes no lock. With nobody waiting a notify is one atomic load, so Publish
+// and Ack pay nothing measurable. A waiter takes the channel before it
+// checks the state, the notifier changes the state before it loads the
+// channel, and both are sequentially consistent atomics: a wake-up is
+// never lost (engine/handle_test.go races them). The ack timeout notifies
+// nobody; MemberHandle.NextTimeout tells a waiter when to look again.
+//
+// Broker.Topic and TopicHandle.Member resolve names once. A MemberHandle
+// caches its group and looks it up again only when the group was deleted
+// (group.deleted, set under topic.mu and every partition lock); its calls
+// then run exactly the code of the by-name calls after their lookups, with
+// the same linearization points.
+//
 // # Why readers need no membership lock
 //
 // The membership lock of a topic is read on every Poll, Ack and Retry; as a

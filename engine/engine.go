@@ -119,6 +119,10 @@ type topic struct {
 	// slots of deleted groups, reused by the next group created.
 	slots     int
 	freeSlots []int
+
+	// ready wakes consumers waiting for records: every successful publish
+	// and AddPartitions notify it (signal.go). It needs no lock.
+	ready signal
 }
 
 // group is one consumer group of a topic.
@@ -133,6 +137,13 @@ type group struct {
 	// assign is the group's current assignment, immutable once stored. A
 	// deleted group keeps its last one, which has no members, for ever.
 	assign atomic.Pointer[assignment]
+	// deleted is set, under topic.mu and every partition lock, when
+	// DeleteGroup removes the group; a MemberHandle holding the group then
+	// looks its name up again.
+	deleted atomic.Bool
+	// ready wakes the group's waiting members: its Ack, Retry, rebalances,
+	// Seek and deletion notify it (signal.go). It needs no lock.
+	ready signal
 }
 
 // assignment is one immutable generation of a group's assignment.
@@ -196,6 +207,9 @@ type partitionState struct {
 	// partition, noLow when it has none. Records below low are fully
 	// committed; retention keeps at most Broker.window of them.
 	low int64
+	// room wakes producers waiting for space: notified, under mu, whenever
+	// retention removes records (trimLocked). It needs no lock of its own.
+	room signal
 }
 
 // partition pads partitionState to whole cache-line pairs so that two
@@ -322,6 +336,7 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 		g.members = members
 		t.applyAllLocked(g, next)
 		t.unlockAll(n)
+		g.ready.notify()
 	}
 	mask := g.assign.Load().masks[member]
 	return mask.AppendTo(make([]int32, 0, mask.Len())), nil
@@ -360,6 +375,7 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 	g.members = members
 	t.applyAllLocked(g, next)
 	t.unlockAll(n)
+	g.ready.notify()
 	return true, nil
 }
 
@@ -436,6 +452,7 @@ func (t *topic) append(p *partition, e entry) int64 {
 	if !ok {
 		return -1
 	}
+	t.ready.notify()
 	return off
 }
 
@@ -480,6 +497,14 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 	if g == nil {
 		return dst, checkGroupMember(groupName, member)
 	}
+	return t.poll(dst, g, member, maxRecords)
+}
+
+// poll is the part of Poll after the lookups: it reserves up to maxRecords
+// (already checked) records of g's partitions owned by member, appending
+// them to dst. member is validated only when g does not know it.
+func (t *topic) poll(dst []Record, g *group, member string, maxRecords int32) ([]Record, error) {
+	b := t.b
 	var now int64 // broker clock in Unix ns, read only with an ack timeout
 	if b.ackTimeout > 0 {
 		now = b.nowNanos()
@@ -576,6 +601,12 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	if g == nil {
 		return false, checkGroupMember(groupName, member)
 	}
+	return t.settle(g, member, part, partition, offset, commit)
+}
+
+// settle is the part of Ack and Retry after the lookups and argument checks:
+// the owner check, then settleLocked under the partition lock.
+func (t *topic) settle(g *group, member string, part *partition, partition int32, offset int64, commit bool) (bool, error) {
 	if member == "" {
 		// The one invalid id an owner check could pass: a partition with no
 		// owner has owner "". Every other owner is a validated member id.
@@ -595,6 +626,9 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	}
 	ok := t.settleLocked(g, part, offset, commit)
 	part.mu.Unlock()
+	if ok {
+		g.ready.notify()
+	}
 	return ok, nil
 }
 
@@ -639,7 +673,11 @@ func (t *topic) retainLocked(part *partition) {
 // trimLocked removes the fully committed records beyond the replay window.
 func (t *topic) trimLocked(part *partition) {
 	if part.low != noLow {
+		start := part.log.StartOffset()
 		part.log.TrimTo(part.low - t.b.window)
+		if part.log.StartOffset() != start {
+			part.room.notify()
+		}
 	}
 }
 

@@ -1,0 +1,69 @@
+package tributary
+
+import (
+	"context"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// Backend is what the typed library needs of a broker: the narrow interface
+// a Cluster runs on. NewCluster gives it the in-process engine; a second
+// backend (a distributed one) implements the same three interfaces and is
+// passed to NewClusterOn, leaving every typed call unchanged.
+//
+// Records, messages, assignors and descriptions are the engine's types
+// (SPEC section 3.1): a backend keeps rules 1–23 where it can and documents
+// where it does not. Every method is safe for concurrent use.
+type Backend interface {
+	// CreateTopic creates topic with partitions partitions (1..64) and
+	// records its payload type; false, changing nothing, if it exists.
+	CreateTopic(topic string, partitions int32, payloadType string) (bool, error)
+	// OpenTopic returns the topic and the payload type it was created with;
+	// ErrUnknownTopic when it does not exist.
+	OpenTopic(topic string) (BackendTopic, string, error)
+	// Topics returns the topic names, sorted, in a new slice.
+	Topics() []string
+	CreateGroup(topic, group string, a engine.Assignor) (bool, error)
+	DeleteGroup(topic, group string) (bool, error)
+	SetAssignor(topic, group string, a engine.Assignor) (bool, error)
+	AddPartitions(topic string, count int32) (int32, error)
+	Seek(topic, group string, partition int32, offset int64) (bool, error)
+	Describe(topic string) (engine.TopicDescription, error)
+}
+
+// BackendTopic is one topic of a Backend, resolved once.
+type BackendTopic interface {
+	Name() string
+	// Partitions is the current partition count, 1..64.
+	Partitions() int32
+	// TryPublish appends m to partition and returns its offset, or
+	// ErrPartitionFull at once when the partition is full (SPEC rules 5, 15).
+	TryPublish(partition int32, m engine.Message) (int64, error)
+	// Publish is TryPublish that, on a full partition, waits for room
+	// without busy waiting until ctx ends (then ctx.Err()).
+	Publish(ctx context.Context, partition int32, m engine.Message) (int64, error)
+	// Member returns member of group on this topic; it need not have
+	// joined.
+	Member(group, member string) (BackendMember, error)
+}
+
+// BackendMember is one (topic, group, member), resolved once.
+type BackendMember interface {
+	// Group is the member's group name.
+	Group() string
+	Join() ([]int32, error)
+	Leave() (bool, error)
+	// Assignment is the member's partitions now, ascending, in a new slice.
+	Assignment() []int32
+	// TryPoll appends up to max (1..64) deliverable records to dst and
+	// returns at once (SPEC rule 10); dst stays the caller's.
+	TryPoll(dst []engine.Record, max int32) ([]engine.Record, error)
+	// Poll is TryPoll that, when nothing is deliverable, waits without busy
+	// polling until something may be (a publish, Retry, rebalance, Seek or
+	// ack timeout) and polls again, until it has at least one record. It
+	// returns ctx.Err() when ctx ends, ErrClosed when stop is closed and
+	// ErrClosed when the member is no longer in its group.
+	Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Record, max int32) ([]engine.Record, error)
+	Ack(partition int32, offset int64) (bool, error)
+	Retry(partition int32, offset int64) (bool, error)
+}

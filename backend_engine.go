@@ -1,0 +1,214 @@
+package tributary
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// engineBackend is the in-process Backend: an *engine.Broker plus the
+// payload type of each topic, which the engine does not keep.
+type engineBackend struct {
+	b *engine.Broker
+
+	// mu guards types: topic name → payload type.
+	mu    sync.Mutex
+	types map[string]string
+}
+
+func newEngineBackend(b *engine.Broker) *engineBackend {
+	return &engineBackend{b: b, types: map[string]string{}}
+}
+
+func (e *engineBackend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ok, err := e.b.Create(topic, partitions)
+	if ok {
+		e.types[topic] = payloadType
+	}
+	return ok, err
+}
+
+func (e *engineBackend) OpenTopic(topic string) (BackendTopic, string, error) {
+	e.mu.Lock()
+	pt, known := e.types[topic]
+	e.mu.Unlock()
+	h, err := e.b.Topic(topic)
+	if err != nil {
+		if !known && engine.CheckIdentifier("topic", topic) == nil {
+			return nil, "", fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
+		}
+		return nil, "", err
+	}
+	return &engineTopic{h: h}, pt, nil
+}
+
+func (e *engineBackend) Topics() []string {
+	t := e.b.Topics()
+	slices.Sort(t)
+	return t
+}
+
+func (e *engineBackend) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
+	return e.b.CreateGroup(topic, group, a)
+}
+func (e *engineBackend) DeleteGroup(topic, group string) (bool, error) {
+	return e.b.DeleteGroup(topic, group)
+}
+func (e *engineBackend) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
+	return e.b.SetAssignor(topic, group, a)
+}
+func (e *engineBackend) AddPartitions(topic string, count int32) (int32, error) {
+	return e.b.AddPartitions(topic, count)
+}
+func (e *engineBackend) Seek(topic, group string, partition int32, offset int64) (bool, error) {
+	return e.b.Seek(topic, group, partition, offset)
+}
+func (e *engineBackend) Describe(topic string) (engine.TopicDescription, error) {
+	return e.b.Describe(topic)
+}
+
+// engineTopic is a BackendTopic on an engine.TopicHandle.
+type engineTopic struct {
+	h *engine.TopicHandle
+}
+
+func (t *engineTopic) Name() string      { return t.h.Name() }
+func (t *engineTopic) Partitions() int32 { return t.h.Partitions() }
+
+func (t *engineTopic) TryPublish(partition int32, m engine.Message) (int64, error) {
+	off, err := t.h.PublishMessage(partition, m)
+	if err == nil && off < 0 {
+		return -1, fmt.Errorf("%w: topic %q partition %d", ErrPartitionFull, t.h.Name(), partition)
+	}
+	return off, err
+}
+
+// Publish tries once; on a full partition it takes the partition's room
+// signal, tries again (a trim between the two tries closed the channel it
+// now holds) and waits. A publish that finds room never touches a signal.
+func (t *engineTopic) Publish(ctx context.Context, partition int32, m engine.Message) (int64, error) {
+	for {
+		off, err := t.h.PublishMessage(partition, m)
+		if err != nil || off >= 0 {
+			return off, err
+		}
+		room, err := t.h.Room(partition)
+		if err != nil {
+			return -1, err
+		}
+		if off, err = t.h.PublishMessage(partition, m); err != nil || off >= 0 {
+			return off, err
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		}
+	}
+}
+
+func (t *engineTopic) Member(group, member string) (BackendMember, error) {
+	h, err := t.h.Member(group, member)
+	if err != nil {
+		return nil, err
+	}
+	return &engineMember{t: t.h, h: h}, nil
+}
+
+// engineMember is a BackendMember on an engine.MemberHandle. It counts its
+// polls and wake-ups so tests can prove an idle consumer does no work.
+type engineMember struct {
+	t *engine.TopicHandle
+	h *engine.MemberHandle
+
+	// idle is set when the last Poll had to wait: the next one takes the
+	// signals before its first poll, so a consumer that keeps waiting
+	// polls once before each wait and once after each wake-up, never more.
+	// A Poll that finds records at once clears it (the fast path).
+	idle    atomic.Bool
+	polls   atomic.Int64 // engine polls made by Poll and TryPoll
+	waits   atomic.Int64 // times Poll blocked
+	wakeups atomic.Int64 // times a blocked Poll was woken by the broker or an ack timeout
+}
+
+func (m *engineMember) Group() string          { return m.h.Group() }
+func (m *engineMember) Join() ([]int32, error) { return m.h.Join() }
+func (m *engineMember) Leave() (bool, error)   { return m.h.Leave() }
+func (m *engineMember) Assignment() []int32    { return m.h.Assignment() }
+func (m *engineMember) Ack(p int32, off int64) (bool, error) {
+	return m.h.Ack(p, off)
+}
+func (m *engineMember) Retry(p int32, off int64) (bool, error) {
+	return m.h.Retry(p, off)
+}
+
+func (m *engineMember) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
+	m.polls.Add(1)
+	return m.h.AppendPoll(dst, max)
+}
+
+// Poll polls once; when that is empty it takes the topic's and the group's
+// ready signals, polls again (a change between the two polls closed a
+// channel it now holds) and, still empty, waits on them, on a timer for the
+// oldest in-flight delivery's ack timeout, on ctx and on stop. A consumer
+// that keeps finding records never touches a signal.
+func (m *engineMember) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Record, max int32) ([]engine.Record, error) {
+	n := len(dst)
+	var out []engine.Record
+	var err error
+	if !m.idle.Load() {
+		if out, err = m.TryPoll(dst, max); err != nil || len(out) > n {
+			return out, err
+		}
+	}
+	waited := false // this call has blocked
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		topicReady, groupReady := m.t.Ready(), m.h.Ready()
+		if out, err = m.TryPoll(dst, max); err != nil || len(out) > n {
+			m.idle.Store(waited)
+			return out, err
+		}
+		if !m.h.Joined() {
+			return out, fmt.Errorf("%w: member %q is not in group %q of topic %q", ErrClosed, m.h.Member(), m.h.Group(), m.h.Topic())
+		}
+		var expiry <-chan time.Time
+		if d, ok := m.h.NextTimeout(); ok {
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			expiry = timer.C
+		}
+		m.waits.Add(1)
+		select {
+		case <-topicReady:
+		case <-groupReady:
+		case <-expiry:
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-stop:
+			return out, ErrClosed
+		}
+		m.wakeups.Add(1)
+		waited = true
+	}
+}
+
+// pollStats returns the member's counters.
+func (m *engineMember) pollStats() (polls, waits, wakeups int64) {
+	return m.polls.Load(), m.waits.Load(), m.wakeups.Load()
+}

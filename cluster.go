@@ -1,0 +1,239 @@
+package tributary
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// Cluster is the entry point of the typed library: it owns a broker (the
+// in-process engine, or another Backend) and the registries of its typed
+// topics, producers and consumers. A *Cluster is safe for concurrent use by
+// any number of goroutines; a handler running in a consumer may call
+// anything on it.
+type Cluster struct {
+	backend Backend
+
+	// mu guards goTypes, producers, consumers and closed.
+	mu sync.Mutex
+	// goTypes is the Go payload type of each topic created in this
+	// process; OpenTopic refuses another one (the backend keeps the
+	// codec's name, which a distributed backend can share).
+	goTypes   map[string]reflect.Type
+	producers map[string]producerEntry
+	consumers map[string]consumerEntry
+	closed    bool
+}
+
+// producerEntry is a registered producer, untyped.
+type producerEntry struct {
+	goType reflect.Type
+	p      any // *Producer[T]
+	close  func() error
+}
+
+// consumerEntry is a registered consumer, untyped.
+type consumerEntry struct {
+	goType reflect.Type
+	c      any // *Consumer[T]
+	close  func() error
+}
+
+// NewCluster returns a cluster on a new in-process engine whose partitions
+// each retain at most capacityPerPartition records (1..1000, SPEC rule 1),
+// with the engine's options (engine.WithReplayWindow, WithAckTimeout,
+// WithClock, WithMaxMessageBytes). Errors: ErrInvalidArgument for a capacity
+// or option out of range.
+func NewCluster(capacityPerPartition int32, opts ...engine.Option) (*Cluster, error) {
+	b, err := engine.New(capacityPerPartition, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return NewClusterOn(newEngineBackend(b))
+}
+
+// NewClusterOn returns a cluster on backend. Errors: ErrInvalidArgument for
+// a nil backend.
+func NewClusterOn(backend Backend) (*Cluster, error) {
+	if backend == nil || reflect.ValueOf(backend).Kind() == reflect.Pointer && reflect.ValueOf(backend).IsNil() {
+		return nil, fmt.Errorf("%w: nil Backend", ErrInvalidArgument)
+	}
+	return &Cluster{
+		backend:   backend,
+		goTypes:   map[string]reflect.Type{},
+		producers: map[string]producerEntry{},
+		consumers: map[string]consumerEntry{},
+	}, nil
+}
+
+// Backend returns the broker the cluster runs on.
+func (c *Cluster) Backend() Backend { return c.backend }
+
+// Close closes every consumer of the cluster (each leaves its group) and
+// every producer; later calls that create or send return ErrClosed. A
+// running Consumer.Run returns. Closing twice is a no-op.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	closers := make([]func() error, 0, len(c.consumers)+len(c.producers))
+	for _, e := range c.consumers {
+		closers = append(closers, e.close)
+	}
+	for _, e := range c.producers {
+		closers = append(closers, e.close)
+	}
+	c.mu.Unlock()
+	var first error
+	for _, f := range closers {
+		if err := f(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Topics returns the names of the cluster's topics, sorted, in a new slice.
+func (c *Cluster) Topics() []string { return c.backend.Topics() }
+
+// CreateGroup creates an empty consumer group on topic with assignor a
+// (engine.RoundRobin, engine.Range, engine.Sticky or a user's), its
+// committed offsets at the log start (SPEC rule 17); false, changing
+// nothing, if it exists. A consumer joining an absent group creates it with
+// RoundRobin. Errors: ErrInvalidArgument (unknown topic, invalid id, nil
+// assignor), ErrInvalidAssignment.
+func (c *Cluster) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
+	return c.backend.CreateGroup(topic, group, a)
+}
+
+// DeleteGroup deletes an empty group (SPEC rule 17): it stops holding
+// retention at once. False when absent. Errors: ErrInvalidArgument,
+// ErrGroupNotEmpty.
+func (c *Cluster) DeleteGroup(topic, group string) (bool, error) {
+	return c.backend.DeleteGroup(topic, group)
+}
+
+// SetAssignor switches a group's assignor and rebalances it at one instant
+// (SPEC rule 18). False when the group is absent. Errors:
+// ErrInvalidArgument, ErrInvalidAssignment.
+func (c *Cluster) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
+	return c.backend.SetAssignor(topic, group, a)
+}
+
+// AddPartitions adds count empty partitions to topic and returns the new
+// count; every group rebalances at the same instant (SPEC rule 19). Errors:
+// ErrInvalidArgument (unknown topic, count < 1, a total above 64),
+// ErrInvalidAssignment.
+func (c *Cluster) AddPartitions(topic string, count int32) (int32, error) {
+	return c.backend.AddPartitions(topic, count)
+}
+
+// Seek moves group's committed offset on partition to offset (controlled
+// replay, SPEC rule 20); the group's consumers receive the partition's
+// records again from there. False when the group is absent. Errors:
+// ErrInvalidArgument, then ErrOffsetOutOfRange outside [log start, log end].
+func (c *Cluster) Seek(topic, group string, partition int32, offset int64) (bool, error) {
+	return c.backend.Seek(topic, group, partition, offset)
+}
+
+// Describe returns one atomic snapshot of topic (SPEC rule 23): every
+// partition's log start and end offsets, every group's assignor, members
+// and, per partition, owner, committed offset, in-flight flag, attempts and
+// lag. The result is the caller's. Errors: ErrInvalidArgument.
+func (c *Cluster) Describe(topic string) (engine.TopicDescription, error) {
+	return c.backend.Describe(topic)
+}
+
+// Producers returns the names of the cluster's open producers, sorted.
+func (c *Cluster) Producers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.producers))
+	for n := range c.producers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Consumers returns the names of the cluster's open consumers, sorted.
+func (c *Cluster) Consumers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.consumers))
+	for n := range c.consumers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// CloseConsumer closes the cluster's consumer named name: it leaves its
+// group (a rebalance) and a running Run returns. Errors: ErrNotFound.
+func (c *Cluster) CloseConsumer(name string) error {
+	c.mu.Lock()
+	e, ok := c.consumers[name]
+	c.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: consumer %q", ErrNotFound, name)
+	}
+	return e.close()
+}
+
+// LookupProducer returns the cluster's producer named name. Errors:
+// ErrNotFound; ErrTypeMismatch when it is not a producer of T.
+func LookupProducer[T any](c *Cluster, name string) (*Producer[T], error) {
+	c.mu.Lock()
+	e, ok := c.producers[name]
+	c.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: producer %q", ErrNotFound, name)
+	}
+	p, ok := e.p.(*Producer[T])
+	if !ok {
+		return nil, fmt.Errorf("%w: producer %q sends %v, not %v", ErrTypeMismatch, name, e.goType, reflect.TypeFor[T]())
+	}
+	return p, nil
+}
+
+// LookupConsumer returns the cluster's consumer named name. Errors:
+// ErrNotFound; ErrTypeMismatch when it is not a consumer of T.
+func LookupConsumer[T any](c *Cluster, name string) (*Consumer[T], error) {
+	c.mu.Lock()
+	e, ok := c.consumers[name]
+	c.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: consumer %q", ErrNotFound, name)
+	}
+	cc, ok := e.c.(*Consumer[T])
+	if !ok {
+		return nil, fmt.Errorf("%w: consumer %q receives %v, not %v", ErrTypeMismatch, name, e.goType, reflect.TypeFor[T]())
+	}
+	return cc, nil
+}
+
+// register adds a producer or consumer under name; ErrExists if taken,
+// ErrClosed after Close.
+func (c *Cluster) register(kind, name string, add func()) error {
+	if err := engine.CheckIdentifier(kind, name); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("%w: cluster", ErrClosed)
+	}
+	_, p := c.producers[name]
+	_, q := c.consumers[name]
+	if kind == "producer" && p || kind == "consumer" && q {
+		return fmt.Errorf("%w: %s %q", ErrExists, kind, name)
+	}
+	add()
+	return nil
+}

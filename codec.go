@@ -1,0 +1,249 @@
+package tributary
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+)
+
+// Codec turns a topic's typed values into the engine's string payloads and
+// back. JSON, String, Bytes and Integer are built in; users may write their
+// own. Implementations must be safe for concurrent use: one Codec serves
+// every producer and consumer of a topic.
+type Codec[T any] interface {
+	// Name is the payload type recorded on the topic at creation and
+	// carried in every message's payload-type header, e.g. "String",
+	// "Integer", "JSON:main.Order". Two codecs with the same Name must
+	// read each other's payloads.
+	Name() string
+	// Encode returns v's payload. It returns an error, naming the codec,
+	// for a value it cannot represent; it never panics on such a value.
+	Encode(v T) (string, error)
+	// Decode returns the value of payload. It returns an error, naming the
+	// codec and saying what is wrong with the payload, and T's zero value,
+	// for a payload that Encode could not have produced; it never panics,
+	// whatever the payload.
+	Decode(payload string) (T, error)
+}
+
+// JSON returns a Codec that carries values of T as JSON, by encoding/json
+// (json.Marshal and json.Unmarshal, so struct tags and the Marshaler and
+// Unmarshaler interfaces apply).
+//
+// Its Name is "JSON" when T is any or json.RawMessage (the payload may be
+// any JSON value), and otherwise "JSON:" followed by reflect's name of T,
+// e.g. "JSON:main.Order" or "JSON:map[string]interface {}".
+//
+// Encode returns json.Marshal's error, wrapped, for a value it refuses
+// (a channel, a function, a NaN or infinite float, a cycle).
+//
+// Decode accepts exactly one JSON value, with optional white space around
+// it: an empty payload and trailing data after the value are errors, as is
+// a value that does not fit T (the error wraps encoding/json's, e.g. a
+// *json.SyntaxError or *json.UnmarshalTypeError). On error it returns T's
+// zero value, never a partly filled one. For json.RawMessage, Decode
+// validates the payload and returns a compacted copy (insignificant white
+// space removed) that the caller owns.
+//
+// The codec holds no state; it is safe for concurrent use.
+func JSON[T any]() Codec[T] {
+	name := "JSON"
+	if t := reflect.TypeFor[T](); t != reflect.TypeFor[any]() && t != reflect.TypeFor[json.RawMessage]() {
+		name = "JSON:" + t.String()
+	}
+	return jsonCodec[T]{name: name}
+}
+
+type jsonCodec[T any] struct {
+	name string // Name's answer, fixed by JSON
+}
+
+func (c jsonCodec[T]) Name() string { return c.name }
+
+func (c jsonCodec[T]) Encode(v T) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("%s: encode value: %w", c.name, err)
+	}
+	return string(b), nil
+}
+
+func (c jsonCodec[T]) Decode(payload string) (T, error) {
+	var v T
+	if payload == "" {
+		return v, fmt.Errorf("%s: decode payload: empty payload", c.name)
+	}
+	if raw, ok := any(&v).(*json.RawMessage); ok {
+		// json.Compact validates the whole payload (one value, no
+		// trailing data) and writes a fresh copy.
+		var buf bytes.Buffer
+		buf.Grow(len(payload))
+		if err := json.Compact(&buf, []byte(payload)); err != nil {
+			return v, fmt.Errorf("%s: decode payload: %w", c.name, err)
+		}
+		*raw = buf.Bytes()
+		return v, nil
+	}
+	// json.Unmarshal checks the whole payload before it stores anything,
+	// so trailing data after the value is an error, not ignored.
+	if err := json.Unmarshal([]byte(payload), &v); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: decode payload: %w", c.name, err)
+	}
+	return v, nil
+}
+
+// String returns the Codec whose payload is the string itself. Its Name is
+// "String". Encode and Decode return their argument unchanged, never fail
+// (any bytes are accepted, valid UTF-8 or not) and allocate nothing. It is
+// safe for concurrent use.
+func String() Codec[string] { return stringCodec{} }
+
+type stringCodec struct{}
+
+func (stringCodec) Name() string                          { return "String" }
+func (stringCodec) Encode(v string) (string, error)       { return v, nil }
+func (stringCodec) Decode(payload string) (string, error) { return payload, nil }
+
+// Bytes returns the Codec whose payload is the raw bytes of a []byte. Its
+// Name is "Bytes". Encode copies v into the payload (a nil or empty slice
+// gives the empty payload) and never fails; Decode never fails and returns
+// a fresh slice of len(payload) bytes that the caller owns and may modify.
+// It is safe for concurrent use.
+func Bytes() Codec[[]byte] { return bytesCodec{} }
+
+type bytesCodec struct{}
+
+func (bytesCodec) Name() string                          { return "Bytes" }
+func (bytesCodec) Encode(v []byte) (string, error)       { return string(v), nil }
+func (bytesCodec) Decode(payload string) ([]byte, error) { return []byte(payload), nil }
+
+// Int is the set of integer types an Integer codec carries: every signed
+// and unsigned integer kind, named types included (but not uintptr).
+type Int interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 |
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+// Integer returns a Codec that carries values of T as decimal text
+// (strconv): 42 is "42", -7 is "-7".
+//
+// Its Name is "Integer" when T is int64, and otherwise "Integer:" followed
+// by reflect's name of T, e.g. "Integer:int32" or "Integer:main.Priority".
+//
+// Encode never fails. Decode is strict: it accepts exactly what Encode
+// produces, so Encode(Decode(p)) == p whenever Decode succeeds. An optional
+// "-" then one or more ASCII digits, with no white space, no "+", no
+// leading zeros other than "0" itself and no "-0"; anything else is an
+// error naming the payload. A value outside T's range is an error naming
+// the value and the range, e.g.
+//
+//	Integer:int8: decode payload "300": out of range [-128, 127]
+//
+// On error it returns 0. The codec holds no mutable state; it is safe for
+// concurrent use.
+func Integer[T Int]() Codec[T] {
+	t := reflect.TypeFor[T]()
+	c := integerCodec[T]{name: "Integer", bits: t.Bits()}
+	if t != reflect.TypeFor[int64]() {
+		c.name = "Integer:" + t.String()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		c.signed = true
+		c.min = -1 << (c.bits - 1)
+		c.max = 1<<(c.bits-1) - 1
+	default:
+		c.max = math.MaxUint64 >> (64 - c.bits)
+	}
+	return c
+}
+
+type integerCodec[T Int] struct {
+	name   string // Name's answer
+	signed bool   // T is a signed kind
+	bits   int    // T's size in bits: 8, 16, 32 or 64
+	min    int64  // T's least value (0 when unsigned)
+	max    uint64 // T's greatest value
+}
+
+func (c integerCodec[T]) Name() string { return c.name }
+
+func (c integerCodec[T]) Encode(v T) (string, error) {
+	if c.signed {
+		return strconv.FormatInt(int64(v), 10), nil
+	}
+	return strconv.FormatUint(uint64(v), 10), nil
+}
+
+// maxQuoted is the longest payload an Integer decode error quotes whole, in
+// bytes; a longer one is cut and marked with "...".
+const maxQuoted = 64
+
+func quotePayload(p string) string {
+	if len(p) > maxQuoted {
+		return strconv.Quote(p[:maxQuoted]) + "..."
+	}
+	return strconv.Quote(p)
+}
+
+func (c integerCodec[T]) Decode(payload string) (T, error) {
+	digits, neg := payload, false
+	if len(digits) > 0 && digits[0] == '-' {
+		digits, neg = digits[1:], true
+	}
+	if err := checkDigits(digits, neg); err != nil {
+		return 0, fmt.Errorf("%s: decode payload %s: %w", c.name, quotePayload(payload), err)
+	}
+	if c.signed {
+		n, err := strconv.ParseInt(payload, 10, c.bits)
+		if err != nil {
+			return 0, c.rangeError(payload)
+		}
+		return T(n), nil
+	}
+	if neg {
+		return 0, c.rangeError(payload)
+	}
+	n, err := strconv.ParseUint(payload, 10, c.bits)
+	if err != nil {
+		return 0, c.rangeError(payload)
+	}
+	return T(n), nil
+}
+
+// checkDigits says what, if anything, keeps digits (a payload less its
+// leading "-", if neg) from being the canonical decimal form of an integer.
+func checkDigits(digits string, neg bool) error {
+	if digits == "" {
+		return errors.New("not a decimal integer: no digits")
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return fmt.Errorf("not a decimal integer: byte %q at offset %d", digits[i:i+1], i+boolInt(neg))
+		}
+	}
+	if len(digits) > 1 && digits[0] == '0' {
+		return errors.New("not canonical: leading zero")
+	}
+	if neg && digits == "0" {
+		return errors.New(`not canonical: "-0"`)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// rangeError reports a well-formed payload whose value does not fit T.
+func (c integerCodec[T]) rangeError(payload string) error {
+	return fmt.Errorf("%s: decode payload %s: out of range [%d, %d]", c.name, quotePayload(payload), c.min, c.max)
+}

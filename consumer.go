@@ -1,0 +1,585 @@
+package tributary
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// Handler processes one message for Consumer.Run. A nil result acks the
+// message; an error (or a panic, recovered) retries it after a backoff,
+// until the consumer's maximum attempts send it to the dead-letter topic.
+// ctx ends when Run is cancelled or the consumer is closed. A handler may
+// call anything on the cluster, this consumer included.
+type Handler[T any] func(ctx context.Context, m Message[T]) error
+
+// ConsumerOption configures a Consumer (NewConsumer).
+type ConsumerOption func(*consumerConfig)
+
+type consumerConfig struct {
+	deadLetter  string        // dead-letter topic; "" for none
+	maxAttempts int32         // with deadLetter: attempts before a record is dead-lettered
+	backoff     time.Duration // first retry delay
+	maxBackoff  time.Duration // cap of the doubling delay
+	batch       int32         // records per poll in Run, 1..64
+}
+
+// Defaults of a Consumer's options.
+const (
+	DefaultBackoff    = 100 * time.Millisecond // first retry delay of Run
+	DefaultMaxBackoff = 10 * time.Second       // cap of Run's doubling retry delay
+	DefaultBatch      = 16                     // records per poll in Run
+)
+
+// WithDeadLetter makes Run send a record whose handler failed maxAttempts
+// times (1..1000; attempts as Message.Attempt counts them, SPEC rule 16),
+// or whose payload does not decode, to the dead-letter topic topic, then ack
+// it. The dead-letter topic is created, if absent, with the origin topic's
+// payload type and partition count; the record keeps its key, headers and
+// time, gains the HeaderDeadLetter* headers and goes to the partition of
+// the same index (modulo the dead-letter topic's count). When the
+// dead-letter topic is full, Run waits for room: the record stays in flight
+// and is never lost. The error header keeps at most 512 bytes of the error's
+// text, and none when the copy would exceed engine.WithMaxMessageBytes; a
+// copy too big even so stops Run with that ErrInvalidArgument (the record
+// stays unacked). Without this option Run retries a failing record for
+// ever (with backoff), as Watermill does without a poison queue.
+func WithDeadLetter(topic string, maxAttempts int32) ConsumerOption {
+	return func(c *consumerConfig) { c.deadLetter, c.maxAttempts = topic, maxAttempts }
+}
+
+// WithBackoff sets Run's retry delay after a handler error: initial for the
+// first failure, doubling with each attempt, capped at max (0 < initial ≤
+// max). Defaults: DefaultBackoff, DefaultMaxBackoff.
+func WithBackoff(initial, max time.Duration) ConsumerOption {
+	return func(c *consumerConfig) { c.backoff, c.maxBackoff = initial, max }
+}
+
+// WithBatch sets how many records Run reserves per poll, 1..64 (at most one
+// per partition is in flight at a time). Default DefaultBatch.
+func WithBatch(n int32) ConsumerOption {
+	return func(c *consumerConfig) { c.batch = n }
+}
+
+// ConsumerStats counts a consumer's work since it was made.
+type ConsumerStats struct {
+	Polls        int64 // polls of the broker (a blocked Poll makes none until woken)
+	Waits        int64 // times Poll blocked with nothing deliverable
+	Wakeups      int64 // times a blocked Poll was woken (a publish, retry, rebalance, seek, ack timeout)
+	Handled      int64 // handler calls made by Run
+	Acked        int64 // messages Run acked after its handler succeeded
+	Retried      int64 // handler failures Run scheduled for redelivery
+	DeadLettered int64 // records Run sent to the dead-letter topic
+}
+
+// Consumer is a member of a consumer group on one typed topic: Poll blocks
+// until messages are deliverable, Run processes them with a Handler. It is
+// bound to (topic, group, member) and registered in the cluster under its
+// member name. Safe for concurrent use, except that one Run at a time may
+// use it.
+type Consumer[T any] struct {
+	t    *Topic[T]
+	m    BackendMember
+	name string
+	cfg  consumerConfig
+	dlq  *Topic[T]
+
+	stop      chan struct{} // closed by Close
+	closeOnce sync.Once
+	closeErr  error
+	running   atomic.Bool
+
+	handled, acked, retried, deadLettered atomic.Int64
+}
+
+// NewConsumer makes name (an identifier) a member of group on topic t: it
+// joins, creating the group with engine.RoundRobin if absent (SPEC rule 7;
+// Cluster.CreateGroup picks another assignor), which rebalances the group.
+// Consumer names are unique in the cluster. Errors: ErrInvalidArgument (an
+// invalid id, an option out of range), ErrExists (a consumer of that name
+// is open), ErrTypeMismatch (the dead-letter topic holds another payload
+// type), ErrInvalidAssignment, ErrClosed.
+func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption) (*Consumer[T], error) {
+	cfg := consumerConfig{backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff, batch: DefaultBatch}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil ConsumerOption", ErrInvalidArgument)
+		}
+		o(&cfg)
+	}
+	if cfg.backoff <= 0 || cfg.maxBackoff < cfg.backoff {
+		return nil, fmt.Errorf("%w: backoff %v, max %v: want 0 < initial <= max", ErrInvalidArgument, cfg.backoff, cfg.maxBackoff)
+	}
+	if cfg.batch < 1 || cfg.batch > engine.MaxPollRecords {
+		return nil, fmt.Errorf("%w: batch %d outside [1,%d]", ErrInvalidArgument, cfg.batch, engine.MaxPollRecords)
+	}
+	if cfg.deadLetter != "" && (cfg.maxAttempts < 1 || cfg.maxAttempts > 1000) {
+		return nil, fmt.Errorf("%w: dead-letter maxAttempts %d outside [1,1000]", ErrInvalidArgument, cfg.maxAttempts)
+	}
+	if t == nil {
+		return nil, fmt.Errorf("%w: nil Topic", ErrInvalidArgument)
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return nil, err
+	}
+	m, err := t.bt.Member(group, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Consumer[T]{t: t, m: m, name: name, cfg: cfg, stop: make(chan struct{})}
+	if cfg.deadLetter != "" {
+		// Check an existing dead-letter topic now; create a missing one only
+		// once the consumer exists, so a refused call creates nothing.
+		if err := engine.CheckIdentifier("topic", cfg.deadLetter); err != nil {
+			return nil, err
+		}
+		if cfg.deadLetter == t.Name() {
+			return nil, fmt.Errorf("%w: dead-letter topic %q is the consumed topic", ErrInvalidArgument, cfg.deadLetter)
+		}
+		c.dlq, err = OpenTopic(t.c, cfg.deadLetter, t.codec)
+		if err != nil && !errors.Is(err, ErrUnknownTopic) {
+			return nil, err
+		}
+	}
+	cl := t.c
+	err = cl.register("consumer", name, func() {
+		cl.consumers[name] = consumerEntry{goType: reflect.TypeFor[T](), c: c, close: c.Close}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Join(); err != nil {
+		cl.mu.Lock()
+		delete(cl.consumers, name)
+		cl.mu.Unlock()
+		return nil, err
+	}
+	if c.closed() {
+		// Closed (Cluster.Close, CloseConsumer) between register and Join:
+		// its Leave may have run before the Join. Wait for that Close to
+		// finish (Once), then leave again.
+		c.Close() //nolint:errcheck // already closed: returns its result
+		m.Leave() //nolint:errcheck // the Join above succeeded with the same names
+		return nil, fmt.Errorf("%w: consumer %q closed while joining", ErrClosed, name)
+	}
+	if cfg.deadLetter != "" && c.dlq == nil {
+		if c.dlq, err = deadLetterTopic(t, cfg.deadLetter); err != nil {
+			c.Close() //nolint:errcheck // reporting err
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// deadLetterTopic opens, or creates like t, the dead-letter topic name.
+func deadLetterTopic[T any](t *Topic[T], name string) (*Topic[T], error) {
+	d, err := CreateTopic(t.c, name, t.Partitions(), t.codec)
+	if errors.Is(err, ErrExists) {
+		return OpenTopic(t.c, name, t.codec)
+	}
+	return d, err
+}
+
+// Name returns the consumer's name, its member id in the group.
+func (c *Consumer[T]) Name() string { return c.name }
+
+// Topic returns the consumer's topic.
+func (c *Consumer[T]) Topic() *Topic[T] { return c.t }
+
+// Assignment returns the partitions the consumer owns now, ascending, in a
+// new slice.
+func (c *Consumer[T]) Assignment() []int32 { return c.m.Assignment() }
+
+// Stats returns the consumer's counters.
+func (c *Consumer[T]) Stats() ConsumerStats {
+	s := ConsumerStats{Handled: c.handled.Load(), Acked: c.acked.Load(), Retried: c.retried.Load(), DeadLettered: c.deadLettered.Load()}
+	if em, ok := c.m.(*engineMember); ok {
+		s.Polls, s.Waits, s.Wakeups = em.pollStats()
+	}
+	return s
+}
+
+// Close leaves the group (a rebalance: the consumer's in-flight deliveries
+// go to the new owners; SPEC rules 8, 9), removes the consumer from the
+// cluster's registry and ends a blocked Poll (ErrClosed) and a running Run
+// (which returns nil) without waiting for them, so a handler may call it.
+// Closing twice is a no-op and returns the first result.
+func (c *Consumer[T]) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		_, c.closeErr = c.m.Leave()
+		cl := c.t.c
+		cl.mu.Lock()
+		if e, ok := cl.consumers[c.name]; ok && e.c == any(c) {
+			delete(cl.consumers, c.name)
+		}
+		cl.mu.Unlock()
+	})
+	return c.closeErr
+}
+
+// closed reports whether Close has been called.
+func (c *Consumer[T]) closed() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Poll blocks until at least one message is deliverable to the consumer
+// and returns up to max (1..64) of them, at most one per partition,
+// ascending by partition, each now in flight to the consumer until Ack or
+// Retry (SPEC rule 10). It is woken by the broker (a publish, Retry,
+// rebalance, Seek, or an ack timeout) and never busy-polls. A message whose
+// payload does not decode is returned with Err set. The slice is the
+// caller's. Errors: ErrInvalidArgument (max outside 1..64); ctx.Err() when
+// ctx ends; ErrClosed when the consumer is closed (or removed from its
+// group).
+func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
+	}
+	if max < 1 || max > engine.MaxPollRecords {
+		return nil, fmt.Errorf("%w: max %d outside [1,%d]", ErrInvalidArgument, max, engine.MaxPollRecords)
+	}
+	if c.closed() {
+		return nil, fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+	}
+	recs, err := c.m.Poll(ctx, c.stop, nil, max)
+	if err != nil {
+		return nil, err
+	}
+	return c.messages(recs), nil
+}
+
+// TryPoll is Poll without waiting: it returns at once, with no messages
+// when none is deliverable.
+func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
+	if max < 1 || max > engine.MaxPollRecords {
+		return nil, fmt.Errorf("%w: max %d outside [1,%d]", ErrInvalidArgument, max, engine.MaxPollRecords)
+	}
+	if c.closed() {
+		return nil, fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+	}
+	recs, err := c.m.TryPoll(nil, max)
+	if err != nil {
+		return nil, err
+	}
+	return c.messages(recs), nil
+}
+
+func (c *Consumer[T]) messages(recs []engine.Record) []Message[T] {
+	out := make([]Message[T], len(recs))
+	for i := range recs {
+		out[i] = c.t.message(&recs[i])
+	}
+	return out
+}
+
+// Ack commits m, which must be in flight to this consumer (SPEC rule 11):
+// the group moves past it and retention may remove it. Errors:
+// ErrNotInFlight (already acked or retried, cancelled by a rebalance or
+// Seek, or the consumer is closed; nothing changes), ErrInvalidArgument.
+// A closed consumer's Ack is refused even when a new consumer of the same
+// name holds the record; only an Ack racing with Close itself can land on
+// the successor.
+func (c *Consumer[T]) Ack(m Message[T]) error {
+	if c.closed() {
+		return fmt.Errorf("%w: consumer %q is closed", ErrNotInFlight, c.name)
+	}
+	ok, err := c.m.Ack(m.Partition, m.Offset)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
+	}
+	return err
+}
+
+// Retry releases m, which must be in flight to this consumer, without
+// committing it: the next poll delivers it again with Attempt + 1 (SPEC
+// rules 12, 16). Errors: as Ack.
+func (c *Consumer[T]) Retry(m Message[T]) error {
+	if c.closed() {
+		return fmt.Errorf("%w: consumer %q is closed", ErrNotInFlight, c.name)
+	}
+	ok, err := c.m.Retry(m.Partition, m.Offset)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
+	}
+	return err
+}
+
+// Seek replays the consumer's group on partition from offset (SPEC rule
+// 20): the group's committed offset there becomes offset and its in-flight
+// delivery is cancelled. Errors: ErrInvalidArgument, ErrOffsetOutOfRange.
+func (c *Consumer[T]) Seek(partition int32, offset int64) error {
+	group := c.m.Group()
+	ok, err := c.t.c.backend.Seek(c.t.Name(), group, partition, offset)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: group %q of topic %q is gone", ErrNotFound, group, c.t.Name())
+	}
+	return err
+}
+
+// Run processes the consumer's messages with h until ctx ends (it returns
+// ctx.Err()) or the consumer is closed (it returns nil); either way it
+// leaves the group when it returns (Close). For each message, in partition
+// order: h returns nil → Ack; h returns an error or panics → the record is
+// redelivered after a backoff (WithBackoff: doubling from the first delay,
+// capped), its partition held meanwhile while the others go on; after
+// WithDeadLetter's maximum attempts, or at once for a payload that does not
+// decode, the record is sent to the dead-letter topic and acked. Run
+// returns promptly on cancellation even when h ignores ctx: h runs on a
+// goroutine of Run's, which is abandoned (its result ignored) and ends when
+// h does. Errors: ErrInvalidArgument (nil handler, Run already running);
+// an error sending to the dead-letter topic other than ctx's (the record
+// stays unacked and is redelivered).
+func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
+	if h == nil || ctx == nil {
+		return fmt.Errorf("%w: nil Handler or Context", ErrInvalidArgument)
+	}
+	if !c.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: consumer %q: Run already running", ErrInvalidArgument, c.name)
+	}
+	defer c.running.Store(false)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // Close cancels ctx: the handler's, the dead-letter wait's
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	r := runner[T]{c: c, h: h, ctx: ctx, jobs: make(chan Message[T]), results: make(chan error, 1)}
+	go r.work()
+	defer close(r.jobs)
+	defer r.stopTimers()
+
+	var buf []engine.Record
+	for {
+		var err error
+		buf, err = c.m.Poll(ctx, c.stop, buf[:0], c.cfg.batch)
+		if err != nil {
+			return c.runEnd(ctx, err)
+		}
+		for i := range buf {
+			if ctx.Err() != nil {
+				return c.runEnd(ctx, ctx.Err()) // the rest stay in flight; leaving releases them
+			}
+			if err := r.process(&buf[i]); err != nil {
+				return c.runEnd(ctx, err)
+			}
+		}
+	}
+}
+
+// runEnd is Run's result for err: nil after Close, ctx's error after
+// cancellation, else err.
+func (c *Consumer[T]) runEnd(ctx context.Context, err error) error {
+	if c.closed() {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// runner is the state of one Run.
+type runner[T any] struct {
+	c       *Consumer[T]
+	h       Handler[T]
+	ctx     context.Context
+	jobs    chan Message[T]
+	results chan error
+
+	mu      sync.Mutex
+	pending map[int32]*retryTimer // partition → its pending retry; guarded by mu
+	wg      sync.WaitGroup        // running retry callbacks
+}
+
+// work runs the handler for each job on its own goroutine, so that Run can
+// return without waiting for a handler that ignores ctx.
+func (r *runner[T]) work() {
+	for m := range r.jobs {
+		r.results <- r.call(m)
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (r *runner[T]) call(m Message[T]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panic: %v", p)
+		}
+	}()
+	return r.h(r.ctx, m)
+}
+
+// process handles one reserved record.
+func (r *runner[T]) process(rec *engine.Record) error {
+	c := r.c
+	r.cancelPending(rec.Partition)
+	m := c.t.message(rec)
+	herr := m.Err
+	if herr == nil {
+		c.handled.Add(1)
+		select {
+		case r.jobs <- m:
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		}
+		select {
+		case herr = <-r.results:
+		case <-r.ctx.Done():
+			select {
+			case herr = <-r.results: // finished as ctx ended: settle it
+			default:
+				return r.ctx.Err() // abandoned: the handler goroutine ends on its own
+			}
+		}
+		if herr == nil {
+			if ok, err := c.m.Ack(rec.Partition, rec.Offset); err != nil {
+				return err
+			} else if ok {
+				c.acked.Add(1)
+			}
+			return nil
+		}
+	}
+	if c.dlq != nil && (m.Err != nil || rec.Attempt >= c.cfg.maxAttempts) {
+		return r.deadLetter(&m, herr)
+	}
+	c.retried.Add(1)
+	r.retryLater(rec.Partition, rec.Offset, r.backoff(rec.Attempt))
+	return nil
+}
+
+// backoff is the delay before redelivering a record that failed its
+// attempt-th delivery: backoff·2^(attempt−1), capped.
+func (r *runner[T]) backoff(attempt int32) time.Duration {
+	d := r.c.cfg.backoff
+	for i := int32(1); i < attempt && d < r.c.cfg.maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, r.c.cfg.maxBackoff)
+}
+
+// retryTimer is a pending delayed Retry of one partition's record.
+type retryTimer struct {
+	t *time.Timer
+}
+
+// retryLater releases the in-flight record (partition, offset) after d; its
+// redelivery wakes Run's poll.
+func (r *runner[T]) retryLater(partition int32, offset int64, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = map[int32]*retryTimer{}
+	}
+	r.cancelLocked(partition)
+	rt := &retryTimer{}
+	r.wg.Add(1)
+	rt.t = time.AfterFunc(d, func() {
+		defer r.wg.Done()
+		r.mu.Lock()
+		current := r.pending[partition] == rt
+		if current {
+			delete(r.pending, partition)
+		}
+		r.mu.Unlock()
+		if current {
+			r.c.m.Retry(partition, offset) //nolint:errcheck // false: the delivery was already cancelled
+		}
+	})
+	r.pending[partition] = rt
+}
+
+// cancelPending drops the pending retry of partition, if any: Run got the
+// partition's record again (an ack timeout or a rebalance redelivered it)
+// before the backoff ended, and a late Retry would cancel that delivery.
+func (r *runner[T]) cancelPending(partition int32) {
+	r.mu.Lock()
+	r.cancelLocked(partition)
+	r.mu.Unlock()
+}
+
+func (r *runner[T]) cancelLocked(partition int32) {
+	if rt, ok := r.pending[partition]; ok {
+		delete(r.pending, partition)
+		if rt.t.Stop() {
+			r.wg.Done()
+		}
+	}
+}
+
+// stopTimers cancels the pending retries (Run is leaving the group, which
+// cancels the deliveries) and waits for running callbacks.
+func (r *runner[T]) stopTimers() {
+	r.mu.Lock()
+	for p := range r.pending {
+		r.cancelLocked(p)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// deadLetter sends rec to the dead-letter topic, waiting for room, and
+// acks it; cause is the last handler or decode error.
+func (r *runner[T]) deadLetter(m *Message[T], cause error) error {
+	c := r.c
+	pt := m.PayloadType
+	if pt == "" {
+		pt = c.t.pt
+	}
+	headers := make([]Header, 0, len(m.Headers)+7)
+	headers = append(append(headers, m.Headers...),
+		Header{Key: HeaderPayloadType, Value: pt},
+		Header{Key: HeaderDeadLetterTopic, Value: m.Topic},
+		Header{Key: HeaderDeadLetterGroup, Value: c.m.Group()},
+		Header{Key: HeaderDeadLetterPartition, Value: strconv.Itoa(int(m.Partition))},
+		Header{Key: HeaderDeadLetterOffset, Value: strconv.FormatInt(m.Offset, 10)},
+		Header{Key: HeaderDeadLetterAttempts, Value: strconv.Itoa(int(m.Attempt))},
+		Header{Key: HeaderDeadLetterError, Value: truncate(cause.Error(), maxErrorHeader)},
+	)
+	em := engine.Message{Key: m.Key, Headers: headers, Payload: m.Payload, Time: m.Time}
+	p := m.Partition % c.dlq.bt.Partitions()
+	_, err := c.dlq.bt.Publish(r.ctx, p, em)
+	if errors.Is(err, ErrInvalidArgument) {
+		// Over engine.WithMaxMessageBytes: send it without the error text.
+		headers[len(headers)-1].Value = ""
+		_, err = c.dlq.bt.Publish(r.ctx, p, em)
+	}
+	if err != nil {
+		return fmt.Errorf("consumer %q: dead-letter topic %q: %w", c.name, c.dlq.Name(), err)
+	}
+	c.deadLettered.Add(1)
+	if _, err := c.m.Ack(m.Partition, m.Offset); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxErrorHeader is the most bytes of an error's text a dead letter's
+// HeaderDeadLetterError keeps.
+const maxErrorHeader = 512
+
+// truncate returns s cut to at most n bytes, marked with "…" when cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-len("…")] + "…"
+}

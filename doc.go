@@ -1,0 +1,71 @@
+// Package tributary is the typed library on Tributary's broker: a Cluster of
+// topics whose payloads are Go values, producers that choose partitions,
+// and consumers in consumer groups that block, run handlers, retry with
+// backoff and dead-letter what keeps failing — Kafka's consumer-group
+// semantics inside one process. The broker underneath is package engine
+// (SPEC rules 1–23); a second backend slots in through the Backend
+// interface.
+//
+// # Usage
+//
+//	c, _ := tributary.NewCluster(1000)                         // records retained per partition
+//	orders, _ := tributary.CreateTopic(c, "orders", 4, tributary.JSON[Order]())
+//	p, _ := tributary.NewProducer[Order](c, "web", tributary.KeyHash())
+//	m, err := p.Send(ctx, orders, tributary.Message[Order]{Key: "customer-7", Value: o})
+//	// m.ID "2-17", m.Partition 2, m.Offset 17; Send waits while the partition is full
+//
+//	cons, _ := tributary.NewConsumer(orders, "billing", "b1",
+//		tributary.WithDeadLetter("orders-dlq", 5))             // 5 attempts, then the dead-letter topic
+//	err = cons.Run(ctx, func(ctx context.Context, m tributary.Message[Order]) error {
+//		return bill(m.Value)                                   // nil: ack; error or panic: retry with backoff
+//	})                                                         // returns when ctx ends; leaves the group
+//
+// Several consumers run together under one context with
+// golang.org/x/sync/errgroup; each Run has its own goroutines, so a stalled
+// consumer never delays another group.
+//
+// # Types and codecs
+//
+// A topic holds one payload type, fixed at creation: the Codec's Name (for
+// example "String", "Integer", "JSON:main.Order") and, for topics this Cluster created, the
+// Go type. OpenTopic with another codec or type returns ErrTypeMismatch.
+// Every message carries the payload type in its HeaderPayloadType header.
+// JSON is the default codec; String, Integer and Bytes are built in, and a
+// user's Codec plugs in the same way.
+//
+// # Producers and partitioners
+//
+// A Producer's Partitioner is fixed when it is made: Manual (the message's
+// Partition), Random, RoundRobin, KeyHash (Kafka's default partitioner:
+// murmur2 of the key, (h & 0x7fffffff) % partitions), or a user's. Send
+// waits for room in a full partition (woken when retention removes
+// records, never busy-waiting, until its context ends); TrySend returns
+// ErrPartitionFull at once.
+//
+// # Consumers
+//
+// A Consumer is one member (its name) of a consumer group on one topic.
+// Poll blocks until messages are deliverable, woken by the broker: a
+// publish, a Retry, a rebalance, a Seek or an ack timeout. An idle consumer
+// uses no CPU. Run calls a Handler for each message: nil acks it; an error
+// or a panic retries it after a doubling, capped backoff; after
+// WithDeadLetter's maximum attempts (or at once when the payload does not
+// decode) the record goes to the dead-letter topic with headers naming its
+// origin and the last error, then is acked. A full dead-letter topic makes
+// Run wait: a record is never lost. Delivery is at least once: a record
+// whose delivery a rebalance or an ack timeout cancelled is processed
+// again, by its new owner.
+//
+// A handler may call anything on the cluster — publish to its own topic,
+// ack, seek, close its consumer — without deadlock: no lock is held while
+// it runs.
+//
+// # Errors
+//
+// Sentinels, each returned wrapped with context (test with errors.Is):
+// ErrInvalidArgument, ErrUnknownTopic, ErrExists, ErrNotFound,
+// ErrTypeMismatch, ErrPartitionFull, ErrNotInFlight, ErrClosed, ErrEncode,
+// ErrDecode, and the engine's ErrOffsetOutOfRange, ErrGroupNotEmpty and
+// ErrInvalidAssignment. A call that returns an error changed nothing unless
+// its doc says otherwise.
+package tributary

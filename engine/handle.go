@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// TopicHandle is a topic resolved once: its calls skip the topic lookup of
+// the by-name calls and behave exactly like them (same rules, results and
+// errors). Get one from Broker.Topic. A topic is never deleted, so a handle
+// stays valid for the Broker's life. Safe for concurrent use.
+type TopicHandle struct {
+	t *topic
+}
+
+// MemberHandle is a (topic, group, member) resolved once: Poll, AppendPoll,
+// Ack and Retry skip the topic and group lookups of the by-name calls and
+// behave exactly like Broker.Poll, AppendPoll, Ack and Retry with those
+// names. The handle exists whether or not the member has joined; it keeps
+// working across Join, Leave, DeleteGroup and a group created again under
+// the same name. Get one from TopicHandle.Member. Safe for concurrent use.
+type MemberHandle struct {
+	t      *topic
+	group  string
+	member string
+	// g caches the live group named group, nil until one is seen; a group
+	// marked deleted is looked up again.
+	g atomic.Pointer[group]
+}
+
+// Topic returns a handle on topic. Errors (ErrInvalidArgument): an unknown
+// topic, an invalid identifier, a Broker not made by New.
+func (b *Broker) Topic(topicName string) (*TopicHandle, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return nil, err
+	}
+	return &TopicHandle{t: t}, nil
+}
+
+// Name returns the topic's name.
+func (h *TopicHandle) Name() string { return h.t.name }
+
+// Partitions returns the topic's current partition count, 1..64; it grows
+// only by AddPartitions.
+func (h *TopicHandle) Partitions() int32 { return h.t.count.Load() }
+
+// Publish is Broker.Publish on this topic (SPEC rules 5, 15): the offset, or
+// -1 when the partition is full. It allocates nothing.
+func (h *TopicHandle) Publish(partition int32, payload string) (int64, error) {
+	return h.t.b.Publish(h.t.name, partition, payload)
+}
+
+// PublishMessage is Broker.PublishMessage on this topic (SPEC rules 5, 15).
+func (h *TopicHandle) PublishMessage(partition int32, m Message) (int64, error) {
+	return h.t.b.PublishMessage(h.t.name, partition, m)
+}
+
+// Ready returns a channel closed by the next successful publish to any
+// partition of the topic or the next AddPartitions. A waiting consumer takes
+// it (and its MemberHandle's Ready) before it polls, then waits on it only
+// if the poll was empty: a record published after the poll closes it. The
+// channel is shared by every waiter; take a fresh one after each wake-up.
+// Nobody waiting costs the publish path one atomic load.
+func (h *TopicHandle) Ready() <-chan struct{} { return h.t.ready.wait() }
+
+// Room returns a channel closed the next time retention removes records
+// from partition (an Ack, a Seek forward, a DeleteGroup), that is when a
+// full partition may have room again. A blocked producer takes it before
+// it publishes and waits on it only if the publish returned -1. Errors
+// (ErrInvalidArgument): partition outside [0, partitionCount).
+func (h *TopicHandle) Room(partition int32) (<-chan struct{}, error) {
+	p, err := h.t.partition(partition)
+	if err != nil {
+		return nil, err
+	}
+	return p.room.wait(), nil
+}
+
+// Member returns a handle on member of group on this topic. Neither needs
+// to exist yet. Errors (ErrInvalidArgument): an invalid identifier.
+func (h *TopicHandle) Member(groupName, member string) (*MemberHandle, error) {
+	if err := checkGroupMember(groupName, member); err != nil {
+		return nil, err
+	}
+	return &MemberHandle{t: h.t, group: groupName, member: member}, nil
+}
+
+// Topic returns the member's topic name.
+func (m *MemberHandle) Topic() string { return m.t.name }
+
+// Group returns the member's group name.
+func (m *MemberHandle) Group() string { return m.group }
+
+// Member returns the member's id.
+func (m *MemberHandle) Member() string { return m.member }
+
+// live returns the live group named m.group, or nil when there is none.
+func (m *MemberHandle) live() *group {
+	if g := m.g.Load(); g != nil && !g.deleted.Load() {
+		return g
+	}
+	g := m.t.groups.Load(m.group)
+	if g != nil {
+		m.g.Store(g)
+	}
+	return g
+}
+
+// Join is Broker.Join for this member (SPEC rules 7, 9, 18): it returns the
+// member's partitions, ascending, in a new slice.
+func (m *MemberHandle) Join() ([]int32, error) {
+	return m.t.b.Join(m.t.name, m.group, m.member)
+}
+
+// Leave is Broker.Leave for this member (SPEC rules 8, 9): false when the
+// group or the member is absent.
+func (m *MemberHandle) Leave() (bool, error) {
+	return m.t.b.Leave(m.t.name, m.group, m.member)
+}
+
+// Assignment returns the partitions the member owns now, ascending, in a
+// new slice (empty when the member or group is absent).
+func (m *MemberHandle) Assignment() []int32 {
+	g := m.live()
+	if g == nil {
+		return []int32{}
+	}
+	mask := g.assign.Load().masks[m.member]
+	return mask.AppendTo(make([]int32, 0, mask.Len()))
+}
+
+// Poll is Broker.Poll for this member (SPEC rules 10, 16, 22).
+func (m *MemberHandle) Poll(maxRecords int32) ([]Record, error) {
+	out, err := m.AppendPoll(nil, maxRecords)
+	if out == nil && err == nil {
+		out = []Record{}
+	}
+	return out, err
+}
+
+// AppendPoll is Broker.AppendPoll for this member: the reserved records are
+// appended to dst, which stays the caller's. Reusing one buffer, it
+// allocates nothing. Errors (ErrInvalidArgument): maxRecords outside 1..64.
+func (m *MemberHandle) AppendPoll(dst []Record, maxRecords int32) ([]Record, error) {
+	if maxRecords < 1 || maxRecords > MaxPollRecords {
+		return dst, fmt.Errorf("%w: maxRecords %d outside [1,%d]", ErrInvalidArgument, maxRecords, MaxPollRecords)
+	}
+	g := m.live()
+	if g == nil {
+		return dst, nil
+	}
+	return m.t.poll(dst, g, m.member, maxRecords)
+}
+
+// Ack is Broker.Ack for this member (SPEC rules 11, 13, 21). It allocates
+// nothing.
+func (m *MemberHandle) Ack(partition int32, offset int64) (bool, error) {
+	return m.settle(partition, offset, true)
+}
+
+// Retry is Broker.Retry for this member (SPEC rules 12, 16). It allocates
+// nothing.
+func (m *MemberHandle) Retry(partition int32, offset int64) (bool, error) {
+	return m.settle(partition, offset, false)
+}
+
+func (m *MemberHandle) settle(partition int32, offset int64, commit bool) (bool, error) {
+	part, err := m.t.partition(partition)
+	if err != nil {
+		return false, err
+	}
+	if offset < 0 {
+		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
+	}
+	g := m.live()
+	if g == nil {
+		return false, nil
+	}
+	return m.t.settle(g, m.member, part, partition, offset, commit)
+}
+
+// Ready returns a channel closed by the next change to the member's group
+// that may make a record deliverable: an Ack or Retry, a rebalance (Join,
+// Leave, SetAssignor, AddPartitions), a Seek, or the group's deletion.
+// Publishes are TopicHandle.Ready's. When the group does not exist yet it
+// returns a channel that is already closed, so a waiter polls again. Take
+// it before polling, as TopicHandle.Ready.
+func (m *MemberHandle) Ready() <-chan struct{} {
+	g := m.live()
+	if g == nil {
+		return closedChan
+	}
+	return g.ready.wait()
+}
+
+// closedChan is a channel that is always closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// NextTimeout returns how long, by the broker clock, until the oldest of
+// the member's in-flight deliveries passes WithAckTimeout (SPEC rule 22), at
+// which point the member's next Poll delivers it again; zero when one
+// already has. ok is false without an ack timeout or when the member has no
+// delivery in flight. A waiting consumer sets a timer for it: an ack
+// timeout notifies nobody.
+func (m *MemberHandle) NextTimeout() (d time.Duration, ok bool) {
+	b := m.t.b
+	if b.ackTimeout == 0 {
+		return 0, false
+	}
+	g := m.live()
+	if g == nil {
+		return 0, false
+	}
+	oldest := int64(0)
+	mask := g.assign.Load().masks[m.member]
+	for p, rest, more := mask.First(); more; p, rest, more = rest.First() {
+		part := m.t.parts[p]
+		part.mu.Lock()
+		c := part.cursors[g.slot]
+		part.mu.Unlock()
+		if c.inFlight && (!ok || c.deliveredAt < oldest) {
+			oldest, ok = c.deliveredAt, true
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(max(0, oldest+b.ackTimeout-b.nowNanos())), true
+}
+
+// Joined reports whether the member is in its group now.
+func (m *MemberHandle) Joined() bool {
+	g := m.live()
+	if g == nil {
+		return false
+	}
+	_, ok := g.assign.Load().masks[m.member]
+	return ok
+}
+
+// CheckIdentifier returns nil if id is a valid topic, group or member
+// identifier (1 to 64 bytes of A-Z a-z 0-9 _ -, SPEC rule 3), else an
+// ErrInvalidArgument error naming kind ("topic", "group", "member", …).
+func CheckIdentifier(kind, id string) error { return checkID(kind, id) }

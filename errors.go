@@ -1,0 +1,62 @@
+package tributary
+
+import (
+	"errors"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// Errors of the engine, returned through this package unchanged (test with
+// errors.Is).
+var (
+	// ErrInvalidArgument: an argument outside its range or an invalid
+	// identifier (1 to 64 bytes of A-Z a-z 0-9 _ -, SPEC rules 3–4, 15).
+	// Nothing changed.
+	ErrInvalidArgument = engine.ErrInvalidArgument
+	// ErrOffsetOutOfRange: a Seek outside [log start, log end] (SPEC rule
+	// 20). Nothing changed.
+	ErrOffsetOutOfRange = engine.ErrOffsetOutOfRange
+	// ErrGroupNotEmpty: DeleteGroup of a group with members (SPEC rule 17).
+	ErrGroupNotEmpty = engine.ErrGroupNotEmpty
+	// ErrInvalidAssignment: a user's assignor answered something other than
+	// one current member per partition (SPEC rule 18). Nothing changed.
+	ErrInvalidAssignment = engine.ErrInvalidAssignment
+)
+
+// Errors of the typed library. Each is returned wrapped with context; a
+// call that returns one changed nothing unless its doc says otherwise.
+var (
+	// ErrUnknownTopic is returned by OpenTopic and the admin calls for a
+	// topic the cluster does not have.
+	ErrUnknownTopic = errors.New("tributary: unknown topic")
+	// ErrExists is returned by CreateTopic for a topic that exists, and by
+	// NewProducer and NewConsumer for a name a live producer or consumer of
+	// the cluster already has.
+	ErrExists = errors.New("tributary: already exists")
+	// ErrNotFound is returned by the cluster's lookups of producers and
+	// consumers by name when there is none.
+	ErrNotFound = errors.New("tributary: not found")
+	// ErrTypeMismatch is returned by OpenTopic, NewConsumer (for its
+	// dead-letter topic) and the lookups when the payload type (the codec's
+	// Name, and for topics this Cluster created the Go type) differs from the one the topic
+	// or producer was created with.
+	ErrTypeMismatch = errors.New("tributary: payload type mismatch")
+	// ErrPartitionFull is returned by Producer.TrySend when the chosen
+	// partition retains as many records as the cluster's capacity (SPEC rule
+	// 5): nothing was published. Producer.Send waits for room instead.
+	ErrPartitionFull = errors.New("tributary: partition full")
+	// ErrNotInFlight is returned by Consumer.Ack and Consumer.Retry for a
+	// message that is not in flight to this consumer: already acked or
+	// retried, cancelled by a rebalance or a Seek, or the consumer left
+	// (SPEC rules 9, 11, 12). Nothing changed.
+	ErrNotInFlight = errors.New("tributary: message not in flight to this consumer")
+	// ErrClosed is returned by calls on a closed Cluster, Producer or
+	// Consumer, and by a blocking Consumer.Poll that the consumer's Close
+	// interrupted.
+	ErrClosed = errors.New("tributary: closed")
+	// ErrEncode wraps a codec's error encoding a value: nothing was sent.
+	ErrEncode = errors.New("tributary: encode")
+	// ErrDecode wraps a codec's error decoding a payload, in Message.Err
+	// and in the dead-letter header of a record that did not decode.
+	ErrDecode = errors.New("tributary: decode")
+)

@@ -1,0 +1,129 @@
+package tributary
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// Producer sends messages of type T to the cluster's topics of type T, each
+// to the partition its Partitioner chooses; the strategy is fixed when the
+// producer is made. Safe for concurrent use.
+type Producer[T any] struct {
+	c      *Cluster
+	name   string
+	part   Partitioner
+	closed atomic.Bool
+}
+
+// NewProducer registers a producer of T named name (an identifier: 1 to 64
+// bytes of A-Z a-z 0-9 _ -) in the cluster, choosing partitions with p
+// (Manual(), Random(), RoundRobin(), KeyHash() or a user's). Errors:
+// ErrInvalidArgument (invalid name, nil partitioner), ErrExists (a producer
+// of that name is open), ErrClosed.
+func NewProducer[T any](c *Cluster, name string, p Partitioner) (*Producer[T], error) {
+	if p == nil || reflect.ValueOf(p).Kind() == reflect.Pointer && reflect.ValueOf(p).IsNil() {
+		return nil, fmt.Errorf("%w: producer %q: nil Partitioner", ErrInvalidArgument, name)
+	}
+	pr := &Producer[T]{c: c, name: name, part: p}
+	err := c.register("producer", name, func() {
+		c.producers[name] = producerEntry{goType: reflect.TypeFor[T](), p: pr, close: pr.Close}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// Name returns the producer's name.
+func (p *Producer[T]) Name() string { return p.name }
+
+// Strategy returns the name of the producer's partitioner ("Manual",
+// "Random", "RoundRobin", "Key", or a user's).
+func (p *Producer[T]) Strategy() string { return p.part.Name() }
+
+// Close removes the producer from the cluster's registry; later sends
+// return ErrClosed. Closing twice is a no-op.
+func (p *Producer[T]) Close() error {
+	if p.closed.Swap(true) {
+		return nil
+	}
+	p.c.mu.Lock()
+	if e, ok := p.c.producers[p.name]; ok && e.p == any(p) {
+		delete(p.c.producers, p.name)
+	}
+	p.c.mu.Unlock()
+	return nil
+}
+
+// Send encodes m.Value with the topic's codec, picks a partition with the
+// producer's partitioner, and publishes, waiting while that partition is
+// full until records are removed (acks, trims, deletes wake it; it never
+// busy-waits) or ctx ends. It returns m as stored: ID, Topic, Partition,
+// Offset, Time (time.Now when m.Time was zero) and PayloadType set, Headers
+// the caller's slice. The partition is chosen once: a full partition is
+// waited for, not skipped. Errors: ctx.Err() (nothing published);
+// ErrEncode; ErrInvalidArgument (a partition out of range from the
+// partitioner or a Manual m.Partition, a header named HeaderPayloadType, a
+// message over engine.WithMaxMessageBytes); ErrClosed.
+func (p *Producer[T]) Send(ctx context.Context, t *Topic[T], m Message[T]) (Message[T], error) {
+	if ctx == nil {
+		return m, fmt.Errorf("%w: producer %q: nil Context", ErrInvalidArgument, p.name)
+	}
+	return p.send(ctx, t, m, true)
+}
+
+// TrySend is Send without waiting: a full partition returns
+// ErrPartitionFull at once and publishes nothing.
+func (p *Producer[T]) TrySend(t *Topic[T], m Message[T]) (Message[T], error) {
+	return p.send(nil, t, m, false)
+}
+
+func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m Message[T], wait bool) (Message[T], error) {
+	if p.closed.Load() {
+		return m, fmt.Errorf("%w: producer %q", ErrClosed, p.name)
+	}
+	if t == nil {
+		return m, fmt.Errorf("%w: producer %q: nil Topic", ErrInvalidArgument, p.name)
+	}
+	n := t.bt.Partitions()
+	part, err := p.part.Partition(m.Key, m.Partition, n)
+	if err != nil {
+		return m, fmt.Errorf("producer %q: partitioner %s: %w", p.name, p.part.Name(), err)
+	}
+	if part < 0 || part >= n {
+		return m, fmt.Errorf("%w: producer %q (%s): partition %d outside [0,%d) of topic %q", ErrInvalidArgument, p.name, p.part.Name(), part, n, t.Name())
+	}
+	payload, err := t.codec.Encode(m.Value)
+	if err != nil {
+		return m, fmt.Errorf("%w: producer %q: %s: %w", ErrEncode, p.name, t.pt, err)
+	}
+	headers := make([]Header, 0, len(m.Headers)+1)
+	for _, h := range m.Headers {
+		if h.Key == HeaderPayloadType {
+			return m, fmt.Errorf("%w: producer %q: header %q is reserved", ErrInvalidArgument, p.name, HeaderPayloadType)
+		}
+		headers = append(headers, h)
+	}
+	headers = append(headers, Header{Key: HeaderPayloadType, Value: t.pt})
+	if m.Time.IsZero() {
+		m.Time = time.Now()
+	}
+	em := engine.Message{Key: m.Key, Headers: headers, Payload: payload, Time: m.Time}
+	var off int64
+	if wait {
+		off, err = t.bt.Publish(ctx, part, em)
+	} else {
+		off, err = t.bt.TryPublish(part, em)
+	}
+	if err != nil {
+		return m, err
+	}
+	m.ID, m.Topic, m.Partition, m.Offset = messageID(part, off), t.Name(), part, off
+	m.PayloadType, m.Payload, m.Attempt, m.Err = t.pt, payload, 0, nil
+	return m, nil
+}

@@ -1,0 +1,119 @@
+package tributary
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// Topic is a typed handle on one topic of a Cluster: every payload is a T,
+// turned into the engine's string payload by the topic's Codec. Get one
+// from CreateTopic or OpenTopic; it stays valid for the cluster's life (a
+// topic is never deleted). Safe for concurrent use.
+type Topic[T any] struct {
+	c     *Cluster
+	bt    BackendTopic
+	codec Codec[T]
+	pt    string // the payload type, codec.Name()
+}
+
+// CreateTopic creates topic name with partitions partitions (1..64) for
+// payloads of type T encoded by codec (nil: JSON[T]()), records its payload
+// type (the codec's Name, and the Go type T) and returns its handle.
+// Errors: ErrExists when the topic exists (nothing changes, whatever its
+// type); ErrInvalidArgument for an invalid name or partition count;
+// ErrClosed after Cluster.Close.
+func CreateTopic[T any](c *Cluster, name string, partitions int32, codec Codec[T]) (*Topic[T], error) {
+	if codec == nil {
+		codec = JSON[T]()
+	}
+	pt := codec.Name()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("%w: cluster", ErrClosed)
+	}
+	ok, err := c.backend.CreateTopic(name, partitions, pt)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: topic %q", ErrExists, name)
+	}
+	c.goTypes[name] = reflect.TypeFor[T]()
+	bt, _, err := c.backend.OpenTopic(name)
+	if err != nil {
+		return nil, err
+	}
+	return &Topic[T]{c: c, bt: bt, codec: codec, pt: pt}, nil
+}
+
+// OpenTopic returns a handle on the existing topic name for payloads of
+// type T decoded by codec (nil: JSON[T]()). Errors: ErrUnknownTopic;
+// ErrTypeMismatch when the topic was created with another payload type
+// (another codec Name, or, for a topic this Cluster created, another Go type); nothing changes.
+func OpenTopic[T any](c *Cluster, name string, codec Codec[T]) (*Topic[T], error) {
+	if codec == nil {
+		codec = JSON[T]()
+	}
+	bt, pt, err := c.backend.OpenTopic(name)
+	if err != nil {
+		return nil, err
+	}
+	if pt != codec.Name() {
+		return nil, fmt.Errorf("%w: topic %q holds %s, not %s", ErrTypeMismatch, name, pt, codec.Name())
+	}
+	c.mu.Lock()
+	gt, known := c.goTypes[name]
+	c.mu.Unlock()
+	if want := reflect.TypeFor[T](); known && gt != want {
+		return nil, fmt.Errorf("%w: topic %q holds Go type %v, not %v", ErrTypeMismatch, name, gt, want)
+	}
+	return &Topic[T]{c: c, bt: bt, codec: codec, pt: pt}, nil
+}
+
+// Name returns the topic's name.
+func (t *Topic[T]) Name() string { return t.bt.Name() }
+
+// Partitions returns the topic's partition count now, 1..64.
+func (t *Topic[T]) Partitions() int32 { return t.bt.Partitions() }
+
+// PayloadType returns the payload type recorded at creation: the codec's
+// Name, also carried by every message in the HeaderPayloadType header.
+func (t *Topic[T]) PayloadType() string { return t.pt }
+
+// Codec returns the topic's codec.
+func (t *Topic[T]) Codec() Codec[T] { return t.codec }
+
+// Cluster returns the cluster the topic belongs to.
+func (t *Topic[T]) Cluster() *Cluster { return t.c }
+
+// Describe is Cluster.Describe of this topic (SPEC rule 23).
+func (t *Topic[T]) Describe() (engine.TopicDescription, error) {
+	return t.c.backend.Describe(t.bt.Name())
+}
+
+// message turns a record of this topic into a typed Message; a payload that
+// does not decode gives a Message with Err set (wrapping ErrDecode) and the
+// zero Value.
+func (t *Topic[T]) message(r *engine.Record) Message[T] {
+	m := Message[T]{
+		ID:        messageID(r.Partition, r.Offset),
+		Topic:     r.Topic,
+		Partition: r.Partition,
+		Offset:    r.Offset,
+		Key:       r.Key,
+		Time:      r.Time,
+		Attempt:   r.Attempt,
+		Payload:   r.Payload,
+	}
+	m.Headers, m.PayloadType = splitHeaders(r.Headers)
+	v, err := t.codec.Decode(r.Payload)
+	if err != nil {
+		m.Err = fmt.Errorf("%w: topic %q partition %d offset %d: %w", ErrDecode, r.Topic, r.Partition, r.Offset, err)
+	} else {
+		m.Value = v
+	}
+	return m
+}
