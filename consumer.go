@@ -248,11 +248,8 @@ func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error)
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
 	}
-	if max < 1 || max > engine.MaxPollRecords {
-		return nil, fmt.Errorf("%w: max %d outside [1,%d]", ErrInvalidArgument, max, engine.MaxPollRecords)
-	}
-	if c.closed() {
-		return nil, fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+	if err := c.checkPoll(max); err != nil {
+		return nil, err
 	}
 	recs, err := c.m.Poll(ctx, c.stop, nil, max)
 	if err != nil {
@@ -264,17 +261,25 @@ func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error)
 // TryPoll is Poll without waiting: it returns at once, with no messages
 // when none is deliverable.
 func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
-	if max < 1 || max > engine.MaxPollRecords {
-		return nil, fmt.Errorf("%w: max %d outside [1,%d]", ErrInvalidArgument, max, engine.MaxPollRecords)
-	}
-	if c.closed() {
-		return nil, fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+	if err := c.checkPoll(max); err != nil {
+		return nil, err
 	}
 	recs, err := c.m.TryPoll(nil, max)
 	if err != nil {
 		return nil, err
 	}
 	return c.messages(recs), nil
+}
+
+// checkPoll is Poll's and TryPoll's argument and state check.
+func (c *Consumer[T]) checkPoll(max int32) error {
+	if max < 1 || max > engine.MaxPollRecords {
+		return fmt.Errorf("%w: max %d outside [1,%d]", ErrInvalidArgument, max, engine.MaxPollRecords)
+	}
+	if c.closed() {
+		return fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+	}
+	return nil
 }
 
 func (c *Consumer[T]) messages(recs []engine.Record) []Message[T] {
