@@ -298,24 +298,22 @@ func (c *Consumer[T]) messages(recs []engine.Record) []Message[T] {
 // name holds the record; only an Ack racing with Close itself can land on
 // the successor.
 func (c *Consumer[T]) Ack(m Message[T]) error {
-	if c.closed() {
-		return fmt.Errorf("%w: consumer %q is closed", ErrNotInFlight, c.name)
-	}
-	ok, err := c.m.Ack(m.Partition, m.Offset)
-	if err == nil && !ok {
-		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
-	}
-	return err
+	return c.settle(m, c.m.Ack)
 }
 
 // Retry releases m, which must be in flight to this consumer, without
 // committing it: the next poll delivers it again with Attempt + 1 (SPEC
 // rules 12, 16). Errors: as Ack.
 func (c *Consumer[T]) Retry(m Message[T]) error {
+	return c.settle(m, c.m.Retry)
+}
+
+// settle is Ack (with the member's Ack) and Retry (with its Retry).
+func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int64) (bool, error)) error {
 	if c.closed() {
 		return fmt.Errorf("%w: consumer %q is closed", ErrNotInFlight, c.name)
 	}
-	ok, err := c.m.Retry(m.Partition, m.Offset)
+	ok, err := call(m.Partition, m.Offset)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
 	}

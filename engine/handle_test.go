@@ -299,31 +299,19 @@ func (d *hDiff) step(i int, desc engine.TopicDescription) (string, hOutcome, hOu
 		g, p := d.group(), d.partition()
 		off := d.offset(desc, g, p)
 		what = fmt.Sprintf("Seek(%q, %d, %d)", g, p, off)
-		ok, err := n.Seek("t", g, p, off)
-		on = hOutcome{Err: errClass(err), Bool: ok}
-		ok, err = d.handles.Seek("t", g, p, off)
-		oh = hOutcome{Err: errClass(err), Bool: ok}
+		on, oh = d.onBoth(func(b *engine.Broker) (bool, error) { return b.Seek("t", g, p, off) })
 	case k < 86:
 		g := d.group()
 		what = fmt.Sprintf("DeleteGroup(%q)", g)
-		ok, err := n.DeleteGroup("t", g)
-		on = hOutcome{Err: errClass(err), Bool: ok}
-		ok, err = d.handles.DeleteGroup("t", g)
-		oh = hOutcome{Err: errClass(err), Bool: ok}
+		on, oh = d.onBoth(func(b *engine.Broker) (bool, error) { return b.DeleteGroup("t", g) })
 	case k < 90:
 		g, a := d.group(), d.assignor()
 		what = fmt.Sprintf("CreateGroup(%q, %v)", g, a)
-		ok, err := n.CreateGroup("t", g, a)
-		on = hOutcome{Err: errClass(err), Bool: ok}
-		ok, err = d.handles.CreateGroup("t", g, a)
-		oh = hOutcome{Err: errClass(err), Bool: ok}
+		on, oh = d.onBoth(func(b *engine.Broker) (bool, error) { return b.CreateGroup("t", g, a) })
 	case k < 94:
 		g, a := d.group(), d.assignor()
 		what = fmt.Sprintf("SetAssignor(%q, %v)", g, a)
-		ok, err := n.SetAssignor("t", g, a)
-		on = hOutcome{Err: errClass(err), Bool: ok}
-		ok, err = d.handles.SetAssignor("t", g, a)
-		oh = hOutcome{Err: errClass(err), Bool: ok}
+		on, oh = d.onBoth(func(b *engine.Broker) (bool, error) { return b.SetAssignor("t", g, a) })
 	case k < 95:
 		count := []int32{1, 1, 2, 0, -1, 70}[d.rng.IntN(6)]
 		if n := d.th.Partitions(); n >= 8 {
@@ -1222,4 +1210,13 @@ func BenchmarkRoundTripNames(b *testing.B) {
 			b.Fatalf("Ack: %v, %v", ok, err)
 		}
 	}
+}
+
+// onBoth makes the same by-name admin call on both brokers and returns the
+// outcomes: names first, then handles.
+func (d *hDiff) onBoth(call func(b *engine.Broker) (bool, error)) (on, oh hOutcome) {
+	ok, err := call(d.names)
+	on = hOutcome{Err: errClass(err), Bool: ok}
+	ok, err = call(d.handles)
+	return on, hOutcome{Err: errClass(err), Bool: ok}
 }
