@@ -275,9 +275,34 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 // and every figure is of the same instant. The result is the caller's.
 // Errors (ErrInvalidArgument): unknown topic, invalid identifier.
 func (b *Broker) Describe(topicName string) (TopicDescription, error) {
+	s, err := b.snapshot(topicName, false)
+	return s.TopicDescription, err
+}
+
+// TopicSnapshot is a topic's description together with its retained
+// records, all of one instant.
+type TopicSnapshot struct {
+	TopicDescription
+	// Records[p] holds partition p's retained records, offsets
+	// Partitions[p].LogStartOffset up to LogEndOffset−1 ascending (the
+	// replay window's fully committed records included). A snapshot is not a
+	// delivery: Attempt is 0 and no group's state changes.
+	Records [][]Record
+}
+
+// Snapshot is Describe plus a copy of every retained record, taken under the
+// same locks (SPEC rule 23): what `show topic` prints. It copies up to
+// capacity × partitionCount records, so it is an inspection call, not a way
+// to consume. The result, headers included, is the caller's. Errors
+// (ErrInvalidArgument): unknown topic, invalid identifier.
+func (b *Broker) Snapshot(topicName string) (TopicSnapshot, error) {
+	return b.snapshot(topicName, true)
+}
+
+func (b *Broker) snapshot(topicName string, records bool) (TopicSnapshot, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
-		return TopicDescription{}, err
+		return TopicSnapshot{}, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -291,10 +316,14 @@ func (b *Broker) Describe(topicName string) (TopicDescription, error) {
 			Members: append([]string{}, g.members...), Partitions: make([]GroupPartition, n),
 		}
 	}
+	s := TopicSnapshot{TopicDescription: d}
+	if records {
+		s.Records = make([][]Record, n)
+	}
 	defer t.unlockAll(t.lockAll())
 	for p, part := range t.parts[:n] {
-		end := part.log.EndOffset()
-		d.Partitions[p] = PartitionDescription{Partition: int32(p), LogStartOffset: part.log.StartOffset(), LogEndOffset: end}
+		start, end := part.log.StartOffset(), part.log.EndOffset()
+		d.Partitions[p] = PartitionDescription{Partition: int32(p), LogStartOffset: start, LogEndOffset: end}
 		for i, g := range groups {
 			c := part.cursors[g.slot]
 			d.Groups[i].Partitions[p] = GroupPartition{
@@ -302,8 +331,15 @@ func (b *Broker) Describe(topicName string) (TopicDescription, error) {
 				InFlight: c.inFlight, Attempts: c.attempts, Lag: end - c.committed,
 			}
 		}
+		if records {
+			rs := make([]Record, 0, end-start)
+			for off := start; off < end; off++ {
+				rs = append(rs, part.log.At(off).record(t, int32(p), off, 0))
+			}
+			s.Records[p] = rs
+		}
 	}
-	return d, nil
+	return s, nil
 }
 
 // checkGroupAssignor validates the arguments of CreateGroup and SetAssignor

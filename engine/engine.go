@@ -497,13 +497,16 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 	if g == nil {
 		return dst, checkGroupMember(groupName, member)
 	}
-	return t.poll(dst, g, member, maxRecords)
+	return t.poll(dst, g, member, maxRecords, allPartitions)
 }
 
+// allPartitions is poll's filter for Poll: every partition the member owns.
+const allPartitions = ^shard.Mask(0)
+
 // poll is the part of Poll after the lookups: it reserves up to maxRecords
-// (already checked) records of g's partitions owned by member, appending
-// them to dst. member is validated only when g does not know it.
-func (t *topic) poll(dst []Record, g *group, member string, maxRecords int32) ([]Record, error) {
+// (already checked) records of g's partitions owned by member and in only,
+// appending them to dst. member is validated only when g does not know it.
+func (t *topic) poll(dst []Record, g *group, member string, maxRecords int32, only shard.Mask) ([]Record, error) {
 	b := t.b
 	var now int64 // broker clock in Unix ns, read only with an ack timeout
 	if b.ackTimeout > 0 {
@@ -515,6 +518,7 @@ retry:
 	if !ok {
 		return dst, checkID("member", member)
 	}
+	mask &= only
 	if t.faults.on(faultPollStaleAssignment) {
 		t.faultYield() // widen (f)'s window: let a rebalance run now
 	}

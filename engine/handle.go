@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/f91dcac0/tributary/shard"
 )
 
 // TopicHandle is a topic resolved once: its calls skip the topic lookup of
@@ -151,7 +153,28 @@ func (m *MemberHandle) AppendPoll(dst []Record, maxRecords int32) ([]Record, err
 	if g == nil {
 		return dst, nil
 	}
-	return m.t.poll(dst, g, m.member, maxRecords)
+	return m.t.poll(dst, g, m.member, maxRecords, allPartitions)
+}
+
+// AppendPollPartition is AppendPoll restricted to one partition, with
+// maxRecords 1: if the member owns partition now and the group has no
+// delivery in flight there (or an expired one, rule 22), it reserves the
+// record at the group's committed offset and appends it to dst (SPEC rules
+// 10, 16 and 22 applied to that partition alone). The member's other
+// partitions are untouched. It appends nothing, without error, when the
+// member has not joined, does not own partition, or nothing there is
+// eligible; Assignment tells the first two apart. dst stays the caller's;
+// reusing one buffer, it allocates nothing. Errors (ErrInvalidArgument):
+// partition outside [0, partitionCount).
+func (m *MemberHandle) AppendPollPartition(dst []Record, partition int32) ([]Record, error) {
+	if _, err := m.t.partition(partition); err != nil {
+		return dst, err
+	}
+	g := m.live()
+	if g == nil {
+		return dst, nil
+	}
+	return m.t.poll(dst, g, m.member, 1, shard.Mask(0).With(partition))
 }
 
 // Ack is Broker.Ack for this member (SPEC rules 11, 13, 21). It allocates
