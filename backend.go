@@ -29,6 +29,8 @@ type Backend interface {
 	AddPartitions(topic string, count int32) (int32, error)
 	Seek(topic, group string, partition int32, offset int64) (bool, error)
 	Describe(topic string) (engine.TopicDescription, error)
+	// Snapshot is Describe plus every retained record, of one instant.
+	Snapshot(topic string) (engine.TopicSnapshot, error)
 }
 
 // BackendTopic is one topic of a Backend, resolved once.
@@ -64,6 +66,10 @@ type BackendMember interface {
 	// returns ctx.Err() when ctx ends, ErrClosed when stop is closed and
 	// ErrClosed when the member is no longer in its group.
 	Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Record, max int32) ([]engine.Record, error)
+	// TryPollPartition is TryPoll of partition alone with max 1: it appends
+	// the record at the group's committed offset there if the member owns
+	// partition and nothing is in flight on it; nothing otherwise.
+	TryPollPartition(dst []engine.Record, partition int32) ([]engine.Record, error)
 	Ack(partition int32, offset int64) (bool, error)
 	Retry(partition int32, offset int64) (bool, error)
 }

@@ -73,6 +73,9 @@ func (e *engineBackend) Seek(topic, group string, partition int32, offset int64)
 func (e *engineBackend) Describe(topic string) (engine.TopicDescription, error) {
 	return e.b.Describe(topic)
 }
+func (e *engineBackend) Snapshot(topic string) (engine.TopicSnapshot, error) {
+	return e.b.Snapshot(topic)
+}
 
 // engineTopic is a BackendTopic on an engine.TopicHandle.
 type engineTopic struct {
@@ -152,6 +155,11 @@ func (m *engineMember) Retry(p int32, off int64) (bool, error) {
 func (m *engineMember) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
 	m.polls.Add(1)
 	return m.h.AppendPoll(dst, max)
+}
+
+func (m *engineMember) TryPollPartition(dst []engine.Record, partition int32) ([]engine.Record, error) {
+	m.polls.Add(1)
+	return m.h.AppendPollPartition(dst, partition)
 }
 
 // Poll polls once; when that is empty it takes the topic's and the group's

@@ -193,6 +193,15 @@ func (c *Consumer[T]) Name() string { return c.name }
 // Topic returns the consumer's topic.
 func (c *Consumer[T]) Topic() *Topic[T] { return c.t }
 
+// Group returns the consumer's group name.
+func (c *Consumer[T]) Group() string { return c.m.Group() }
+
+// DeadLetter returns the dead-letter topic's name and the attempts after
+// which a failing record goes there (WithDeadLetter); "" and 0 without one.
+func (c *Consumer[T]) DeadLetter() (topic string, maxAttempts int32) {
+	return c.cfg.deadLetter, c.cfg.maxAttempts
+}
+
 // Assignment returns the partitions the consumer owns now, ascending, in a
 // new slice.
 func (c *Consumer[T]) Assignment() []int32 { return c.m.Assignment() }
@@ -271,6 +280,26 @@ func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 	return c.messages(recs), nil
 }
 
+// TryPollPartition is TryPoll of one partition, without waiting: if the
+// consumer owns partition and its group has nothing in flight there, it
+// reserves the message at the group's committed offset (SPEC rules 10, 16,
+// 22 applied to that partition alone) and returns it with true; otherwise
+// the zero Message and false. The consumer's other partitions are
+// untouched. This is the program's `consume event <consumer> <partition>`.
+// Errors: ErrInvalidArgument (partition outside [0, partitions)),
+// ErrClosed.
+func (c *Consumer[T]) TryPollPartition(partition int32) (Message[T], bool, error) {
+	if c.closed() {
+		return Message[T]{}, false, fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+	}
+	var buf [1]engine.Record
+	recs, err := c.m.TryPollPartition(buf[:0], partition)
+	if err != nil || len(recs) == 0 {
+		return Message[T]{}, false, err
+	}
+	return c.t.message(&recs[0]), true, nil
+}
+
 // checkPoll is Poll's and TryPoll's argument and state check.
 func (c *Consumer[T]) checkPoll(max int32) error {
 	if max < 1 || max > engine.MaxPollRecords {
@@ -318,6 +347,54 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
 	}
 	return err
+}
+
+// Nack reports that processing m, in flight to this consumer, failed with
+// cause, and applies the consumer's failure policy as Run does: with
+// WithDeadLetter, a message that has had its maximum attempts (m.Attempt ≥
+// maxAttempts) or whose payload does not decode (m.Err) is published to the
+// dead-letter topic with the HeaderDeadLetter* headers, waiting for room
+// until ctx ends, then acked, and Nack returns true; otherwise it is
+// released like Retry (redelivered with Attempt + 1) and Nack returns false.
+// Errors: ErrNotInFlight (as Ack; nothing is published), ErrInvalidArgument
+// (nil ctx or cause), the dead-letter publish's error (m stays in flight).
+// Like Run's, the dead letter is at least once: a rebalance between the
+// publish and the ack leaves m dead-lettered and delivered again.
+func (c *Consumer[T]) Nack(ctx context.Context, m Message[T], cause error) (deadLettered bool, err error) {
+	if ctx == nil || cause == nil {
+		return false, fmt.Errorf("%w: nil Context or cause", ErrInvalidArgument)
+	}
+	if c.dlq == nil || (m.Err == nil && m.Attempt < c.cfg.maxAttempts) {
+		return false, c.Retry(m)
+	}
+	if err := c.checkInFlight(m); err != nil {
+		return false, err
+	}
+	if err := c.deadLetter(ctx, &m, cause); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// checkInFlight returns ErrNotInFlight unless m is in flight to c now, as the
+// topic's description shows it.
+func (c *Consumer[T]) checkInFlight(m Message[T]) error {
+	if c.closed() {
+		return fmt.Errorf("%w: consumer %q is closed", ErrNotInFlight, c.name)
+	}
+	d, err := c.t.Describe()
+	if err != nil {
+		return err
+	}
+	for _, g := range d.Groups {
+		if g.Group != c.m.Group() || int(m.Partition) >= len(g.Partitions) || m.Partition < 0 {
+			continue
+		}
+		if gp := g.Partitions[m.Partition]; gp.InFlight && gp.Owner == c.name && gp.Committed == m.Offset {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
 }
 
 // Seek replays the consumer's group on partition from offset (SPEC rule
@@ -462,7 +539,7 @@ func (r *runner[T]) process(rec *engine.Record) error {
 		}
 	}
 	if c.dlq != nil && (m.Err != nil || rec.Attempt >= c.cfg.maxAttempts) {
-		return r.deadLetter(&m, herr)
+		return c.deadLetter(r.ctx, &m, herr)
 	}
 	c.retried.Add(1)
 	r.retryLater(rec.Partition, rec.Offset, r.backoff(rec.Attempt))
@@ -539,10 +616,9 @@ func (r *runner[T]) stopTimers() {
 	r.wg.Wait()
 }
 
-// deadLetter sends rec to the dead-letter topic, waiting for room, and
-// acks it; cause is the last handler or decode error.
-func (r *runner[T]) deadLetter(m *Message[T], cause error) error {
-	c := r.c
+// deadLetter sends m to the dead-letter topic, waiting for room until ctx
+// ends, and acks it; cause is the last handler or decode error.
+func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error) error {
 	pt := m.PayloadType
 	if pt == "" {
 		pt = c.t.pt
@@ -559,11 +635,11 @@ func (r *runner[T]) deadLetter(m *Message[T], cause error) error {
 	)
 	em := engine.Message{Key: m.Key, Headers: headers, Payload: m.Payload, Time: m.Time}
 	p := m.Partition % c.dlq.bt.Partitions()
-	_, err := c.dlq.bt.Publish(r.ctx, p, em)
+	_, err := c.dlq.bt.Publish(ctx, p, em)
 	if errors.Is(err, ErrInvalidArgument) {
 		// Over engine.WithMaxMessageBytes: send it without the error text.
 		headers[len(headers)-1].Value = ""
-		_, err = c.dlq.bt.Publish(r.ctx, p, em)
+		_, err = c.dlq.bt.Publish(ctx, p, em)
 	}
 	if err != nil {
 		return fmt.Errorf("consumer %q: dead-letter topic %q: %w", c.name, c.dlq.Name(), err)

@@ -94,6 +94,37 @@ func (t *Topic[T]) Describe() (engine.TopicDescription, error) {
 	return t.c.backend.Describe(t.bt.Name())
 }
 
+// TopicSnapshot is a topic's description and its retained messages, all of
+// one instant (Topic.Snapshot).
+type TopicSnapshot[T any] struct {
+	engine.TopicDescription
+	// Messages[p] holds partition p's retained messages, from its log start
+	// offset to its log end offset, ascending. Attempt is 0: a snapshot is no
+	// delivery. A payload that does not decode has Err set.
+	Messages [][]Message[T]
+}
+
+// Snapshot returns the topic's description (as Describe) and every message
+// it retains, taken at one instant (SPEC rule 23; engine.Broker.Snapshot).
+// It copies up to capacity × partitions messages: an inspection call (the
+// program's `show topic`), not a way to consume; no group's state changes.
+// The result is the caller's. Errors: ErrInvalidArgument.
+func (t *Topic[T]) Snapshot() (TopicSnapshot[T], error) {
+	s, err := t.c.backend.Snapshot(t.bt.Name())
+	if err != nil {
+		return TopicSnapshot[T]{}, err
+	}
+	out := TopicSnapshot[T]{TopicDescription: s.TopicDescription, Messages: make([][]Message[T], len(s.Records))}
+	for p, recs := range s.Records {
+		ms := make([]Message[T], len(recs))
+		for i := range recs {
+			ms[i] = t.message(&recs[i])
+		}
+		out.Messages[p] = ms
+	}
+	return out, nil
+}
+
 // message turns a record of this topic into a typed Message; a payload that
 // does not decode gives a Message with Err set (wrapping ErrDecode) and the
 // zero Value.
