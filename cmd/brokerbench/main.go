@@ -14,6 +14,20 @@
 //
 //	brokerbench [-benchtime 1s] [-count 1] [-cpu 1,2,4] [-scenarios regexp]
 //	            [-subjects regexp] [-json path] [-plot path.svg|.png] [-markdown path]
+//
+// Every flag is checked before anything is measured: -benchtime a duration
+// in 1ms..1h or a count in 1x..1000000000x; -count 1..100; each -cpu value
+// 1..64 when a parallel scenario is selected (they run one goroutine per P,
+// each on a partition of its own, and a topic has at most 64 partitions),
+// else 1..max(256, 4×NumCPU); -scenarios and -subjects valid regular
+// expressions that select at least one pair; -json, -plot and -markdown
+// distinct files that can be written (an existing directory), -plot ending
+// in .svg or .png; -from a readable file. The default -cpu list stops at 64.
+//
+// Exit status: 0 on success; 2 for a bad flag, with one line on standard
+// error naming the flag, the value and the allowed range (the flag
+// package's own errors add the usage); 1 when a measurement fails or an
+// output cannot be written.
 package main
 
 import (
@@ -23,11 +37,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"runtime"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,105 +47,27 @@ import (
 )
 
 func main() {
-	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// realMain runs the command and returns its exit status: 0 on success (and
+// for -h), 2 for a bad command line (reported before any measuring, on one
+// line, or by the flag package with the usage), 1 for any other failure,
+// such as a failed measurement.
+func realMain(args []string, stdout, stderr io.Writer) int {
+	err := run(args, stdout, stderr)
+	var ue *usageError
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "brokerbench:", err)
-		os.Exit(1)
-	}
-}
-
-// options are the parsed command-line flags.
-type options struct {
-	benchtime string         // per measurement: a duration ("1s") or an iteration count ("100x")
-	count     int            // measurements per (scenario, subject, procs); the median is kept
-	cpus      []int          // GOMAXPROCS values, ascending
-	scenarios *regexp.Regexp // selects scenarios by name
-	subjects  *regexp.Regexp // selects subject kinds by name
-	jsonPath  string         // "" for none
-	plotPath  string         // "" for none; .svg or .png
-	mdPath    string         // "" for none; the table and targets as Markdown
-	fromPath  string         // "" to measure; else re-render the results of this JSON file
-}
-
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("brokerbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o options
-	var cpus, scenarios, subjects string
-	fs.StringVar(&o.benchtime, "benchtime", "1s", "run each measurement for this `duration`, or N iterations written Nx (as go test -benchtime)")
-	fs.IntVar(&o.count, "count", 1, "measure each (scenario, subject, procs) `n` times and keep the median ns/unit")
-	fs.StringVar(&cpus, "cpu", defaultCPUs(runtime.NumCPU()), "comma-separated GOMAXPROCS `list` (default: 1, 2, 4, … up to and including this machine's CPU count)")
-	fs.StringVar(&scenarios, "scenarios", ".", "run only scenarios whose name matches this `regexp`")
-	fs.StringVar(&subjects, "subjects", ".", "run only subject kinds (engine, engine-poll, engine-rw, naive, chan, chan-raw) matching this `regexp`")
-	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `path`")
-	fs.StringVar(&o.plotPath, "plot", "", "write a plot of throughput against GOMAXPROCS to `path` (.svg or .png)")
-	fs.StringVar(&o.mdPath, "markdown", "", "also write the table and targets as Markdown to `path`")
-	fs.StringVar(&o.fromPath, "from", "", "measure nothing: print (and -markdown, -plot) the results saved by -json in `path`, targets recomputed")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: brokerbench [flags]\n\nRuns the bench package's scenarios on the engine and its baselines over GOMAXPROCS values.\n\nScenarios:")
-		for _, sc := range bench.Scenarios() {
-			fmt.Fprintf(fs.Output(), "  %-36s %s\n", sc.Name, sc.Doc)
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		if !ue.printed {
+			fmt.Fprintln(stderr, "brokerbench:", err)
 		}
-		fmt.Fprintln(fs.Output(), "\nSubjects:")
-		for _, k := range bench.Kinds() {
-			fmt.Fprintf(fs.Output(), "  %-12s %s\n", k.Name, k.Doc)
-		}
-		fmt.Fprintln(fs.Output(), "\nFlags:")
-		fs.PrintDefaults()
+		return 2
 	}
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	var err error
-	if o.cpus, err = parseCPUs(cpus); err != nil {
-		return o, err
-	}
-	if o.count < 1 {
-		return o, fmt.Errorf("-count %d: want at least 1", o.count)
-	}
-	if o.scenarios, err = regexp.Compile(scenarios); err != nil {
-		return o, fmt.Errorf("-scenarios: %w", err)
-	}
-	if o.subjects, err = regexp.Compile(subjects); err != nil {
-		return o, fmt.Errorf("-subjects: %w", err)
-	}
-	if o.plotPath != "" {
-		if _, err := plotFormat(o.plotPath); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
-}
-
-// defaultCPUs lists the powers of two below n, then n: "1,2,4,8,16" for 16,
-// "1,2,4,6" for 6.
-func defaultCPUs(n int) string {
-	var s []string
-	for p := 1; p < n; p *= 2 {
-		s = append(s, strconv.Itoa(p))
-	}
-	return strings.Join(append(s, strconv.Itoa(max(n, 1))), ",")
-}
-
-// parseCPUs parses a comma-separated list of positive GOMAXPROCS values and
-// returns them ascending, without duplicates.
-func parseCPUs(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-cpu %q: %q is not a positive integer", s, f)
-		}
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	fmt.Fprintln(stderr, "brokerbench:", err)
+	return 1
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -142,47 +75,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// testing.Benchmark reads -test.benchtime; register the testing flags
-	// on the default flag set (which this command does not parse) and set it.
-	testing.Init()
-	if err := flag.Set("test.benchtime", o.benchtime); err != nil {
-		return fmt.Errorf("-benchtime %q: %w", o.benchtime, err)
-	}
-
 	var rep Report
 	if o.fromPath != "" {
 		data, err := os.ReadFile(o.fromPath)
-		if err != nil {
-			return err
+		if err == nil {
+			err = json.Unmarshal(data, &rep)
 		}
-		if err := json.Unmarshal(data, &rep); err != nil {
-			return fmt.Errorf("-from %s: %w", o.fromPath, err)
+		if err != nil {
+			return &usageError{err: fmt.Errorf("-from %s: %w", o.fromPath, err)}
 		}
 		derive(rep.Results)
 		rep.Targets = evaluateTargets(rep.Results)
 		return output(rep, o, stdout, stderr)
 	}
 
-	var plan []job
-	for _, sc := range bench.Scenarios() {
-		if !o.scenarios.MatchString(sc.Name) {
-			continue
-		}
-		for _, name := range sc.Subjects {
-			if !o.subjects.MatchString(name) {
-				continue
-			}
-			k, ok := bench.KindByName(name)
-			if !ok {
-				return fmt.Errorf("scenario %s: unknown subject %q", sc.Name, name)
-			}
-			plan = append(plan, job{sc, k})
-		}
-	}
-	if len(plan) == 0 {
-		return fmt.Errorf("no scenario matches -scenarios %q and -subjects %q", o.scenarios, o.subjects)
+	// testing.Benchmark reads -test.benchtime; register the testing flags
+	// on the default flag set (which this command does not parse) and set it.
+	// validate has checked the value against the same syntax.
+	testing.Init()
+	if err := flag.Set("test.benchtime", o.benchtime); err != nil {
+		return &usageError{err: fmt.Errorf("-benchtime %s: %w", o.benchtime, err)}
 	}
 
+	plan := o.plan
 	rep.Meta = collectMeta(o)
 	start := time.Now()
 	fmt.Fprintf(stderr, "brokerbench: %d measurements (%d jobs × %d procs values × count %d), -benchtime %s\n",
@@ -227,13 +142,23 @@ func output(rep Report, o options, stdout, stderr io.Writer) error {
 	var failed []string
 	for _, r := range rep.Results {
 		if r.Failed {
-			failed = append(failed, fmt.Sprintf("%s/%s@%d", r.Scenario, r.Subject, r.Procs))
+			failed = append(failed, fmt.Sprintf("%s/%s@%d (%s)", r.Scenario, r.Subject, r.Procs, failure(r)))
 		}
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d measurements failed: %s", len(failed), strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// failure says why r failed, as far as testing.Benchmark lets one know: it
+// discards a failed benchmark's messages, and go test -bench shows them.
+func failure(r Result) string {
+	if r.Iterations == 0 {
+		family, _, _ := strings.Cut(r.Scenario, "/")
+		return fmt.Sprintf("the benchmark failed; go test -run '^$' -bench '%s' -cpu %d ./bench/ says why", family, r.Procs)
+	}
+	return fmt.Sprintf("no %s counted in %d iterations; raise -benchtime", bench.Plural(r.Unit), r.Iterations)
 }
 
 // job is one scenario on one subject kind.

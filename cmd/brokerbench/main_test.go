@@ -21,12 +21,12 @@ func TestDefaultCPUs(t *testing.T) {
 }
 
 func TestParseCPUs(t *testing.T) {
-	got, err := parseCPUs("4, 1,2,2")
+	got, err := parseCPUs("4, 1,2,2", 64)
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 2, 4}, got)
-	for _, bad := range []string{"", "0", "1,x", "-2"} {
-		_, err := parseCPUs(bad)
-		require.Error(t, err, "%q", bad)
+	for _, bad := range []string{"", "0", "1,x", "-2", "65", "1,,2"} {
+		_, err := parseCPUs(bad, 64)
+		require.ErrorContains(t, err, "each value must be in 1..64", "%q", bad)
 	}
 }
 
@@ -171,4 +171,13 @@ func TestPairedRatio(t *testing.T) {
 	a.SamplesNs, b.SamplesNs = []float64{10, 40}, []float64{10, 10}
 	v, _ = pairedRatio(a, b)
 	require.InDelta(t, 2.5, v, 1e-12, "even count: mean of the middle two")
+}
+
+// TestFailureSaysWhy: a failed measurement's message tells a failed
+// benchmark (no iterations) from one that counted nothing.
+func TestFailureSaysWhy(t *testing.T) {
+	require.Equal(t, "the benchmark failed; go test -run '^$' -bench 'Parallel' -cpu 65 ./bench/ says why",
+		failure(Result{Scenario: "Parallel/groups=1", Unit: "record", Procs: 65}))
+	require.Equal(t, "no deliveries counted in 1 iterations; raise -benchtime",
+		failure(Result{Scenario: "Contended/groups=16", Unit: "delivery", Procs: 2, Iterations: 1}))
 }

@@ -36,8 +36,16 @@
 // from porcupine/testdata, or a history lincheck wrote), with -timeout, and
 // draws the visualization of an Illegal one.
 //
+// Every flag is checked before anything runs, -out included (an existing
+// directory that can be written, or one that can be created): lincheck -h
+// gives each numeric flag's range. -topics, -clients and -ops have no zero
+// value; -partitions, -capacity, -groups, -members, -window,
+// -max-message-bytes and -ack-timeout take 0 for the mix's own.
+//
 // Exit status: 0 when every history is Ok; 1 when any is Illegal or Unknown;
-// 2 for bad flags or a failure to run.
+// 2 for bad flags (one line on standard error naming the flag, the value and
+// the allowed range, before any work; the flag package's own errors add the
+// usage) or a failure to run.
 //
 // A progress bar is drawn on standard error when it is a terminal, or with
 // -progress.
@@ -81,123 +89,6 @@ var faultFlag func(fs *flag.FlagSet) func() (porcupine.NewBroker, string, error)
 // faultNames, set by fault_on.go, lists the faults for the help text.
 var faultNames func() []string
 
-// config is the parsed command line.
-type config struct {
-	count     int
-	duration  time.Duration
-	seed      uint64
-	mix       string
-	shape     porcupine.Workload // Topics … Members; Seed and Mix per history
-	timeout   time.Duration
-	out       string
-	progress  bool
-	keepGoing bool
-	replay    string
-	newBroker porcupine.NewBroker
-	fault     string
-}
-
-func parse(args []string, stderr io.Writer) (config, error) {
-	var c config
-	fs := flag.NewFlagSet("lincheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lincheck [flags]\n\nChecks seeded concurrent histories of the engine for linearizability: every engine\n"+
-			"call (Create Join Leave Publish Poll Ack Retry PublishMessage CreateGroup DeleteGroup SetAssignor\n"+
-			"AddPartitions Seek Describe) and, on a test clock, Advance.\n\nFlags:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "\nMixes (-mix):\n")
-		for _, m := range porcupine.Mixes() {
-			opts := ""
-			if m.Options != (porcupine.Options{}) {
-				opts = " [" + strings.TrimSpace(m.Options.String()) + "]"
-			}
-			fmt.Fprintf(stderr, "  %-14s %s%s\n", m.Name, m.About, opts)
-		}
-		if faultNames != nil {
-			fmt.Fprintf(stderr, "\nFaults (-fault; with -mix all, the mix that exposes the fault):\n")
-			for _, f := range faultNames() {
-				mix, _ := porcupine.FaultMix(f)
-				fmt.Fprintf(stderr, "  %-30s %s\n", f, mix)
-			}
-		}
-	}
-	fs.IntVar(&c.count, "count", 0, "histories to run (0: 100, or unlimited with -duration)")
-	fs.DurationVar(&c.duration, "duration", 0, "run histories until this much time has passed (0: no limit)")
-	fs.Uint64Var(&c.seed, "seed", 1, "seed of the first history; history i uses seed+i")
-	fs.StringVar(&c.mix, "mix", "all", "workload mix: all (cycle through the mixes) or one of "+strings.Join(porcupine.MixNames(), ", "))
-	fs.IntVar(&c.shape.Topics, "topics", 4, "independent topics per history")
-	fs.IntVar(&c.shape.Clients, "clients", 8, "client goroutines per topic")
-	fs.IntVar(&c.shape.OpsPerClient, "ops", 40, "calls per client")
-	var partitions, capacity int
-	fs.IntVar(&partitions, "partitions", 0, "partitions per topic (0: the mix's)")
-	fs.IntVar(&capacity, "capacity", 0, "records per partition (0: the mix's)")
-	fs.IntVar(&c.shape.Groups, "groups", 0, "consumer groups per topic (0: the mix's)")
-	fs.IntVar(&c.shape.Members, "members", 0, "member ids per group (0: the mix's)")
-	var window, maxBytes int
-	fs.IntVar(&window, "window", 0, "broker replay window, records per partition (0: the mix's)")
-	fs.DurationVar(&c.shape.Options.AckTimeout, "ack-timeout", 0, "broker ack timeout on the test clock (0: the mix's); implies -test-clock")
-	fs.IntVar(&maxBytes, "max-message-bytes", 0, "broker message size limit (0: the mix's)")
-	fs.BoolVar(&c.shape.Options.TestClock, "test-clock", false, "a test clock per topic (and so a broker per topic), record times checked (default: the mix's)")
-	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "limit on checking one history; a check that hits it is Unknown")
-	fs.StringVar(&c.out, "out", "lincheck-out", "directory for the files written on a violation")
-	fs.BoolVar(&c.progress, "progress", false, "draw the progress bar even when standard error is not a terminal")
-	fs.BoolVar(&c.keepGoing, "keep-going", false, "go on after an Illegal history")
-	fs.StringVar(&c.replay, "replay", "", "check the history in this JSON file (a fixture, or one lincheck wrote) instead of running workloads")
-	var fault func() (porcupine.NewBroker, string, error)
-	if faultFlag != nil {
-		fault = faultFlag(fs)
-	} else {
-		fs.Func("fault", "only in a build with -tags tributary_faults", func(string) error {
-			return errors.New("this lincheck was built without the deliberate bugs; run it as: go run -tags tributary_faults ./cmd/lincheck -fault …")
-		})
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	c.shape.Partitions, c.shape.Capacity = int32(partitions), int32(capacity)
-	c.shape.Options.ReplayWindow, c.shape.Options.MaxMessageBytes = int32(window), maxBytes
-	if c.mix != "all" {
-		if _, err := porcupine.LookupMix(c.mix); err != nil {
-			return c, err
-		}
-	}
-	if c.count < 0 || c.duration < 0 || c.timeout <= 0 {
-		return c, errors.New("-count and -duration must not be negative, -timeout must be positive")
-	}
-	if c.count == 0 && c.duration == 0 {
-		c.count = 100
-	}
-	if fault != nil {
-		var err error
-		if c.newBroker, c.fault, err = fault(); err != nil {
-			return c, err
-		}
-		if mix, ok := porcupine.FaultMix(c.fault); ok && c.mix == "all" {
-			c.mix = mix
-		}
-	}
-	if _, err := c.workload(0); err != nil {
-		return c, err
-	}
-	return c, nil
-}
-
-// workload returns history i's workload, resolved.
-func (c config) workload(i int) (porcupine.Workload, error) {
-	w := c.shape
-	w.Seed = c.seed + uint64(i)
-	w.Mix = c.mix
-	if c.mix == "all" {
-		names := porcupine.MixNames()
-		w.Mix = names[int(w.Seed%uint64(len(names)))]
-	}
-	return w.Resolve()
-}
-
 // tally is the running summary.
 type tally struct {
 	histories, ok, illegal, unknown, ops int
@@ -238,10 +129,13 @@ func round(d time.Duration) time.Duration {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c, err := parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	var printed flagPrinted
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return 0
-	}
-	if err != nil {
+	case errors.As(err, &printed):
+		return 2 // the flag package has printed the error and the usage
+	case err != nil:
 		fmt.Fprintln(stderr, "lincheck:", err)
 		return 2
 	}

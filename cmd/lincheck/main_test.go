@@ -63,6 +63,10 @@ func TestBadFlags(t *testing.T) {
 		{"-mix", "window", "-window", "3"}, // above the mix's capacity 2
 		{"-ack-timeout", "-1s"},
 		{"-max-message-bytes", "-1"},
+		{"-topics", "0"},
+		{"-clients", "0"},
+		{"-ops", "0"},
+		{"-partitions", "4294967297"},
 	} {
 		code, _, stderr := lincheck(t, args...)
 		require.Equal(t, 2, code, "%q", args)
