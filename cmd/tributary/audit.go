@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -15,21 +16,24 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// runDemo parses the demo flags from args, runs the worked examples and the
-// concurrent workload, prints the results to stdout and returns the exit
-// status: exitOK when every check passed, exitFailed when one failed,
-// exitUsage for bad flags (reported on stderr).
-func runDemo(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseDemoFlags(args, stderr)
+// runAudit is `tributary audit [flags]`: it parses the flags from args,
+// runs the worked examples and the concurrent workload, prints the results
+// to stdout and returns the exit status: exitOK when every check passed,
+// exitFailed when one failed, exitUsage for a bad command line, reported on
+// one line on stderr before any work starts (-h prints the usage on stdout
+// and returns exitOK).
+func runAudit(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseAuditFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tributary demo: %v\n", err)
+		fmt.Fprintf(stderr, "tributary audit: %v\n", err)
 		return exitUsage
 	}
 
@@ -53,7 +57,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 	h, err := runWorkload(cfg)
 	if err != nil {
-		fmt.Fprintf(stdout, "demo: FAILED: %v\n", err)
+		fmt.Fprintf(stdout, "audit: FAILED: %v\n", err)
 		return exitFailed
 	}
 	rep := verify(h)
@@ -62,52 +66,240 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	failures = append(failures, rep.Problems...)
 
 	if len(failures) > 0 {
-		fmt.Fprintf(stdout, "demo: FAILED: %s\n", strings.Join(failures, "; "))
+		fmt.Fprintf(stdout, "audit: FAILED: %s\n", strings.Join(failures, "; "))
 		return exitFailed
 	}
-	fmt.Fprintln(stdout, "demo: all checks passed")
+	fmt.Fprintln(stdout, "audit: all checks passed")
 	return exitOK
 }
 
-// parseDemoFlags parses the demo subcommand's flags. It returns
-// flag.ErrHelp after printing help for -h, and an error describing the first
-// out-of-range value otherwise. A zero -seed is replaced by one drawn from
-// the clock.
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
-	cfg := defaultDemoConfig()
-	fs := flag.NewFlagSet("tributary demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: tributary demo [flags]\n\n"+
-			"Replays the broker contract's worked examples, then runs a concurrent\n"+
-			"workload and verifies that every group acknowledged every record once, in order.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	partitions := fs.Int("partitions", int(cfg.Partitions), "partitions of the workload topic (1..64)")
-	capacity := fs.Int("capacity", int(cfg.Capacity), "records retained per partition (1..1000); small values exercise back-pressure")
-	fs.IntVar(&cfg.Producers, "producers", cfg.Producers, "producer goroutines")
-	fs.IntVar(&cfg.Records, "records", cfg.Records, "records published in total across all producers")
-	fs.IntVar(&cfg.Groups, "groups", cfg.Groups, "consumer groups, each consuming every record (1..128)")
-	fs.IntVar(&cfg.Members, "members", cfg.Members, "member goroutines per group (1..64)")
-	batch := fs.Int("batch", int(cfg.Batch), "maximum records per poll (1..64)")
-	fs.Float64Var(&cfg.Retry, "retry", cfg.Retry, "probability that a delivery is retried instead of acknowledged, in [0, 1)")
-	fs.DurationVar(&cfg.Churn, "churn", cfg.Churn, "interval between member leave-and-rejoin events while producers run; 0 disables churn")
-	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the workload's random choices; 0 picks one from the clock")
-	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "deadline for the workload, after which the demo fails")
+// The ranges of the audit's flags, which auditConfig.validate also
+// enforces. Memory grows with the deliveries the audit keeps to verify
+// them: about records × (150 B + 250 B × groups) at -retry 0.5, each record
+// being delivered 1/(1-retry) times on average. So records, records ×
+// groups and retry are bounded to keep a run well under 1 GB. Peak RSS of
+// "tributary audit" (go1.26, linux/amd64, 2 CPUs, 2026-12-01): 743 MB for
+// -records 1000000 -groups 2 -retry 0.5; 650 MB for -records 666666
+// -retry 0.5; 596 MB for -records 15625 -groups 128 -members 64
+// -producers 256 -retry 0.5 (which took 55 s of the default 1m -timeout);
+// before these bounds, 1,000,000 records in 3 groups at -retry 0.5 took
+// 1.02 GB, and 10,000,000 at the defaults would take about 6 GB.
+const (
+	maxPartitions = engine.MaxPartitionCount // -partitions 1..64
+	maxCapacity   = engine.MaxCapacity       // -capacity 1..1000
+	maxProducers  = 256                      // -producers 1..256
+	maxRecords    = 1_000_000                // -records 1..1000000
+	maxGroups     = 128                      // -groups 1..128
+	maxMembers    = 64                       // -members 1..64
+	maxBatch      = engine.MaxPollRecords    // -batch 1..64
+	maxRetry      = 0.5                      // -retry 0..0.5
+
+	// maxRecordGroups bounds -records × -groups, the records whose
+	// acknowledgements the audit keeps and checks.
+	maxRecordGroups = 2_000_000
+
+	// minChurn is the shortest -churn interval (other than 0): much faster,
+	// the rebalances cancel deliveries faster than members settle them.
+	minChurn   = time.Millisecond
+	maxChurn   = time.Hour
+	minTimeout = time.Millisecond
+	maxTimeout = time.Hour
+)
+
+// parseAuditFlags parses and checks the audit's flags. It writes nothing but
+// the usage, to help, for -h (and then returns flag.ErrHelp). Any other
+// error is one line naming the first bad flag, the value given and the
+// allowed range; nothing has started then. A zero -seed is replaced by one
+// drawn from the clock.
+func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
+	cfg := defaultAuditConfig()
+	var bad error // the first value a flag refused, in the house format
+	fs := flag.NewFlagSet("tributary audit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by the caller, on one line
+	fs.Usage = func() {}
+	intVar(fs, &bad, &cfg.Partitions, "partitions", 1, maxPartitions, "`n` partitions of the workload topic")
+	intVar(fs, &bad, &cfg.Capacity, "capacity", 1, maxCapacity, "`n` records retained per partition; small values exercise back-pressure")
+	intVar(fs, &bad, &cfg.Producers, "producers", 1, maxProducers, "`n` producer goroutines")
+	intVar(fs, &bad, &cfg.Records, "records", 1, maxRecords, "`n` records published in total across all producers",
+		fmt.Sprintf("records × groups at most %d", maxRecordGroups))
+	intVar(fs, &bad, &cfg.Groups, "groups", 1, maxGroups, "`n` consumer groups, each consuming every record")
+	intVar(fs, &bad, &cfg.Members, "members", 1, maxMembers, "`n` member goroutines per group")
+	intVar(fs, &bad, &cfg.Batch, "batch", 1, maxBatch, "at most `n` records per poll")
+	fs.Var(&floatValue{p: &cfg.Retry, name: "retry", lo: 0, hi: maxRetry, bad: &bad}, "retry",
+		fmt.Sprintf("`probability` that a delivery is retried instead of acknowledged, in 0..%g", maxRetry))
+	fs.Var(&durationValue{p: &cfg.Churn, name: "churn", lo: minChurn, hi: maxChurn, zero: true, bad: &bad}, "churn",
+		fmt.Sprintf("`interval` between member leave-and-rejoin events while producers run, 0 or %s..%s; 0 disables churn", fmtDuration(minChurn), fmtDuration(maxChurn)))
+	fs.Var(&seedValue{p: &cfg.Seed, bad: &bad}, "seed", "`seed` of the workload's random choices, any unsigned 64-bit integer; 0 picks one from the clock")
+	fs.Var(&durationValue{p: &cfg.Timeout, name: "timeout", lo: minTimeout, hi: maxTimeout, bad: &bad}, "timeout",
+		fmt.Sprintf("`deadline` for the workload, %s..%s, after which the audit fails", fmtDuration(minTimeout), fmtDuration(maxTimeout)))
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			fs.SetOutput(help)
+			fmt.Fprintf(help, "Usage: tributary audit [flags]\n\n"+
+				"Replays the broker contract's worked examples, then runs a concurrent\n"+
+				"workload and verifies that every group acknowledged every record once, in order.\n"+
+				"A bad flag value exits with status 2 before anything runs.\n\nFlags:\n")
+			fs.PrintDefaults()
+			return cfg, err
+		case bad != nil:
+			return cfg, bad
+		}
+		return cfg, fmt.Errorf("%v (tributary audit -h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return cfg, fmt.Errorf("unexpected argument %s (every setting is a flag; tributary audit -h lists them)", shown(fs.Arg(0)))
 	}
-	cfg.Partitions, cfg.Capacity, cfg.Batch = int32(*partitions), int32(*capacity), int32(*batch)
-	if int(cfg.Partitions) != *partitions || int(cfg.Capacity) != *capacity || int(cfg.Batch) != *batch {
-		return cfg, errors.New("-partitions, -capacity or -batch out of range")
+	if cfg.Records*cfg.Groups > maxRecordGroups {
+		return cfg, fmt.Errorf("-records %d with -groups %d: records × groups must be at most %d", cfg.Records, cfg.Groups, maxRecordGroups)
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
 	return cfg, cfg.validate()
+}
+
+// intVar defines an integer flag that accepts lo..hi (decimal, or with a
+// 0x, 0o or 0b prefix) and records the first refusal in *bad. Its usage
+// ends with the range and the further limits in more: "(1..64; …)".
+func intVar[T int | int32](fs *flag.FlagSet, bad *error, p *T, name string, lo, hi T, usage string, more ...string) {
+	limits := strings.Join(append([]string{fmt.Sprintf("%d..%d", lo, hi)}, more...), "; ")
+	fs.Var(&intValue[T]{p: p, name: name, lo: lo, hi: hi, bad: bad}, name, usage+" ("+limits+")")
+}
+
+// intValue, floatValue, durationValue and seedValue are the flag.Values of
+// the audit's flags. Set refuses a value outside lo..hi and, when it is the
+// first refusal, stores in *bad the one-line error parseAuditFlags returns
+// ("-name value: must be in lo..hi"), which the flag package's own message
+// would bury under the usage. String is safe on the zero value, as
+// flag.PrintDefaults requires.
+type intValue[T int | int32] struct {
+	p      *T
+	name   string
+	lo, hi T
+	bad    *error
+}
+
+func (v *intValue[T]) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return strconv.FormatInt(int64(*v.p), 10)
+}
+
+func (v *intValue[T]) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil || n < int64(v.lo) || n > int64(v.hi) {
+		return refuse(v.bad, v.name, s, fmt.Sprintf("in %d..%d", v.lo, v.hi))
+	}
+	*v.p = T(n)
+	return nil
+}
+
+type floatValue struct {
+	p      *float64
+	name   string
+	lo, hi float64
+	bad    *error
+}
+
+func (v *floatValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+
+func (v *floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(f >= v.lo && f <= v.hi) { // NaN fails both
+		return refuse(v.bad, v.name, s, fmt.Sprintf("in %g..%g", v.lo, v.hi))
+	}
+	*v.p = f
+	return nil
+}
+
+// durationValue accepts lo..hi, and 0 too when zero is set.
+type durationValue struct {
+	p      *time.Duration
+	name   string
+	lo, hi time.Duration
+	zero   bool
+	bad    *error
+}
+
+func (v *durationValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || (d < v.lo || d > v.hi) && !(v.zero && d == 0) {
+		want := "in " + fmtDuration(v.lo) + ".." + fmtDuration(v.hi)
+		if v.zero {
+			want = "0 or " + want
+		}
+		return refuse(v.bad, v.name, s, want)
+	}
+	*v.p = d
+	return nil
+}
+
+type seedValue struct {
+	p   *uint64
+	bad *error
+}
+
+func (v *seedValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return strconv.FormatUint(*v.p, 10)
+}
+
+func (v *seedValue) Set(s string) error {
+	n, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return refuse(v.bad, "seed", s, fmt.Sprintf("in 0..%d", uint64(math.MaxUint64)))
+	}
+	*v.p = n
+	return nil
+}
+
+// refuse stores in *bad, unless it holds an earlier refusal, the error
+// "-name value: must be want" (want such as "in 1..64"), and returns it
+// for the flag package.
+func refuse(bad *error, name, value, want string) error {
+	err := fmt.Errorf("-%s %s: must be %s", name, shown(value), want)
+	if *bad == nil {
+		*bad = err
+	}
+	return err
+}
+
+// shown returns s as a message shows a command-line value: as typed, or
+// quoted when it is empty or holds spaces or unprintable characters.
+func shown(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// fmtDuration formats d as a flag value without time.Duration's trailing
+// zero units: "1h", not "1h0m0s".
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // ---------------------------------------------------------------------------
@@ -230,26 +422,27 @@ var groupNames = []string{"billing", "shipping", "audit"}
 // maxErrors bounds the unexpected broker errors a history keeps verbatim.
 const maxErrors = 10
 
-// demoConfig sizes one concurrent workload. The zero value is not valid; see
-// defaultDemoConfig and validate.
-type demoConfig struct {
-	Partitions int32         // partitions of the topic, 1..64
-	Capacity   int32         // records retained per partition, 1..1000
-	Producers  int           // producer goroutines, >= 1
-	Records    int           // records published in total, >= 0
-	Groups     int           // consumer groups, 1..128
-	Members    int           // member goroutines per group, 1..64
-	Batch      int32         // maxRecords of each poll, 1..64
-	Retry      float64       // probability a delivery is retried instead of acked, in [0, 1)
-	Churn      time.Duration // interval between leave-and-rejoin events while producers run; 0 for none
+// auditConfig sizes one concurrent workload. The zero value is not valid;
+// see defaultAuditConfig and validate. The ranges are those of the flags,
+// except that Records may be 0 and Churn any non-negative interval.
+type auditConfig struct {
+	Partitions int32         // partitions of the topic, 1..maxPartitions
+	Capacity   int32         // records retained per partition, 1..maxCapacity
+	Producers  int           // producer goroutines, 1..maxProducers
+	Records    int           // records published in total, 0..maxRecords; Records × Groups at most maxRecordGroups
+	Groups     int           // consumer groups, 1..maxGroups
+	Members    int           // member goroutines per group, 1..maxMembers
+	Batch      int32         // maxRecords of each poll, 1..maxBatch
+	Retry      float64       // probability a delivery is retried instead of acked, 0..maxRetry
+	Churn      time.Duration // interval between leave-and-rejoin events while producers run, >= 0; 0 for none
 	Seed       uint64        // seed of every random choice (partitions, retries, churn)
-	Timeout    time.Duration // deadline for the whole workload, > 0
+	Timeout    time.Duration // deadline for the whole workload, 1ns..maxTimeout
 }
 
-// defaultDemoConfig returns the configuration of a default "tributary demo"
-// run, with a zero Seed.
-func defaultDemoConfig() demoConfig {
-	return demoConfig{
+// defaultAuditConfig returns the configuration of a default "tributary
+// audit" run, with a zero Seed.
+func defaultAuditConfig() auditConfig {
+	return auditConfig{
 		Partitions: 8,
 		Capacity:   64,
 		Producers:  4,
@@ -264,28 +457,30 @@ func defaultDemoConfig() demoConfig {
 }
 
 // validate reports the first field of c that is out of range.
-func (c demoConfig) validate() error {
+func (c auditConfig) validate() error {
 	switch {
-	case c.Partitions < 1 || c.Partitions > 64:
-		return fmt.Errorf("partitions %d out of range [1,64]", c.Partitions)
-	case c.Capacity < 1 || c.Capacity > 1000:
-		return fmt.Errorf("capacity %d out of range [1,1000]", c.Capacity)
-	case c.Producers < 1:
-		return fmt.Errorf("producers %d must be at least 1", c.Producers)
-	case c.Records < 0:
-		return fmt.Errorf("records %d must not be negative", c.Records)
-	case c.Groups < 1 || c.Groups > 128:
-		return fmt.Errorf("groups %d out of range [1,128]", c.Groups)
-	case c.Members < 1 || c.Members > 64:
-		return fmt.Errorf("members %d out of range [1,64]", c.Members)
-	case c.Batch < 1 || c.Batch > 64:
-		return fmt.Errorf("batch %d out of range [1,64]", c.Batch)
-	case !(c.Retry >= 0 && c.Retry < 1):
-		return fmt.Errorf("retry probability %g out of range [0,1)", c.Retry)
+	case c.Partitions < 1 || c.Partitions > maxPartitions:
+		return fmt.Errorf("partitions %d out of range [1,%d]", c.Partitions, maxPartitions)
+	case c.Capacity < 1 || c.Capacity > maxCapacity:
+		return fmt.Errorf("capacity %d out of range [1,%d]", c.Capacity, maxCapacity)
+	case c.Producers < 1 || c.Producers > maxProducers:
+		return fmt.Errorf("producers %d out of range [1,%d]", c.Producers, maxProducers)
+	case c.Records < 0 || c.Records > maxRecords:
+		return fmt.Errorf("records %d out of range [0,%d]", c.Records, maxRecords)
+	case c.Groups < 1 || c.Groups > maxGroups:
+		return fmt.Errorf("groups %d out of range [1,%d]", c.Groups, maxGroups)
+	case c.Records*c.Groups > maxRecordGroups:
+		return fmt.Errorf("records %d × groups %d exceeds %d", c.Records, c.Groups, maxRecordGroups)
+	case c.Members < 1 || c.Members > maxMembers:
+		return fmt.Errorf("members %d out of range [1,%d]", c.Members, maxMembers)
+	case c.Batch < 1 || c.Batch > maxBatch:
+		return fmt.Errorf("batch %d out of range [1,%d]", c.Batch, maxBatch)
+	case !(c.Retry >= 0 && c.Retry <= maxRetry):
+		return fmt.Errorf("retry probability %g out of range [0,%g]", c.Retry, maxRetry)
 	case c.Churn < 0:
 		return fmt.Errorf("churn interval %s must not be negative", c.Churn)
-	case c.Timeout <= 0:
-		return fmt.Errorf("timeout %s must be positive", c.Timeout)
+	case c.Timeout <= 0 || c.Timeout > maxTimeout:
+		return fmt.Errorf("timeout %s out of range (0,%s]", c.Timeout, fmtDuration(maxTimeout))
 	}
 	return nil
 }
@@ -323,7 +518,7 @@ type groupHistory struct {
 
 // workload is the shared state of one run of runWorkload.
 type workload struct {
-	cfg    demoConfig
+	cfg    auditConfig
 	b      *engine.Broker
 	groups []*groupState
 
@@ -368,7 +563,7 @@ type member struct {
 // broker and returns what it observed; verify judges the result. It returns
 // an error only when the broker cannot be set up (New or Create fails).
 // Every goroutine it starts has exited when it returns, deadline or not.
-func runWorkload(cfg demoConfig) (*history, error) {
+func runWorkload(cfg auditConfig) (*history, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -494,7 +689,9 @@ func (w *workload) fail(format string, args ...any) {
 // returns what it published. It stops early when ctx is done or the broker
 // returns an error.
 func (w *workload) produce(ctx context.Context, id, n int, rng *rand.Rand) []publication {
-	out := make([]publication, 0, n)
+	// Grown as records are published, not sized to n up front: a run cut
+	// short by its deadline keeps no unused capacity.
+	out := make([]publication, 0, min(n, 1024))
 	for seq := range n {
 		if ctx.Err() != nil {
 			return out

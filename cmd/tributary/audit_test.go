@@ -5,18 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// script_test.go's TestMain checks that no test here leaks a goroutine.
 
 // smallConfig is a workload small enough for the race detector that still
 // fills partitions, retries and churns.
-func smallConfig() demoConfig {
-	return demoConfig{
+func smallConfig() auditConfig {
+	return auditConfig{
 		Partitions: 4,
 		Capacity:   4,
 		Producers:  3,
@@ -58,13 +54,13 @@ func TestRunStepsReportsMismatch(t *testing.T) {
 func TestWorkloadPassesAllChecks(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		edit func(*demoConfig)
+		edit func(*auditConfig)
 	}{
-		{"default shape", func(*demoConfig) {}},
-		{"one member per group", func(c *demoConfig) { c.Members = 1 }},
-		{"one partition, capacity 1", func(c *demoConfig) { c.Partitions, c.Capacity = 1, 1 }},
-		{"no retries, no churn", func(c *demoConfig) { c.Retry, c.Churn = 0, 0 }},
-		{"more members than partitions", func(c *demoConfig) { c.Members, c.Batch = 6, 1 }},
+		{"default shape", func(*auditConfig) {}},
+		{"one member per group", func(c *auditConfig) { c.Members = 1 }},
+		{"one partition, capacity 1", func(c *auditConfig) { c.Partitions, c.Capacity = 1, 1 }},
+		{"no retries, no churn", func(c *auditConfig) { c.Retry, c.Churn = 0, 0 }},
+		{"more members than partitions", func(c *auditConfig) { c.Members, c.Batch = 6, 1 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := smallConfig()
@@ -98,7 +94,7 @@ func TestWorkloadPassesAllChecks(t *testing.T) {
 
 func TestWorkloadTimesOutInsteadOfHanging(t *testing.T) {
 	cfg := smallConfig()
-	cfg.Records, cfg.Timeout = 1_000_000, 50*time.Millisecond
+	cfg.Records, cfg.Timeout = maxRecordGroups/cfg.Groups, 50*time.Millisecond
 	start := time.Now()
 	h, err := runWorkload(cfg)
 	if err != nil {
@@ -194,31 +190,127 @@ func TestVerifyDetectsBrokenHistories(t *testing.T) {
 	}
 }
 
-func TestRunDemoCommand(t *testing.T) {
+// TestRunAuditCommand: good flags run the worked examples and the
+// workload; -h prints the usage on stdout.
+func TestRunAuditCommand(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		args  []string
 		wcode int
 		wout  string
 	}{
-		{"passes", []string{"demo", "-records", "500", "-partitions", "3", "-capacity", "4", "-churn", "1ms", "-seed", "7"},
-			exitOK, "demo: all checks passed"},
-		{"prints seed", []string{"demo", "-records", "10", "-seed", "42"}, exitOK, "seed 42"},
-		{"bad retry", []string{"demo", "-retry", "1"}, exitUsage, "retry probability"},
-		{"bad partitions", []string{"demo", "-partitions", "65"}, exitUsage, "partitions 65"},
-		{"unknown flag", []string{"demo", "-nope"}, exitUsage, "-nope"},
-		{"help", []string{"help"}, exitOK, "Commands:"},
-		{"no command", nil, exitUsage, "Usage:"},
-		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"passes", []string{"-records", "500", "-partitions", "3", "-capacity", "4", "-churn", "1ms", "-seed", "7"},
+			exitOK, "audit: all checks passed"},
+		{"prints seed", []string{"-records", "10", "-seed", "42"}, exitOK, "seed 42"},
+		{"ends of the ranges", []string{"-records", "1", "-partitions", "64", "-capacity", "1000", "-producers", "256",
+			"-groups", "128", "-members", "1", "-batch", "64", "-retry", "0.5", "-churn", "1h", "-timeout", "1h", "-seed", "18446744073709551615"},
+			exitOK, "audit: all checks passed"},
+		{"other ends", []string{"-records", "20", "-partitions", "1", "-capacity", "1", "-producers", "1",
+			"-groups", "1", "-members", "64", "-batch", "1", "-retry", "0", "-churn", "0", "-timeout", "1m", "-seed", "0x10"},
+			exitOK, "audit: all checks passed"},
+		{"help", []string{"-h"}, exitOK, "Usage: tributary audit [flags]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			if code := run(tt.args, &out, &out); code != tt.wcode {
-				t.Errorf("exit status %d, want %d\n%s", code, tt.wcode, out.String())
+			var out, errOut bytes.Buffer
+			if code := runAudit(tt.args, &out, &errOut); code != tt.wcode {
+				t.Errorf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wcode, out.String(), errOut.String())
 			}
 			if !strings.Contains(out.String(), tt.wout) {
-				t.Errorf("output lacks %q:\n%s", tt.wout, out.String())
+				t.Errorf("stdout lacks %q:\n%s", tt.wout, out.String())
+			}
+			if errOut.Len() > 0 {
+				t.Errorf("stderr not empty:\n%s", errOut.String())
 			}
 		})
+	}
+}
+
+// TestRunAuditRefusesBadFlags: every bad value, unknown flag and stray
+// argument exits with status 2 and exactly one line on stderr, naming the
+// flag, the value and the allowed range, before any work: stdout stays
+// empty.
+func TestRunAuditRefusesBadFlags(t *testing.T) {
+	f := strings.Fields
+	for _, tt := range []struct {
+		args  []string
+		wline string // the whole stderr line, without "tributary audit: " and the newline
+	}{
+		{f("-records 9223372036854775807"), "-records 9223372036854775807: must be in 1..1000000"},
+		{f("-records 99999999999999999999"), "-records 99999999999999999999: must be in 1..1000000"},
+		{f("-records 1000000000"), "-records 1000000000: must be in 1..1000000"},
+		{f("-records 1000001"), "-records 1000001: must be in 1..1000000"},
+		{f("-records 0"), "-records 0: must be in 1..1000000"},
+		{f("-records -5"), "-records -5: must be in 1..1000000"},
+		{f("-records many"), "-records many: must be in 1..1000000"},
+		{[]string{"-records", ""}, `-records "": must be in 1..1000000`},
+		{f("-records 1000000 -groups 3"), "-records 1000000 with -groups 3: records × groups must be at most 2000000"},
+		{f("-groups 128 -records 15626"), "-records 15626 with -groups 128: records × groups must be at most 2000000"},
+		{f("-partitions 0"), "-partitions 0: must be in 1..64"},
+		{f("-partitions 65"), "-partitions 65: must be in 1..64"},
+		{f("-partitions 4294967297"), "-partitions 4294967297: must be in 1..64"},
+		{f("-capacity 0"), "-capacity 0: must be in 1..1000"},
+		{f("-capacity 1001"), "-capacity 1001: must be in 1..1000"},
+		{f("-producers 0"), "-producers 0: must be in 1..256"},
+		{f("-producers 257"), "-producers 257: must be in 1..256"},
+		{f("-producers 9223372036854775807"), "-producers 9223372036854775807: must be in 1..256"},
+		{f("-groups 0"), "-groups 0: must be in 1..128"},
+		{f("-groups 129"), "-groups 129: must be in 1..128"},
+		{f("-members 0"), "-members 0: must be in 1..64"},
+		{f("-members 65"), "-members 65: must be in 1..64"},
+		{f("-batch 0"), "-batch 0: must be in 1..64"},
+		{f("-batch 65"), "-batch 65: must be in 1..64"},
+		{f("-retry -0.1"), "-retry -0.1: must be in 0..0.5"},
+		{f("-retry 0.51"), "-retry 0.51: must be in 0..0.5"},
+		{f("-retry 1"), "-retry 1: must be in 0..0.5"},
+		{f("-retry NaN"), "-retry NaN: must be in 0..0.5"},
+		{f("-retry often"), "-retry often: must be in 0..0.5"},
+		{f("-churn 999us"), "-churn 999us: must be 0 or in 1ms..1h"},
+		{f("-churn -1ms"), "-churn -1ms: must be 0 or in 1ms..1h"},
+		{f("-churn 2h"), "-churn 2h: must be 0 or in 1ms..1h"},
+		{f("-churn 5"), "-churn 5: must be 0 or in 1ms..1h"},
+		{f("-timeout 0"), "-timeout 0: must be in 1ms..1h"},
+		{f("-timeout -1s"), "-timeout -1s: must be in 1ms..1h"},
+		{f("-timeout 61m"), "-timeout 61m: must be in 1ms..1h"},
+		{f("-timeout 1e9h"), "-timeout 1e9h: must be in 1ms..1h"},
+		{f("-seed -1"), "-seed -1: must be in 0..18446744073709551615"},
+		{f("-seed 18446744073709551616"), "-seed 18446744073709551616: must be in 0..18446744073709551615"},
+		{f("-seed lucky"), "-seed lucky: must be in 0..18446744073709551615"},
+		{f("-records 0 -groups 0"), "-records 0: must be in 1..1000000"}, // the first bad flag
+		{f("-nope"), "flag provided but not defined: -nope (tributary audit -h lists the flags)"},
+		{f("-records"), "flag needs an argument: -records (tributary audit -h lists the flags)"},
+		{f("-records 10 extra"), `unexpected argument extra (every setting is a flag; tributary audit -h lists them)`},
+		{[]string{"-records", "10", "two words"}, `unexpected argument "two words" (every setting is a flag; tributary audit -h lists them)`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if code := runAudit(tt.args, &out, &errOut); code != exitUsage {
+				t.Errorf("exit status %d, want %d", code, exitUsage)
+			}
+			if want := "tributary audit: " + tt.wline + "\n"; errOut.String() != want {
+				t.Errorf("stderr %q, want %q", errOut.String(), want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("stdout not empty, so work started:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestAuditFlagRangesAreValidConfigs: the defaults and the flags' bounds
+// pass auditConfig.validate, so a command line parseAuditFlags accepts
+// never fails in runWorkload.
+func TestAuditFlagRangesAreValidConfigs(t *testing.T) {
+	lo := auditConfig{Partitions: 1, Capacity: 1, Producers: 1, Records: 1, Groups: 1, Members: 1, Batch: 1, Timeout: minTimeout}
+	hi := auditConfig{Partitions: maxPartitions, Capacity: maxCapacity, Producers: maxProducers, Records: maxRecordGroups / maxGroups,
+		Groups: maxGroups, Members: maxMembers, Batch: maxBatch, Retry: maxRetry, Churn: maxChurn, Timeout: maxTimeout}
+	for name, c := range map[string]auditConfig{"default": defaultAuditConfig(), "low": lo, "high": hi} {
+		if err := c.validate(); err != nil {
+			t.Errorf("%s: validate: %v", name, err)
+		}
+	}
+	c := defaultAuditConfig()
+	c.Records = maxRecords + 1
+	if err := c.validate(); err == nil {
+		t.Errorf("validate accepted %d records", c.Records)
 	}
 }

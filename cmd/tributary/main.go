@@ -1,57 +1,72 @@
-// Command tributary drives the in-memory partitioned event broker of package
-// engine from the command line.
+// Command tributary drives one in-process Tributary cluster by hand or by
+// script, with the command set of SPEC-CLI.md: topics of a payload type
+// (Integer, String, JSON) with named partitions, consumer groups with a
+// switchable assignor, producers with a partition strategy, events read
+// from JSON files, consumes with acks, failures, retries and dead letters,
+// playback, and atomic snapshots of topics and groups as aligned tables.
 //
 // Usage:
 //
-//	tributary demo [flags]   run the worked examples and a concurrent workload
-//	tributary help           print usage
+//	tributary [flags]            prompt with line editing and history
+//	                             (commands from standard input when it is not a terminal)
+//	tributary run [flags] FILE   run a script, stopping at the first error
+//	tributary demo [flags]       the example script examples/demo.tri, then the audit
+//	tributary audit [flags]      a concurrent workload checked for loss, duplicates and order
+//	tributary help               this text
 //
-// The demo subcommand first replays the worked examples of the broker
-// contract on a fresh broker, checking every result, and then runs a
-// concurrent workload: several producers publish to a multi-partition topic
-// while three consumer groups poll, retry and acknowledge under membership
-// churn. It ends by verifying that every group acknowledged every published
-// record exactly once and in partition order, and exits with status 1 when any
-// check fails. Run "tributary demo -h" for its flags.
+// Type help at the prompt for the commands. Exit status: 0 success; 1 a
+// command (or a check of the audit) failed; 2 a bad command line.
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+
+	"golang.org/x/term"
 )
 
 // Exit statuses of the program.
 const (
 	exitOK      = 0 // success
-	exitFailed  = 1 // a demo check failed or the run timed out
+	exitFailed  = 1 // a command or a check failed, or the run timed out
 	exitUsage   = 2 // bad command line
-	usageHeader = "tributary — an in-memory partitioned event broker with consumer groups"
+	usageHeader = "tributary — Kafka's consumer-group semantics inside one process"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run dispatches args (without the program name) to a subcommand, writing
-// its normal output to stdout and diagnostics to stderr, and returns the
+// run dispatches args (without the program name) to a mode, writing its
+// normal output to stdout and diagnostics to stderr, and returns the
 // process exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (len(args[0]) > 1 && args[0][0] == '-' && !isHelp(args[0])) {
+		return runInteractive(args, stdin, stdout, stderr, isTerminal(stdin))
 	}
 	switch args[0] {
+	case "run":
+		return runRun(args[1:], stdin, stdout, stderr)
 	case "demo":
-		return runDemo(args[1:], stdout, stderr)
+		return runDemoScript(args[1:], stdout, stderr)
+	case "audit":
+		return runAudit(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "tributary: unknown command %q\n\n", args[0])
-		usage(stderr)
+		fmt.Fprintf(stderr, "tributary: unknown command %q (try tributary help)\n", args[0])
 		return exitUsage
 	}
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// isTerminal reports whether r is a terminal (the prompt is then used).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // usage writes the top-level help text to w.
@@ -59,13 +74,19 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, `%s
 
 Usage:
-  tributary <command> [flags]
-
-Commands:
-  demo    run the contract's worked examples, then a concurrent workload of
-          producers and consumer groups with retries and rebalances, and
-          verify that nothing was lost, duplicated or reordered
-  help    print this text
+  tributary [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME]
+        a prompt with line editing and history; type help for the commands
+        (reads commands from standard input when it is not a terminal)
+  tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME] FILE
+        run the commands of FILE (- for standard input); stops at the first
+        error with its line number and exit status 1
+  tributary demo [audit flags]
+        the example script (examples/demo.tri) with a transcript, then the audit
+  tributary audit [flags]
+        producers and consumer groups under retries and rebalances, verified
+        for loss, duplicates and order
+  tributary help
+        this text
 
 Run "tributary <command> -h" for a command's flags.
 `, usageHeader)

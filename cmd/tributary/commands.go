@@ -1,0 +1,785 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/google/shlex"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// command is one command of SPEC-CLI.md (or an addition in its style).
+type command struct {
+	words    []string        // the command's keywords, e.g. create topic
+	usage    string          // its arguments, e.g. <topic> <type> [<partitions>]
+	min, max int             // how many positional arguments it takes
+	flags    map[string]bool // its --options: name → takes a value
+	summary  string          // one line for help
+	tuples   bool            // arguments are (a, b, …) tuples (parallel commands)
+	run      func(s *session, a args) error
+}
+
+// args are a command's parsed arguments.
+type args struct {
+	pos    []string          // positional arguments
+	opts   map[string]string // --options given ("" for a flag without value)
+	tuples [][]string        // a parallel command's tuples
+}
+
+func (a args) has(opt string) bool { _, ok := a.opts[opt]; return ok }
+
+// commands is the command set, in help order. Longer keyword sequences
+// are matched first (create consumer group before create consumer).
+var commands []*command
+
+func init() {
+	commands = []*command{
+		{words: w("create topic"), usage: "<topic> <Integer|String|JSON> [<partitions>]", min: 2, max: 3,
+			summary: "new topic with 1 partition (or the count given, 1..64), named p0, p1, …", run: (*session).createTopic},
+		{words: w("create partition"), usage: "<topic> <partition>", min: 2, max: 2,
+			summary: "add one partition named <partition>; every group of the topic rebalances", run: (*session).createPartition},
+		{words: w("create consumer group"), usage: "<group> <topic> <RoundRobin|Range|Sticky>", min: 3, max: 3,
+			summary: "new empty consumer group on the topic with that assignor", run: (*session).createGroup},
+		{words: w("create consumer"), usage: "<group> <consumer> [--dead-letter <topic>] [--max-attempts <n>]", min: 2, max: 2,
+			flags:   map[string]bool{"dead-letter": true, "max-attempts": true},
+			summary: "the consumer joins the group (a rebalance); --dead-letter: after --max-attempts failures (default 3) an event goes there", run: (*session).createConsumer},
+		{words: w("create producer"), usage: "<producer> <Integer|String|JSON> <Random|Manual|RoundRobin|Key>", min: 3, max: 3,
+			summary: "a producer of that payload type with a fixed partition strategy", run: (*session).createProducer},
+		{words: w("delete consumer group"), usage: "<group>", min: 1, max: 1,
+			summary: "remove a consumer group that has no members", run: (*session).deleteGroup},
+		{words: w("delete consumer"), usage: "<consumer>", min: 1, max: 1,
+			summary: "the consumer leaves its group (a rebalance)", run: (*session).deleteConsumer},
+		{words: w("produce event"), usage: "<producer> <topic> <event.json> [<partition>]", min: 3, max: 4,
+			summary: "publish one event file; <partition> is for a Manual producer only", run: (*session).produceEvent},
+		{words: w("consume event"), usage: "<consumer> <partition> [--fail]", min: 2, max: 2, flags: map[string]bool{"fail": false},
+			summary: "the consumer takes the next event of the partition and acks it (--fail: it fails instead and is retried or dead-lettered)", run: (*session).consumeEvent},
+		{words: w("consume events"), usage: "<consumer> <partition> <n> [--fail]", min: 3, max: 3, flags: map[string]bool{"fail": false},
+			summary: "the same, up to n events (1..1000) in offset order", run: (*session).consumeEvents},
+		{words: w("show topics"), min: 0, max: 0,
+			summary: "every topic with its type, partitions, events and groups", run: (*session).showTopics},
+		{words: w("show topic"), usage: "<topic>", min: 1, max: 1,
+			summary: "one snapshot of the topic: every partition's log start and end and its retained events", run: (*session).showTopic},
+		{words: w("show consumer group"), usage: "<group>", min: 1, max: 1,
+			summary: "one snapshot of the group: assignor, members, and per partition its consumer, committed offset, log end, lag, in-flight and attempts", run: (*session).showGroup},
+		{words: w("parallel produce"), usage: "(<producer>, <topic>, <event.json>[, <partition>]), ...", tuples: true, min: 3, max: 4,
+			summary: "all the publishes run concurrently", run: (*session).parallelProduce},
+		{words: w("parallel consume"), usage: "(<consumer>, <partition>[, <n>]), ...", tuples: true, min: 2, max: 3,
+			summary: "all the consumes run concurrently; each takes one event (or up to n)", run: (*session).parallelConsume},
+		{words: w("set consumer group rebalancing"), usage: "<group> <RoundRobin|Range|Sticky>", min: 2, max: 2,
+			summary: "switch the group's assignor (a rebalance)", run: (*session).setRebalancing},
+		{words: w("playback"), usage: "<consumer> <partition> <offset>", min: 3, max: 3,
+			summary: "seek the consumer's group on the partition to offset, then consume from there to the log end", run: (*session).playback},
+		{words: w("help"), usage: "[<command>]", min: 0, max: 4, summary: "list the commands, or explain one", run: (*session).help},
+		{words: w("quit"), summary: "leave (also: exit)", run: func(*session, args) error { return errQuit }},
+		{words: w("exit"), run: func(*session, args) error { return errQuit }},
+	}
+}
+
+func w(s string) []string { return strings.Fields(s) }
+
+// errQuit ends a session.
+var errQuit = errors.New("quit")
+
+// lookupCommand returns the command whose keywords start fields, the
+// longest match first, and the number of keywords it used.
+func lookupCommand(fields []string) (*command, int) {
+	var best *command
+	for _, c := range commands {
+		if len(c.words) <= len(fields) && (best == nil || len(c.words) > len(best.words)) && equalWords(c.words, fields[:len(c.words)]) {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil, 0
+	}
+	return best, len(best.words)
+}
+
+func equalWords(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// exec parses and runs one command line. Blank lines and # comments do
+// nothing.
+func (s *session) exec(line string) error {
+	line = strings.TrimSpace(line)
+	if line == "" || strings.HasPrefix(line, "#") {
+		return nil
+	}
+	fields, err := shlex.Split(line)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errArgs, err)
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	c, n := lookupCommand(fields)
+	if c == nil {
+		return fmt.Errorf("%w %q (type help for the list)", errUnknownCommand, strings.Join(fields[:min(2, len(fields))], " "))
+	}
+	a := args{opts: map[string]string{}}
+	if c.tuples {
+		rest := line
+		for range n { // drop the keywords from the raw line
+			rest = strings.TrimSpace(rest)
+			rest = rest[strings.IndexAny(rest+" ", " \t"):]
+		}
+		if a.tuples, err = parseTuples(rest, c); err != nil {
+			return err
+		}
+	} else if a, err = parseArgs(fields[n:], c); err != nil {
+		return err
+	}
+	return c.run(s, a)
+}
+
+// parseArgs splits positional arguments from --options and checks both
+// against c.
+func parseArgs(fields []string, c *command) (args, error) {
+	a := args{opts: map[string]string{}}
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if !strings.HasPrefix(f, "--") || len(f) == 2 {
+			a.pos = append(a.pos, f)
+			continue
+		}
+		name, val, hasVal := strings.Cut(f[2:], "=")
+		takes, ok := c.flags[name]
+		switch {
+		case !ok:
+			return a, fmt.Errorf("%w: %s has no option --%s (usage: %s)", errArgs, c.name(), name, c.synopsis())
+		case takes && !hasVal:
+			if i+1 >= len(fields) {
+				return a, fmt.Errorf("%w: option --%s needs a value (usage: %s)", errArgs, name, c.synopsis())
+			}
+			i++
+			val = fields[i]
+		case !takes && hasVal:
+			return a, fmt.Errorf("%w: option --%s takes no value (usage: %s)", errArgs, name, c.synopsis())
+		}
+		if _, dup := a.opts[name]; dup {
+			return a, fmt.Errorf("%w: option --%s given twice", errArgs, name)
+		}
+		a.opts[name] = val
+	}
+	if len(a.pos) < c.min || len(a.pos) > c.max {
+		return a, fmt.Errorf("%w: %s takes %s, got %d (usage: %s)", errArgs, c.name(), countWords(c.min, c.max), len(a.pos), c.synopsis())
+	}
+	return a, nil
+}
+
+var tupleRE = regexp.MustCompile(`^\(([^()]*)\)\s*(,?)\s*`)
+
+// parseTuples parses "(a, b, c), (d, e, f)".
+func parseTuples(rest string, c *command) ([][]string, error) {
+	rest = strings.TrimSpace(rest)
+	var out [][]string
+	for rest != "" {
+		m := tupleRE.FindStringSubmatch(rest)
+		if m == nil {
+			return nil, fmt.Errorf("%w: %s: cannot read %q as a tuple (usage: %s)", errArgs, c.name(), clipText(rest), c.synopsis())
+		}
+		var t []string
+		for _, f := range strings.Split(m[1], ",") {
+			t = append(t, strings.TrimSpace(f))
+		}
+		if len(t) < c.min || len(t) > c.max || slicesContainsEmpty(t) {
+			return nil, fmt.Errorf("%w: %s: tuple (%s): want %s, got %d (usage: %s)", errArgs, c.name(), m[1], countWords(c.min, c.max), len(t), c.synopsis())
+		}
+		out = append(out, t)
+		rest = rest[len(m[0]):]
+		if m[2] == "" && rest != "" {
+			return nil, fmt.Errorf("%w: %s: want a comma between tuples, before %q", errArgs, c.name(), clipText(rest))
+		}
+		if m[2] != "" && rest == "" {
+			return nil, fmt.Errorf("%w: %s: a comma ends the line: want another tuple after it", errArgs, c.name())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s needs at least one tuple (usage: %s)", errArgs, c.name(), c.synopsis())
+	}
+	return out, nil
+}
+
+func slicesContainsEmpty(t []string) bool {
+	for _, s := range t {
+		if s == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func clipText(s string) string {
+	if len(s) > 30 {
+		return s[:30] + "…"
+	}
+	return s
+}
+
+func countWords(lo, hi int) string {
+	switch {
+	case lo == hi && lo == 1:
+		return "1 argument"
+	case lo == hi:
+		return strconv.Itoa(lo) + " arguments"
+	default:
+		return fmt.Sprintf("%d to %d arguments", lo, hi)
+	}
+}
+
+func (c *command) name() string { return strings.Join(c.words, " ") }
+
+func (c *command) synopsis() string {
+	if c.usage == "" {
+		return c.name()
+	}
+	return c.name() + " " + c.usage
+}
+
+// ---- the commands ----
+
+func (s *session) createTopic(a args) error {
+	name, typ := a.pos[0], a.pos[1]
+	if err := checkPayloadType(typ); err != nil {
+		return err
+	}
+	partitions := 1
+	if len(a.pos) == 3 {
+		var err error
+		if partitions, err = parseCount("partitions", a.pos[2], 1, engine.MaxPartitionCount); err != nil {
+			return err
+		}
+	}
+	if _, ok := s.topics[name]; ok {
+		return fmt.Errorf("topic %q %w", name, errDuplicateID)
+	}
+	var t topicRef
+	var err error
+	switch typ {
+	case "Integer":
+		t, err = createTyped(s, &integerKind, name, int32(partitions))
+	case "String":
+		t, err = createTyped(s, &stringKind, name, int32(partitions))
+	default:
+		t, err = createTyped(s, &jsonKind, name, int32(partitions))
+	}
+	if err != nil {
+		return err
+	}
+	s.addTopic(t)
+	fmt.Fprintf(s.out, "created topic %s: type %s, partitions %s\n", name, typ, strings.Join(s.parts[name], " "))
+	return nil
+}
+
+func createTyped[T any](s *session, k *kind[T], name string, partitions int32) (topicRef, error) {
+	t, err := tributary.CreateTopic(s.c, name, partitions, k.codec)
+	if err != nil {
+		return nil, err
+	}
+	return &typedTopic[T]{Topic: t, k: k, s: s}, nil
+}
+
+func (s *session) createPartition(a args) error {
+	topic, name := a.pos[0], a.pos[1]
+	if _, err := s.topic(topic); err != nil {
+		return err
+	}
+	if err := engine.CheckIdentifier("partition", name); err != nil {
+		return fmt.Errorf("%w: partition name %q: want 1 to 64 of A-Z a-z 0-9 _ -", errArgs, name)
+	}
+	if _, err := strconv.Atoi(name); err == nil {
+		return fmt.Errorf("%w: partition name %q is a number, which would read as an index", errArgs, name)
+	}
+	if idx, err := s.partition(topic, name); err == nil {
+		return fmt.Errorf("partition %q of topic %q %w (index %d)", name, topic, errDuplicateID, idx)
+	}
+	n, err := s.c.AddPartitions(topic, 1)
+	if err != nil {
+		return err
+	}
+	s.parts[topic] = append(s.parts[topic], name)
+	fmt.Fprintf(s.out, "topic %s: partitions %s\n", topic, strings.Join(s.parts[topic][:n], " "))
+	return s.printRebalanced(topic)
+}
+
+// printRebalanced prints the assignment of every group of topic.
+func (s *session) printRebalanced(topic string) error {
+	for _, g := range keys(s.groups) {
+		if s.groups[g] != topic {
+			continue
+		}
+		line, err := s.assignmentLine(g)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(s.out, "rebalanced %s\n", line)
+	}
+	return nil
+}
+
+func (s *session) createGroup(a args) error {
+	group, topic := a.pos[0], a.pos[1]
+	asg, err := parseAssignor(a.pos[2])
+	if err != nil {
+		return err
+	}
+	if _, err := s.topic(topic); err != nil {
+		return err
+	}
+	if t, ok := s.groups[group]; ok {
+		return fmt.Errorf("consumer group %q %w (on topic %q)", group, errDuplicateID, t)
+	}
+	ok, err := s.c.CreateGroup(topic, group, asg)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("consumer group %q %w on topic %q", group, errDuplicateID, topic)
+	}
+	s.groups[group] = topic
+	fmt.Fprintf(s.out, "created consumer group %s on topic %s: assignor %s, no members\n", group, topic, a.pos[2])
+	return nil
+}
+
+func (s *session) createConsumer(a args) error {
+	group, name := a.pos[0], a.pos[1]
+	topic, err := s.group(group)
+	if err != nil {
+		return err
+	}
+	if _, ok := s.consumers[name]; ok {
+		return fmt.Errorf("consumer %q %w (in group %q)", name, errDuplicateID, s.consumers[name].Group())
+	}
+	var o consumerOpts
+	if a.has("max-attempts") && !a.has("dead-letter") {
+		return fmt.Errorf("%w: --max-attempts needs --dead-letter <topic>", errArgs)
+	}
+	if a.has("dead-letter") {
+		o.deadLetter, o.maxAttempts = a.opts["dead-letter"], 3
+		if v, ok := a.opts["max-attempts"]; ok {
+			n, err := parseCount("--max-attempts", v, 1, 1000)
+			if err != nil {
+				return err
+			}
+			o.maxAttempts = int32(n)
+		}
+		if dl, ok := s.topics[o.deadLetter]; ok && dl.Kind() != s.topics[topic].Kind() {
+			return fmt.Errorf("%w: dead-letter topic %q holds %s events; topic %q holds %s", errTypeMismatch, o.deadLetter, dl.Kind(), topic, s.topics[topic].Kind())
+		}
+	}
+	c, err := s.topics[topic].newConsumer(group, name, o)
+	if err != nil {
+		return err
+	}
+	s.consumers[name] = c
+	if o.deadLetter != "" {
+		if _, ok := s.topics[o.deadLetter]; !ok {
+			dl, err := s.topics[topic].open(o.deadLetter)
+			if err != nil {
+				return err
+			}
+			s.addTopic(dl)
+			fmt.Fprintf(s.out, "created dead-letter topic %s: type %s, partitions %s\n", dl.Name(), dl.Kind(), strings.Join(s.parts[dl.Name()], " "))
+		}
+	}
+	line, err := s.assignmentLine(group)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "%s joined %s\n", name, line)
+	return nil
+}
+
+func (s *session) createProducer(a args) error {
+	name, typ := a.pos[0], a.pos[1]
+	if err := checkPayloadType(typ); err != nil {
+		return err
+	}
+	pt, err := tributary.ParsePartitioner(a.pos[2])
+	if err != nil {
+		return fmt.Errorf("%w: strategy %q: want Random, Manual, RoundRobin or Key", errArgs, a.pos[2])
+	}
+	if _, ok := s.producers[name]; ok {
+		return fmt.Errorf("producer %q %w", name, errDuplicateID)
+	}
+	var p producerRef
+	switch typ {
+	case "Integer":
+		p, err = newTypedProducer(s, &integerKind, name, pt)
+	case "String":
+		p, err = newTypedProducer(s, &stringKind, name, pt)
+	default:
+		p, err = newTypedProducer(s, &jsonKind, name, pt)
+	}
+	if err != nil {
+		return err
+	}
+	s.producers[name] = p
+	fmt.Fprintf(s.out, "created producer %s: type %s, strategy %s\n", name, typ, p.Strategy())
+	return nil
+}
+
+func newTypedProducer[T any](s *session, k *kind[T], name string, pt tributary.Partitioner) (producerRef, error) {
+	p, err := tributary.NewProducer[T](s.c, name, pt)
+	if err != nil {
+		return nil, err
+	}
+	return &typedProducer[T]{Producer: p, k: k, s: s}, nil
+}
+
+func (s *session) deleteGroup(a args) error {
+	group := a.pos[0]
+	topic, err := s.group(group)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.DeleteGroup(topic, group); err != nil {
+		if errors.Is(err, engine.ErrGroupNotEmpty) {
+			line, _ := s.assignmentLine(group)
+			return fmt.Errorf("consumer group %q has members: %s (delete them first)", group, line)
+		}
+		return err
+	}
+	delete(s.groups, group)
+	fmt.Fprintf(s.out, "deleted consumer group %s of topic %s\n", group, topic)
+	return nil
+}
+
+func (s *session) deleteConsumer(a args) error {
+	c, err := s.consumer(a.pos[0])
+	if err != nil {
+		return err
+	}
+	if err := c.Close(); err != nil {
+		return err
+	}
+	delete(s.consumers, c.Name())
+	line, err := s.assignmentLine(c.Group())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "%s left %s\n", c.Name(), line)
+	return nil
+}
+
+// produceJob is one checked publish: every argument resolved, the event
+// file read.
+type produceJob struct {
+	p         producerRef
+	t         topicRef
+	file      string
+	ev        event
+	partition int32
+}
+
+// prepareProduce resolves a produce's arguments and reads its event file,
+// changing nothing.
+func (s *session) prepareProduce(producer, topic, file string, partition *string) (produceJob, error) {
+	p, err := s.producer(producer)
+	if err != nil {
+		return produceJob{}, err
+	}
+	t, err := s.topic(topic)
+	if err != nil {
+		return produceJob{}, err
+	}
+	if p.Kind() != t.Kind() {
+		return produceJob{}, fmt.Errorf("%w: producer %q makes %s events; topic %q holds %s", errTypeMismatch, producer, p.Kind(), topic, t.Kind())
+	}
+	j := produceJob{p: p, t: t, file: file}
+	switch manual := p.Strategy() == "Manual"; {
+	case manual && partition == nil:
+		return j, fmt.Errorf("%w: producer %q is Manual: give the partition (produce event %s %s %s <partition>)", errArgs, producer, producer, topic, file)
+	case !manual && partition != nil:
+		return j, fmt.Errorf("%w: producer %q chooses partitions itself (%s): drop the partition %q", errArgs, producer, p.Strategy(), *partition)
+	case manual:
+		if j.partition, err = s.partition(topic, *partition); err != nil {
+			return j, err
+		}
+	}
+	if j.ev, err = s.readEvent(file); err != nil {
+		return j, err
+	}
+	if err := p.check(j.ev); err != nil {
+		return j, fmt.Errorf("%w: event file %s: %v: topic %q holds %s events", errTypeMismatch, file, err, topic, t.Kind())
+	}
+	return j, nil
+}
+
+func (s *session) produceEvent(a args) error {
+	var part *string
+	if len(a.pos) == 4 {
+		part = &a.pos[3]
+	}
+	j, err := s.prepareProduce(a.pos[0], a.pos[1], a.pos[2], part)
+	if err != nil {
+		return err
+	}
+	r, err := j.p.produce(s.ctx(), j.t, j.ev, j.partition)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "produced %s to %s %s at offset %d%s\n", r.ID, j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, keyNote(r.Key))
+	return nil
+}
+
+func keyNote(key string) string {
+	if key == "" {
+		return ""
+	}
+	return " (key " + strconv.Quote(key) + ")"
+}
+
+// consumeJob is one checked consume: the consumer owns the partition.
+type consumeJob struct {
+	c         consumerRef
+	partition int32
+	n         int
+}
+
+// prepareConsume resolves a consume's arguments and checks that the
+// consumer owns the partition now, changing nothing.
+func (s *session) prepareConsume(consumer, partition string, n int) (consumeJob, error) {
+	c, err := s.consumer(consumer)
+	if err != nil {
+		return consumeJob{}, err
+	}
+	topic := c.Topic().Name()
+	p, err := s.partition(topic, partition)
+	if err != nil {
+		return consumeJob{}, err
+	}
+	owned := c.Assignment()
+	for _, q := range owned {
+		if q == p {
+			return consumeJob{c: c, partition: p, n: n}, nil
+		}
+	}
+	line, _ := s.assignmentLine(c.Group())
+	return consumeJob{}, fmt.Errorf("consumer %q %w %s %s (group %s)", consumer, errNotOwner, topic, s.partName(topic, p), line)
+}
+
+// consume runs j: up to j.n events, stopping early when the partition has
+// nothing more to give.
+func (s *session) consume(j consumeJob, fail string) ([]delivery, error) {
+	var out []delivery
+	for range j.n {
+		d, ok, err := j.c.consume(s.ctx(), j.partition, fail)
+		if ok {
+			out = append(out, d)
+		}
+		if err != nil || !ok {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (s *session) consumeEvent(a args) error  { return s.consumeN(a, 1) }
+func (s *session) consumeEvents(a args) error { return s.consumeN(a, -1) }
+
+func (s *session) consumeN(a args, n int) error {
+	if n < 0 {
+		var err error
+		if n, err = parseCount("<n>", a.pos[2], 1, 1000); err != nil {
+			return err
+		}
+	}
+	j, err := s.prepareConsume(a.pos[0], a.pos[1], n)
+	if err != nil {
+		return err
+	}
+	fail := ""
+	if a.has("fail") {
+		fail = "simulated failure (--fail)"
+	}
+	ds, err := s.consume(j, fail)
+	s.printDeliveries(j, ds)
+	if err != nil {
+		return err
+	}
+	if len(ds) < n {
+		return s.printNothingMore(j, len(ds))
+	}
+	return nil
+}
+
+// printNothingMore says why a consume got fewer events than asked for.
+func (s *session) printNothingMore(j consumeJob, got int) error {
+	topic := j.c.Topic().Name()
+	g, d, err := s.describeGroup(j.c.Group())
+	if err != nil {
+		return err
+	}
+	gp, end := g.Partitions[j.partition], d.Partitions[j.partition].LogEndOffset
+	why := fmt.Sprintf("at the log end (offset %d)", end)
+	if gp.InFlight {
+		why = fmt.Sprintf("offset %d is in flight", gp.Committed)
+	}
+	if got == 0 {
+		fmt.Fprintf(s.out, "%s: nothing to consume on %s %s: %s\n", j.c.Name(), topic, s.partName(topic, j.partition), why)
+	} else {
+		fmt.Fprintf(s.out, "%s: %s %s has no more events: %s\n", j.c.Name(), topic, s.partName(topic, j.partition), why)
+	}
+	return nil
+}
+
+func (s *session) setRebalancing(a args) error {
+	group := a.pos[0]
+	asg, err := parseAssignor(a.pos[1])
+	if err != nil {
+		return err
+	}
+	topic, err := s.group(group)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.SetAssignor(topic, group, asg); err != nil {
+		return err
+	}
+	line, err := s.assignmentLine(group)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "rebalanced %s\n", line)
+	return nil
+}
+
+func (s *session) playback(a args) error {
+	j, err := s.prepareConsume(a.pos[0], a.pos[1], 0)
+	if err != nil {
+		return err
+	}
+	off, err := strconv.ParseInt(a.pos[2], 10, 64)
+	if err != nil || off < 0 {
+		return fmt.Errorf("%w: offset %q: want a whole number ≥ 0", errArgs, a.pos[2])
+	}
+	topic := j.c.Topic().Name()
+	if err := j.c.seek(j.partition, off); err != nil {
+		if errors.Is(err, tributary.ErrOffsetOutOfRange) {
+			d, _ := s.c.Describe(topic)
+			pd := d.Partitions[j.partition]
+			return fmt.Errorf("offset %d is outside the retained range [%d, %d] of %s %s", off, pd.LogStartOffset, pd.LogEndOffset, topic, s.partName(topic, j.partition))
+		}
+		return err
+	}
+	d, err := s.c.Describe(topic)
+	if err != nil {
+		return err
+	}
+	j.n = int(d.Partitions[j.partition].LogEndOffset - off)
+	if j.n == 0 {
+		fmt.Fprintf(s.out, "%s: nothing to replay on %s %s: offset %d is the log end\n", j.c.Group(), topic, s.partName(topic, j.partition), off)
+		return nil
+	}
+	fmt.Fprintf(s.out, "%s replays %s %s from offset %d to %d\n", j.c.Group(), topic, s.partName(topic, j.partition), off, off+int64(j.n)-1)
+	ds, err := s.consume(j, "")
+	s.printDeliveries(j, ds)
+	return err
+}
+
+func (s *session) parallelProduce(a args) error {
+	jobs := make([]produceJob, len(a.tuples))
+	for i, t := range a.tuples {
+		var part *string
+		if len(t) == 4 {
+			part = &t[3]
+		}
+		var err error
+		if jobs[i], err = s.prepareProduce(t[0], t[1], t[2], part); err != nil {
+			return fmt.Errorf("tuple %d: %w", i+1, err)
+		}
+	}
+	results := make([]sent, len(jobs))
+	var g errgroup.Group
+	for i, j := range jobs {
+		g.Go(func() error {
+			r, err := j.p.produce(s.ctx(), j.t, j.ev, j.partition)
+			if err != nil {
+				return fmt.Errorf("tuple %d (%s, %s, %s): %w", i+1, j.p.Name(), j.t.Name(), j.file, err)
+			}
+			results[i] = r
+			return nil
+		})
+	}
+	err := g.Wait()
+	tw := newTable("PRODUCER", "TOPIC", "PARTITION", "OFFSET", "ID", "KEY", "EVENT FILE")
+	for i, j := range jobs {
+		if r := results[i]; r.ID != "" {
+			tw.AppendRow(row(j.p.Name(), j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, r.ID, dash(r.Key), j.file))
+		}
+	}
+	s.render(tw)
+	return err
+}
+
+func (s *session) parallelConsume(a args) error {
+	jobs := make([]consumeJob, len(a.tuples))
+	for i, t := range a.tuples {
+		n := 1
+		var err error
+		if len(t) == 3 {
+			if n, err = parseCount("<n>", t[2], 1, 1000); err != nil {
+				return fmt.Errorf("tuple %d: %w", i+1, err)
+			}
+		}
+		if jobs[i], err = s.prepareConsume(t[0], t[1], n); err != nil {
+			return fmt.Errorf("tuple %d: %w", i+1, err)
+		}
+	}
+	results := make([][]delivery, len(jobs))
+	var g errgroup.Group
+	for i, j := range jobs {
+		g.Go(func() error {
+			var err error
+			results[i], err = s.consume(j, "")
+			return err
+		})
+	}
+	err := g.Wait()
+	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "VALUE", "RESULT")
+	for i, j := range jobs {
+		topic := j.c.Topic().Name()
+		if len(results[i]) == 0 {
+			tw.AppendRow(row(j.c.Name(), s.partName(topic, j.partition), "-", "-", "-", "-", "(nothing to consume)", "-"))
+		}
+		for _, d := range results[i] {
+			tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, dash(d.Key), d.Value, d.Outcome))
+		}
+	}
+	s.render(tw)
+	return err
+}
+
+func (s *session) help(a args) error {
+	if len(a.pos) > 0 {
+		c, n := lookupCommand(a.pos)
+		if c == nil || n != len(a.pos) {
+			return fmt.Errorf("%w %q (type help for the list)", errUnknownCommand, strings.Join(a.pos, " "))
+		}
+		fmt.Fprintf(s.out, "%s\n  %s\n", c.synopsis(), c.summary)
+		return nil
+	}
+	tw := newTable("COMMAND", "DOES")
+	for _, c := range commands {
+		if c.summary != "" {
+			tw.AppendRow(row(c.synopsis(), c.summary))
+		}
+	}
+	s.render(tw)
+	fmt.Fprintln(s.out, "Event files: {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": <payload>}; key and headers optional.")
+	fmt.Fprintln(s.out, "A <partition> is a name (p0, p1, …) or an index. Lines starting with # are comments.")
+	return nil
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/peterh/liner"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// sessionFlags are the flags of the interactive prompt and of run.
+type sessionFlags struct {
+	keepGoing bool
+	echo      bool
+	capacity  int
+	window    int // replay window; -1: capacity
+	clock     string
+	now       func() time.Time // from clock
+}
+
+// parseSessionFlags parses args for cmd ("tributary" or "tributary run")
+// and returns the positional arguments left. Every value is checked before
+// any work; a bad one is one line naming the flag and its range.
+func parseSessionFlags(cmd string, args []string, stderr io.Writer, usage func(io.Writer)) (sessionFlags, []string, error) {
+	f := sessionFlags{capacity: 1000, window: -1, now: time.Now}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		usage(stderr)
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	fs.BoolVar(&f.keepGoing, "keep-going", false, "in a script, report a failing command and go on (the exit status is still 1)")
+	fs.BoolVar(&f.echo, "echo", false, "print each command (after \"> \") and comment before its output, like a transcript")
+	fs.IntVar(&f.capacity, "capacity", f.capacity, "events each partition retains, 1..1000 (a full partition refuses events until every group acks)")
+	fs.IntVar(&f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (SPEC rule 21: the oldest fully consumed event makes room for a new one)")
+	fs.StringVar(&f.clock, "clock", "", "stamp every produced event with this RFC 3339 time instead of the clock (reproducible output)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, nil, err
+		}
+		return f, nil, errFlagPrinted // the flag package printed it, with the usage
+	}
+	if f.capacity < engine.MinCapacity || f.capacity > engine.MaxCapacity {
+		return f, nil, fmt.Errorf("-capacity %d: must be in %d..%d", f.capacity, engine.MinCapacity, engine.MaxCapacity)
+	}
+	if f.window == -1 {
+		f.window = f.capacity
+	}
+	if f.window < 0 || f.window > f.capacity {
+		return f, nil, fmt.Errorf("-replay-window %d: must be in 0..%d (the capacity), or -1 for the capacity", f.window, f.capacity)
+	}
+	if f.clock != "" {
+		t, err := time.Parse(time.RFC3339, f.clock)
+		if err != nil {
+			return f, nil, fmt.Errorf("-clock %q: must be an RFC 3339 time such as 2026-12-01T12:00:00Z", f.clock)
+		}
+		f.now = func() time.Time { return t }
+	}
+	return f, fs.Args(), nil
+}
+
+// runInteractive is `tributary` with no command: a prompt with line
+// editing and history when standard input is a terminal, otherwise the
+// commands on standard input run as a script.
+func runInteractive(args []string, stdin io.Reader, stdout, stderr io.Writer, isTerminal bool) int {
+	f, rest, err := parseSessionFlags("tributary", args, stderr, usage)
+	if code, done := flagExit(err, stderr, "tributary"); done {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "tributary: unknown command %q (try tributary help)\n", rest[0])
+		return exitUsage
+	}
+	if !isTerminal {
+		return runScript(f, stdin, "stdin", osReader("."), stdout, stderr)
+	}
+	s, err := newSession(stdout, osReader("."), f)
+	if err != nil {
+		fmt.Fprintf(stderr, "tributary: %v\n", err)
+		return exitFailed
+	}
+	defer s.close()
+	fmt.Fprintln(stdout, "tributary: an in-process cluster; type help for the commands, quit to leave.")
+
+	ln := liner.NewLiner()
+	defer ln.Close()
+	ln.SetCtrlCAborts(true)
+	ln.SetCompleter(complete)
+	history := historyFile()
+	if h, err := os.Open(history); err == nil {
+		ln.ReadHistory(h) //nolint:errcheck // a damaged history only loses history
+		h.Close()
+	}
+	defer func() {
+		if history == "" {
+			return
+		}
+		if h, err := os.Create(history); err == nil {
+			ln.WriteHistory(h) //nolint:errcheck // best effort
+			h.Close()
+		}
+	}()
+	for {
+		line, err := ln.Prompt("tributary> ")
+		if errors.Is(err, liner.ErrPromptAborted) {
+			continue // Ctrl-C clears the line
+		}
+		if err != nil { // io.EOF: Ctrl-D
+			fmt.Fprintln(stdout)
+			return exitOK
+		}
+		if strings.TrimSpace(line) != "" {
+			ln.AppendHistory(line)
+		}
+		err = s.exec(line)
+		if errors.Is(err, errQuit) {
+			return exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %s\n", errText(err))
+		}
+	}
+}
+
+// historyFile is where the prompt keeps its history, "" when there is no
+// home for it.
+func historyFile() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	dir = filepath.Join(dir, "tributary")
+	if os.MkdirAll(dir, 0o700) != nil {
+		return ""
+	}
+	return filepath.Join(dir, "history")
+}
+
+// complete completes a command's keywords at the prompt.
+func complete(line string) []string {
+	var out []string
+	for _, c := range commands {
+		if name := c.name(); strings.HasPrefix(name, line) && name != line {
+			out = append(out, name+" ")
+		}
+	}
+	return out
+}
+
+// runRun is `tributary run [flags] FILE`: the commands of FILE ("-": standard
+// input), one per line.
+func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	runUsage := func(w io.Writer) {
+		fmt.Fprintln(w, "Usage: tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME] FILE")
+		fmt.Fprintln(w, "Runs the commands of FILE (- for standard input) on a new cluster; stops at the first error.")
+	}
+	f, rest, err := parseSessionFlags("tributary run", args, stderr, runUsage)
+	if code, done := flagExit(err, stderr, "tributary run"); done {
+		return code
+	}
+	if len(rest) != 1 {
+		fmt.Fprintf(stderr, "tributary run: want one FILE, got %d arguments (tributary run -h for help)\n", len(rest))
+		return exitUsage
+	}
+	if rest[0] == "-" {
+		return runScript(f, stdin, "stdin", osReader("."), stdout, stderr)
+	}
+	file, err := os.Open(rest[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "tributary run: %v\n", err)
+		return exitFailed
+	}
+	defer file.Close()
+	return runScript(f, file, rest[0], osReader(filepath.Dir(rest[0])), stdout, stderr)
+}
+
+// errFlagPrinted is a flag error the flag package has already printed.
+var errFlagPrinted = errors.New("bad flag")
+
+// flagExit turns a flag error into the exit status: help is success, any
+// other error one line (unless printed already) and exitUsage.
+func flagExit(err error, stderr io.Writer, cmd string) (int, bool) {
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, true
+	case !errors.Is(err, errFlagPrinted):
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	}
+	return exitUsage, true
+}
+
+// runScript runs the commands of r, named name in messages, on a new
+// session. It stops at the first error (exit status 1) unless keepGoing,
+// printing "name:line: error" on stderr.
+func runScript(f sessionFlags, r io.Reader, name string, readFile func(string) ([]byte, error), stdout, stderr io.Writer) int {
+	s, err := newSession(stdout, readFile, f)
+	if err != nil {
+		fmt.Fprintf(stderr, "tributary: %v\n", err)
+		return exitFailed
+	}
+	defer s.close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	status := exitOK
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if f.echo {
+			echo(stdout, line)
+		}
+		err := s.exec(line)
+		if errors.Is(err, errQuit) {
+			break
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "%s:%d: %s\n", name, n, errText(err))
+			status = exitFailed
+			if !f.keepGoing {
+				return status
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitFailed
+	}
+	return status
+}
+
+// echo prints a script line as a transcript shows it: commands after "> ",
+// comments and blank lines as they are.
+func echo(w io.Writer, line string) {
+	t := strings.TrimSpace(line)
+	if t == "" || strings.HasPrefix(t, "#") {
+		fmt.Fprintln(w, t)
+		return
+	}
+	fmt.Fprintln(w, "> "+t)
+}
+
+// osReader reads event files relative to dir (absolute names as they are).
+func osReader(dir string) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, filepath.FromSlash(name))
+		}
+		return os.ReadFile(name)
+	}
+}
+
+// errText is err's message on one line, without the library's "tributary: "
+// prefixes (the program's name says that already).
+func errText(err error) string {
+	msg := strings.ReplaceAll(err.Error(), "tributary: ", "")
+	return strings.ReplaceAll(msg, "\n", "; ")
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// The error classes of SPEC-CLI.md. Every command error wraps one of these
+// or an error of the library, and is printed on one line.
+var (
+	errUnknownCommand = errors.New("unknown command")
+	errArgs           = errors.New("wrong arguments")
+	errUnknownID      = errors.New("unknown")
+	errDuplicateID    = errors.New("already exists")
+	errBadEvent       = errors.New("bad event file")
+	errTypeMismatch   = errors.New("type mismatch")
+	errNotOwner       = errors.New("does not own")
+)
+
+// session is one in-process cluster and the names the program gave it:
+// topics with their payload types and partition names, groups with their
+// topic, producers and consumers. Commands run one at a time (a parallel
+// command runs its parts concurrently inside one command).
+type session struct {
+	c   *tributary.Cluster
+	out io.Writer
+	// now stamps produced events (Message.Time); fixed by --clock.
+	now func() time.Time
+	// readFile reads an event file; a relative name is relative to the
+	// script's directory (the working directory when interactive).
+	readFile func(name string) ([]byte, error)
+
+	topics    map[string]topicRef
+	parts     map[string][]string // topic → partition names, by index
+	groups    map[string]string   // group → its topic
+	producers map[string]producerRef
+	consumers map[string]consumerRef
+}
+
+// newSession returns a session on a new cluster with f's capacity and
+// replay window.
+func newSession(out io.Writer, readFile func(string) ([]byte, error), f sessionFlags) (*session, error) {
+	c, err := tributary.NewCluster(int32(f.capacity), engine.WithReplayWindow(int32(f.window)))
+	if err != nil {
+		return nil, err
+	}
+	return &session{
+		c: c, out: out, now: f.now, readFile: readFile,
+		topics: map[string]topicRef{}, parts: map[string][]string{}, groups: map[string]string{},
+		producers: map[string]producerRef{}, consumers: map[string]consumerRef{},
+	}, nil
+}
+
+// close closes every consumer and producer and the cluster.
+func (s *session) close() error { return s.c.Close() }
+
+// consumerOpts are the options of `create consumer`.
+type consumerOpts struct {
+	deadLetter  string
+	maxAttempts int32
+}
+
+// ---- lookups: each error names what was asked for and what exists ----
+
+func (s *session) topic(name string) (topicRef, error) {
+	if t, ok := s.topics[name]; ok {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%w topic %q (topics: %s)", errUnknownID, name, list(keys(s.topics)))
+}
+
+func (s *session) producer(name string) (producerRef, error) {
+	if p, ok := s.producers[name]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w producer %q (producers: %s)", errUnknownID, name, list(keys(s.producers)))
+}
+
+func (s *session) consumer(name string) (consumerRef, error) {
+	if c, ok := s.consumers[name]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w consumer %q (consumers: %s)", errUnknownID, name, list(keys(s.consumers)))
+}
+
+func (s *session) group(name string) (topic string, err error) {
+	if t, ok := s.groups[name]; ok {
+		return t, nil
+	}
+	return "", fmt.Errorf("%w consumer group %q (groups: %s)", errUnknownID, name, list(keys(s.groups)))
+}
+
+// partition resolves a partition of topic by name (p0, or a name given to
+// `create partition`) or by index.
+func (s *session) partition(topic, arg string) (int32, error) {
+	names := s.parts[topic]
+	if i := slices.Index(names, arg); i >= 0 {
+		return int32(i), nil
+	}
+	if i, err := strconv.Atoi(arg); err == nil && i >= 0 && i < len(names) {
+		return int32(i), nil
+	}
+	return 0, fmt.Errorf("%w partition %q of topic %q (partitions: %s, or an index 0..%d)", errUnknownID, arg, topic, strings.Join(names, " "), len(names)-1)
+}
+
+// partName is the name of partition p of topic.
+func (s *session) partName(topic string, p int32) string {
+	if names := s.parts[topic]; int(p) < len(names) {
+		return names[p]
+	}
+	return "p" + strconv.Itoa(int(p))
+}
+
+// partList is the names of partitions ps of topic, space-separated.
+func (s *session) partList(topic string, ps []int32) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = s.partName(topic, p)
+	}
+	return strings.Join(names, " ")
+}
+
+// addTopic registers t with default partition names p0, p1, ….
+func (s *session) addTopic(t topicRef) {
+	s.topics[t.Name()] = t
+	names := make([]string, t.Partitions())
+	for i := range names {
+		names[i] = "p" + strconv.Itoa(i)
+	}
+	s.parts[t.Name()] = names
+}
+
+// describeGroup returns group's description from one snapshot of its topic.
+func (s *session) describeGroup(group string) (engine.GroupDescription, engine.TopicDescription, error) {
+	topic, err := s.group(group)
+	if err != nil {
+		return engine.GroupDescription{}, engine.TopicDescription{}, err
+	}
+	d, err := s.c.Describe(topic)
+	if err != nil {
+		return engine.GroupDescription{}, d, err
+	}
+	for _, g := range d.Groups {
+		if g.Group == group {
+			return g, d, nil
+		}
+	}
+	return engine.GroupDescription{}, d, fmt.Errorf("%w consumer group %q: gone from topic %q", errUnknownID, group, topic)
+}
+
+// assignmentLine is group's assignor and members with their partitions,
+// e.g. "billing (Range): c1 [p0 p1] c2 [p2]".
+func (s *session) assignmentLine(group string) (string, error) {
+	g, d, err := s.describeGroup(group)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s):", group, assignorName(g.Assignor))
+	if len(g.Members) == 0 {
+		b.WriteString(" no members")
+	}
+	for _, m := range g.Members {
+		var ps []int32
+		for _, gp := range g.Partitions {
+			if gp.Owner == m {
+				ps = append(ps, gp.Partition)
+			}
+		}
+		fmt.Fprintf(&b, " %s [%s]", m, s.partList(d.Topic, ps))
+	}
+	return b.String(), nil
+}
+
+// ---- parsing helpers ----
+
+var assignors = []engine.Assignor{engine.RoundRobin, engine.Range, engine.Sticky}
+
+// assignorNames are the program's names of the engine's assignors.
+var assignorNames = map[string]string{"round-robin": "RoundRobin", "range": "Range", "sticky": "Sticky"}
+
+func assignorName(engineName string) string {
+	if n, ok := assignorNames[engineName]; ok {
+		return n
+	}
+	return engineName
+}
+
+func parseAssignor(name string) (engine.Assignor, error) {
+	for _, a := range assignors {
+		if assignorNames[a.Name()] == name {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: assignor %q: want RoundRobin, Range or Sticky", errArgs, name)
+}
+
+func checkPayloadType(name string) error {
+	if slices.Contains(payloadTypes, name) {
+		return nil
+	}
+	return fmt.Errorf("%w: payload type %q: want Integer, String or JSON", errArgs, name)
+}
+
+// parseCount parses a whole number in lo..hi for what.
+func parseCount(what, arg string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(arg)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%w: %s %q: want a whole number in %d..%d", errArgs, what, arg, lo, hi)
+	}
+	return n, nil
+}
+
+// readEvent reads and checks an event file: a JSON object with "value" and
+// optional "key" (a string) and "headers" (an object of strings). Other
+// fields are refused, so that a misspelt "value" is not read as absent.
+func (s *session) readEvent(name string) (event, error) {
+	b, err := s.readFile(name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return event{}, fmt.Errorf("%w %s: %v", errBadEvent, name, err)
+	}
+	bad := func(format string, a ...any) (event, error) {
+		return event{}, fmt.Errorf("%w %s: %s (want {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": ...})", errBadEvent, name, fmt.Sprintf(format, a...))
+	}
+	var fields map[string]json.RawMessage
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&fields); err != nil {
+		return bad("not a JSON object: %v", err)
+	}
+	if d.More() {
+		return bad("more than one JSON value")
+	}
+	ev := event{Value: fields["value"]}
+	for _, k := range keys(fields) {
+		switch k {
+		case "key":
+			if err := json.Unmarshal(fields[k], &ev.Key); err != nil {
+				return bad("\"key\" is not a string")
+			}
+		case "headers":
+			var hs map[string]json.RawMessage
+			if err := json.Unmarshal(fields[k], &hs); err != nil {
+				return bad("\"headers\" is not an object")
+			}
+			for _, hk := range keys(hs) {
+				var v string
+				if err := json.Unmarshal(hs[hk], &v); err != nil {
+					return bad("header %q is not a string", hk)
+				}
+				ev.Headers = append(ev.Headers, tributary.Header{Key: hk, Value: v})
+			}
+		case "value":
+		default:
+			return bad("unknown field %q", k)
+		}
+	}
+	if ev.Value == nil {
+		return bad("no \"value\"")
+	}
+	return ev, nil
+}
+
+// ---- small helpers ----
+
+func keys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, " ")
+}
+
+// ctx is the context of one command.
+func (s *session) ctx() context.Context { return context.Background() }

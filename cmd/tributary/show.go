@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// newTable is a table in the program's style: no borders, columns two
+// spaces apart, upper-case headers, so that output is aligned for people
+// and splits on whitespace for grep and awk.
+func newTable(headers ...any) table.Writer {
+	tw := table.NewWriter()
+	st := table.StyleDefault
+	st.Options = table.OptionsNoBordersAndSeparators
+	st.Box.PaddingLeft, st.Box.PaddingRight = "", "  "
+	tw.SetStyle(st)
+	tw.AppendHeader(table.Row(headers))
+	return tw
+}
+
+func row(cells ...any) table.Row { return table.Row(cells) }
+
+// render prints tw without trailing spaces.
+func (s *session) render(tw table.Writer) {
+	for _, line := range strings.Split(tw.Render(), "\n") {
+		fmt.Fprintln(s.out, strings.TrimRight(line, " "))
+	}
+}
+
+// dash is s, or "-" for an empty cell (so every row has every column).
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// printDeliveries prints the events a consume took, in order.
+func (s *session) printDeliveries(j consumeJob, ds []delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	topic := j.c.Topic().Name()
+	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "VALUE", "RESULT")
+	for _, d := range ds {
+		tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, dash(d.Key), d.Value, d.Outcome))
+	}
+	s.render(tw)
+}
+
+func (s *session) showTopics(args) error {
+	if len(s.topics) == 0 {
+		fmt.Fprintln(s.out, "no topics (create topic <topic> <type> [<partitions>])")
+		return nil
+	}
+	tw := newTable("TOPIC", "TYPE", "PARTITIONS", "RETAINED", "GROUPS")
+	for _, name := range keys(s.topics) {
+		d, err := s.c.Describe(name)
+		if err != nil {
+			return err
+		}
+		var retained int64
+		for _, p := range d.Partitions {
+			retained += p.LogEndOffset - p.LogStartOffset
+		}
+		groups := make([]string, len(d.Groups))
+		for i, g := range d.Groups {
+			groups[i] = g.Group
+		}
+		tw.AppendRow(row(name, s.topics[name].Kind(), len(d.Partitions), retained, dash(strings.Join(groups, " "))))
+	}
+	s.render(tw)
+	return nil
+}
+
+// showTopic prints one snapshot of a topic: a line per partition with no
+// events, a line per retained event.
+func (s *session) showTopic(a args) error {
+	t, err := s.topic(a.pos[0])
+	if err != nil {
+		return err
+	}
+	snap, err := t.snapshot()
+	if err != nil {
+		return err
+	}
+	groups := make([]string, len(snap.Groups))
+	for i, g := range snap.Groups {
+		groups[i] = g.Group
+	}
+	fmt.Fprintf(s.out, "topic %s: type %s, partitions %d, groups %s\n", t.Name(), t.Kind(), len(snap.Partitions), list(groups))
+	tw := newTable("PARTITION", "LOG-START", "LOG-END", "OFFSET", "ID", "TIME", "KEY", "VALUE", "HEADERS")
+	for p, pd := range snap.Partitions {
+		name := s.partName(t.Name(), int32(p))
+		if len(snap.Messages[p]) == 0 {
+			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, "-", "-", "-", "-", "(empty)", "-"))
+		}
+		for _, m := range snap.Messages[p] {
+			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, m.Offset, m.ID, m.Time.UTC().Format(time.RFC3339), dash(m.Key), m.Value, headerText(m.Headers)))
+		}
+	}
+	s.render(tw)
+	return nil
+}
+
+func headerText(hs []engine.Header) string {
+	if len(hs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = h.Key + "=" + h.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// showGroup prints one snapshot of a group, in the columns of
+// kafka-consumer-groups --describe plus the assignor, in-flight and
+// attempts.
+func (s *session) showGroup(a args) error {
+	g, d, err := s.describeGroup(a.pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "group %s: topic %s, assignor %s, members %s\n", g.Group, d.Topic, assignorName(g.Assignor), list(g.Members))
+	tw := newTable("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "IN-FLIGHT", "ATTEMPTS")
+	for p, gp := range g.Partitions {
+		tw.AppendRow(row(d.Topic, s.partName(d.Topic, int32(p)), gp.Committed, d.Partitions[p].LogEndOffset, gp.Lag, dash(gp.Owner), yesNo(gp.InFlight), gp.Attempts))
+	}
+	s.render(tw)
+	return nil
+}
