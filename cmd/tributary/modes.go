@@ -248,13 +248,30 @@ func echo(w io.Writer, line string) {
 	fmt.Fprintln(w, "> "+t)
 }
 
-// osReader reads event files relative to dir (absolute names as they are).
+// maxEventFile is the largest event file read, in bytes.
+const maxEventFile = 1 << 20
+
+// osReader reads event files relative to dir (absolute names as they are),
+// refusing directories and anything over maxEventFile bytes (so /dev/zero
+// is an error, not a hang).
 func osReader(dir string) func(string) ([]byte, error) {
 	return func(name string) ([]byte, error) {
 		if !filepath.IsAbs(name) {
 			name = filepath.Join(dir, filepath.FromSlash(name))
 		}
-		return os.ReadFile(name)
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, errors.New("is a directory")
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxEventFile+1))
+		if err == nil && len(b) > maxEventFile {
+			err = fmt.Errorf("larger than %d bytes", maxEventFile)
+		}
+		return b, err
 	}
 }
 
