@@ -718,7 +718,7 @@ func (s *session) parallelProduce(a args) error {
 	tw := newTable("PRODUCER", "TOPIC", "PARTITION", "OFFSET", "ID", "KEY", "EVENT FILE")
 	for i, j := range jobs {
 		if r := results[i]; r.ID != "" {
-			tw.AppendRow(row(j.p.Name(), j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, r.ID, dash(r.Key), j.file))
+			tw.AppendRow(row(j.p.Name(), j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, r.ID, cell(r.Key), cell(j.file)))
 		}
 	}
 	s.render(tw)
@@ -756,7 +756,7 @@ func (s *session) parallelConsume(a args) error {
 			tw.AppendRow(row(j.c.Name(), s.partName(topic, j.partition), "-", "-", "-", "-", "(nothing to consume)", "-"))
 		}
 		for _, d := range results[i] {
-			tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, dash(d.Key), d.Value, d.Outcome))
+			tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Value, d.Outcome))
 		}
 	}
 	s.render(tw)

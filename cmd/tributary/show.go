@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 
@@ -40,6 +42,20 @@ func dash(s string) string {
 	return s
 }
 
+// cell is a user's text (a key, a header) as one table cell: "-" when
+// empty, Go-quoted when it has a space, a control or non-printable
+// character, a quote, or could be read as "-", so that every row stays one
+// line and splits on whitespace.
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	if s == "-" || strings.IndexFunc(s, func(r rune) bool { return r == '"' || !unicode.IsGraphic(r) || unicode.IsSpace(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -55,7 +71,7 @@ func (s *session) printDeliveries(j consumeJob, ds []delivery) {
 	topic := j.c.Topic().Name()
 	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "VALUE", "RESULT")
 	for _, d := range ds {
-		tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, dash(d.Key), d.Value, d.Outcome))
+		tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Value, d.Outcome))
 	}
 	s.render(tw)
 }
@@ -108,11 +124,22 @@ func (s *session) showTopic(a args) error {
 			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, "-", "-", "-", "-", "(empty)", "-"))
 		}
 		for _, m := range snap.Messages[p] {
-			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, m.Offset, m.ID, m.Time.UTC().Format(time.RFC3339), dash(m.Key), m.Value, headerText(m.Headers)))
+			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, m.Offset, m.ID, m.Time.UTC().Format(time.RFC3339), cell(m.Key), m.Value, headerText(m.Headers)))
 		}
 	}
 	s.render(tw)
 	return nil
+}
+
+// headerCell is cell for a header's key or value, also quoting "=" and ","
+// (the separators of headerText) and leaving "" as "".
+func headerCell(s string) string {
+	if s != "" && !strings.ContainsAny(s, "=,") {
+		if c := cell(s); c != "-" || s == "-" {
+			return c
+		}
+	}
+	return strconv.Quote(s)
 }
 
 func headerText(hs []engine.Header) string {
@@ -121,7 +148,7 @@ func headerText(hs []engine.Header) string {
 	}
 	parts := make([]string, len(hs))
 	for i, h := range hs {
-		parts[i] = h.Key + "=" + h.Value
+		parts[i] = headerCell(h.Key) + "=" + headerCell(h.Value)
 	}
 	return strings.Join(parts, ",")
 }
