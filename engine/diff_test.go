@@ -26,8 +26,10 @@ import (
 // random test and the fuzz target share one generator; on a mismatch the
 // sequence is shrunk to a short failing one and printed.
 //
-// Every call of SPEC sections 1 and 3.1 is generated, with valid and invalid
-// arguments, on brokers built with random options (WithReplayWindow,
+// Every call of SPEC sections 1 and 3.1 is generated, and the additions
+// MemberHandle.AppendPollPartition (against model.PollPartition) and
+// Snapshot (against model.Snapshot, also compared every few calls), with
+// valid and invalid arguments, on brokers built with random options (WithReplayWindow,
 // WithAckTimeout, WithMaxMessageBytes, rarely an option out of range).
 // Besides single calls the generator has three macros, each a run of
 // ordinary calls compared one by one: Burst (many publishes to one
@@ -186,6 +188,8 @@ func (o op) String() string {
 		return fmt.Sprintf("PublishMessage(%q, %d, {Key: %q, Headers: %q, Payload: %q, Time: %s})", o.topic, o.partition, o.key, o.headers, o.payload, tm)
 	case "Poll":
 		return fmt.Sprintf("Poll(%q, %q, %q, %d)", o.topic, o.group, o.member, o.n)
+	case "PollPartition":
+		return fmt.Sprintf("PollPartition(%q, %q, %q, %d)", o.topic, o.group, o.member, o.partition)
 	case "CreateGroup", "SetAssignor":
 		return fmt.Sprintf("%s(%q, %q, %s)", o.kind, o.topic, o.group, assignorName(o.assign))
 	case "DeleteGroup":
@@ -194,8 +198,8 @@ func (o op) String() string {
 		return fmt.Sprintf("AddPartitions(%q, %d)", o.topic, o.n)
 	case "Seek":
 		return fmt.Sprintf("Seek(%q, %q, %d, %d)", o.topic, o.group, o.partition, o.offset)
-	case "Describe":
-		return fmt.Sprintf("Describe(%q)", o.topic)
+	case "Describe", "Snapshot":
+		return fmt.Sprintf("%s(%q)", o.kind, o.topic)
 	case "Advance":
 		return fmt.Sprintf("clock.Advance(%v)", o.advance)
 	case "Burst":
@@ -320,16 +324,19 @@ var kindWeights = [...][]struct {
 		{"Create", 2}, {"Join", 6}, {"Leave", 2}, {"Publish", 7}, {"PublishMessage", 3}, {"Poll", 8},
 		{"Ack", 8}, {"Retry", 3}, {"CreateGroup", 2}, {"DeleteGroup", 2}, {"SetAssignor", 3},
 		{"AddPartitions", 1}, {"Seek", 3}, {"Describe", 1}, {"Advance", 3}, {"Burst", 1}, {"Drain", 1},
+		{"PollPartition", 3}, {"Snapshot", 1},
 	},
 	profGroups: {
 		{"Create", 1}, {"Join", 8}, {"Leave", 3}, {"Publish", 5}, {"PublishMessage", 2}, {"Poll", 6},
 		{"Ack", 6}, {"Retry", 2}, {"CreateGroup", 12}, {"DeleteGroup", 4}, {"SetAssignor", 2},
 		{"AddPartitions", 1}, {"Seek", 2}, {"Describe", 1}, {"Advance", 1}, {"Burst", 1}, {"Drain", 2},
+		{"PollPartition", 2}, {"Snapshot", 1},
 	},
 	profBig: {
 		{"Create", 1}, {"Join", 4}, {"Leave", 2}, {"Publish", 3}, {"PublishMessage", 2}, {"Poll", 4},
 		{"Ack", 4}, {"Retry", 2}, {"CreateGroup", 1}, {"DeleteGroup", 1}, {"SetAssignor", 2},
 		{"AddPartitions", 1}, {"Seek", 3}, {"Describe", 1}, {"Advance", 2}, {"Burst", 3}, {"Drain", 3}, {"Pump", 3},
+		{"PollPartition", 2}, {"Snapshot", 1},
 	},
 	profDeep: {
 		{"Join", 3}, {"Publish", 2}, {"PublishMessage", 1}, {"Poll", 2}, {"Ack", 2},
@@ -454,6 +461,12 @@ func decodeOp(s *byteSource, c diffConfig) op {
 		if a := s.next(); a%4 != 0 {
 			o.pick = 1 + int(a)
 		}
+	case "PollPartition":
+		o.group, o.member = s.pick(groups...), s.pick(members...)
+		o.partition = partition()
+		if a := s.next(); a%4 != 0 {
+			o.pick = 1 + int(a) // and, unless pick%3 == 0, a partition the member owns
+		}
 	case "Ack", "Retry":
 		o.group, o.member = s.pick(groups...), s.pick(members...)
 		o.partition = partition()
@@ -494,7 +507,7 @@ func decodeOp(s *byteSource, c diffConfig) op {
 		t := s.next()
 		o.target, o.seek = t%2 == 0, int(t/2%8)
 		o.sel = t / 16
-	case "Describe":
+	case "Describe", "Snapshot":
 	case "Advance":
 		o.advance = time.Duration(s.next()%8) * time.Millisecond
 	case "Burst":
@@ -534,13 +547,15 @@ type outcome struct {
 	Parts   []int32
 	Records []engine.Record
 	Desc    engine.TopicDescription
+	Snap    [][]engine.Record // Snapshot's records; Desc holds its description
 }
 
 // sameOutcome compares two outcomes exactly, records with sameRecord.
 func sameOutcome(a, b outcome) bool {
 	return a.Err == b.Err && a.Bool == b.Bool && a.Int == b.Int &&
 		(a.Parts == nil) == (b.Parts == nil) && slices.Equal(a.Parts, b.Parts) &&
-		sameRecords(a.Records, b.Records) && reflect.DeepEqual(a.Desc, b.Desc)
+		sameRecords(a.Records, b.Records) && reflect.DeepEqual(a.Desc, b.Desc) &&
+		(a.Snap == nil) == (b.Snap == nil) && slices.EqualFunc(a.Snap, b.Snap, sameRecords)
 }
 
 // errClass names the sentinels err wraps, of either implementation, or
@@ -590,6 +605,8 @@ type subject interface {
 	AddPartitions(topic string, count int32) (int32, error)
 	Seek(topic, group string, partition int32, offset int64) (bool, error)
 	Describe(topic string) (engine.TopicDescription, error)
+	Snapshot(topic string) (engine.TopicSnapshot, error)
+	Topic(topic string) (*engine.TopicHandle, error) // for AppendPollPartition
 	Topics() []string
 	PartitionCount(topic string) (int32, error)
 	LogStartOffset(topic string, partition int32) (int64, error)
@@ -628,6 +645,8 @@ func engineCall(b subject, o op) outcome {
 		out.Int, err = b.PublishMessage(o.topic, o.partition, engine.Message{Key: o.key, Headers: o.headers, Payload: o.payload, Time: o.time})
 	case "Poll":
 		out.Records, err = b.Poll(o.topic, o.group, o.member, o.n)
+	case "PollPartition":
+		out.Records, err = enginePollPartition(b, o)
 	case "Ack":
 		out.Bool, err = b.Ack(o.topic, o.group, o.member, o.partition, o.offset)
 	case "Retry":
@@ -646,11 +665,45 @@ func engineCall(b subject, o op) outcome {
 		out.Bool, err = b.Seek(o.topic, o.group, o.partition, o.offset)
 	case "Describe":
 		out.Desc, err = b.Describe(o.topic)
+	case "Snapshot":
+		var s engine.TopicSnapshot
+		s, err = b.Snapshot(o.topic)
+		out.Desc, out.Snap = s.TopicDescription, s.Records
 	default:
 		panic("engineCall: not a call: " + o.kind)
 	}
 	out.Err = errClass(err)
 	return out
+}
+
+// pollPartitionDst is what enginePollPartition hands AppendPollPartition as
+// dst: a record of the caller's, which must stay first and untouched.
+var pollPartitionDst = engine.Record{Topic: "caller's", Partition: -1, Offset: -1}
+
+// enginePollPartition is o, a PollPartition, on b through a member handle:
+// AppendPollPartition after the caller's record. Its records are those
+// appended, non-nil on success as the model's; on error, nil, and nothing
+// may have been appended. A clobbered or missing caller's record is an
+// error of its own.
+func enginePollPartition(b subject, o op) ([]engine.Record, error) {
+	th, err := b.Topic(o.topic)
+	if err != nil {
+		return nil, err
+	}
+	m, err := th.Member(o.group, o.member)
+	if err != nil {
+		return nil, err
+	}
+	got, err := m.AppendPollPartition([]engine.Record{pollPartitionDst}, o.partition)
+	switch {
+	case len(got) == 0 || !reflect.DeepEqual(got[0], pollPartitionDst):
+		return nil, fmt.Errorf("AppendPollPartition lost the caller's record: %v", got)
+	case err != nil && len(got) != 1:
+		return nil, fmt.Errorf("AppendPollPartition appended %v with error %w", got[1:], err)
+	case err != nil:
+		return nil, err
+	}
+	return got[1:], nil
 }
 
 func modelCall(b *model.Broker, o op) outcome {
@@ -679,12 +732,11 @@ func modelCall(b *model.Broker, o op) outcome {
 	case "Poll":
 		var recs []model.Record
 		recs, err = b.Poll(o.topic, o.group, o.member, o.n)
-		if recs != nil {
-			out.Records = make([]engine.Record, len(recs))
-			for i, r := range recs {
-				out.Records[i] = engineRecord(r)
-			}
-		}
+		out.Records = engineRecords(recs)
+	case "PollPartition":
+		var recs []model.Record
+		recs, err = b.PollPartition(o.topic, o.group, o.member, o.partition)
+		out.Records = engineRecords(recs)
 	case "Ack":
 		out.Bool, err = b.Ack(o.topic, o.group, o.member, o.partition, o.offset)
 	case "Retry":
@@ -705,11 +757,40 @@ func modelCall(b *model.Broker, o op) outcome {
 		var d model.TopicDescription
 		d, err = b.Describe(o.topic)
 		out.Desc = engineDescription(d)
+	case "Snapshot":
+		var s model.TopicSnapshot
+		s, err = b.Snapshot(o.topic)
+		out.Desc, out.Snap = engineSnapshot(s)
 	default:
 		panic("modelCall: not a call: " + o.kind)
 	}
 	out.Err = errClass(err)
 	return out
+}
+
+// engineRecords is model records as engine records, nil kept nil.
+func engineRecords(recs []model.Record) []engine.Record {
+	if recs == nil {
+		return nil
+	}
+	out := make([]engine.Record, len(recs))
+	for i, r := range recs {
+		out[i] = engineRecord(r)
+	}
+	return out
+}
+
+// engineSnapshot is a model snapshot in the engine's types, nil slices kept
+// nil: its description and its records.
+func engineSnapshot(s model.TopicSnapshot) (engine.TopicDescription, [][]engine.Record) {
+	var recs [][]engine.Record
+	if s.Records != nil {
+		recs = make([][]engine.Record, len(s.Records))
+		for p, rs := range s.Records {
+			recs[p] = engineRecords(rs)
+		}
+	}
+	return engineDescription(s.TopicDescription), recs
 }
 
 // engineDescription is a model description in the engine's types, nil
@@ -784,6 +865,11 @@ const (
 // through every inspection helper and the model's invariants.
 const helperEvery = 32
 
+// snapshotEvery is how often, in calls, the state comparison also compares
+// Snapshot (records included): a multiple of helperEvery, rarer because a
+// snapshot of a big profile copies thousands of records.
+const snapshotEvery = 8 * helperEvery
+
 // traceLen is how many of the latest calls a report lists.
 const traceLen = 12
 
@@ -857,7 +943,7 @@ func (r *runner) resolve(o op) op {
 			}
 			o.partition, o.offset = rec.Partition, rec.Offset
 		}
-	case "Poll", "Join", "Leave", "DeleteGroup":
+	case "Poll", "PollPartition", "Join", "Leave", "DeleteGroup":
 		if o.pick == 0 {
 			break
 		}
@@ -883,6 +969,11 @@ func (r *runner) resolve(o op) op {
 			}
 			if len(members) > 0 {
 				o.group, o.member = g, members[(o.pick-1)/7%len(members)]
+				if a, err := r.m.Assignment(o.topic, g); err == nil && o.kind == "PollPartition" && o.pick%3 != 0 {
+					if own := a[o.member]; len(own) > 0 {
+						o.partition = own[o.pick/3%len(own)]
+					}
+				}
 				break
 			}
 		}
@@ -1070,7 +1161,7 @@ func (r *runner) call(o op) (outcome, string) {
 		}
 	}
 	switch {
-	case o.kind == "Poll" && len(want.Records) > 0:
+	case (o.kind == "Poll" || o.kind == "PollPartition") && len(want.Records) > 0:
 		r.lastPoll, r.lastRecs = o, want.Records
 	case o.kind == "Ack" && want.Bool:
 		r.lastAck, r.haveAck = o, true
@@ -1094,7 +1185,8 @@ func (r *runner) lastCalls() string {
 // sameState compares the observable state of the two brokers: Describe of
 // every topic; Topics after a Create; and with helpers Topics, every
 // inspection helper on every partition and group (an absent group and
-// partitions out of range included) and the model's invariants.
+// partitions out of range included), every snapshotEvery calls Snapshot,
+// and the model's invariants.
 func (r *runner) sameState(o op, helpers bool) string {
 	topics := r.m.Topics()
 	if o.kind == "Create" || helpers {
@@ -1112,12 +1204,30 @@ func (r *runner) sameState(o op, helpers bool) string {
 			if msg := r.sameHelpers(name, md); msg != "" {
 				return msg
 			}
+			if r.calls%snapshotEvery == 0 {
+				if msg := r.sameSnapshot(name); msg != "" {
+					return msg
+				}
+			}
 		}
 	}
 	if helpers {
 		if err := r.m.CheckInvariants(); err != nil {
 			return fmt.Sprintf("model invariant broken (a model bug): %v", err)
 		}
+	}
+	return ""
+}
+
+// sameSnapshot compares Snapshot of topic, description and records.
+func (r *runner) sameSnapshot(topic string) string {
+	es, eerr := r.e.Snapshot(topic)
+	ms, merr := r.m.Snapshot(topic)
+	md, mrecs := engineSnapshot(ms)
+	want := outcome{Err: errClass(merr), Desc: md, Snap: mrecs}
+	got := outcome{Err: errClass(eerr), Desc: es.TopicDescription, Snap: es.Records}
+	if !sameOutcome(want, got) {
+		return fmt.Sprintf("Snapshot(%q) (-model +engine):\n%s", topic, cmp.Diff(want, got))
 	}
 	return ""
 }
@@ -1399,7 +1509,7 @@ var describes = map[string]bool{
 func (c *coverage) before(r *runner, o op) preState {
 	var s preState
 	switch {
-	case describes[o.kind] || o.kind == "Poll" && r.cfg.ackTimeout > 0:
+	case describes[o.kind] || (o.kind == "Poll" || o.kind == "PollPartition") && r.cfg.ackTimeout > 0:
 		d, err := r.m.Describe(o.topic)
 		s.desc, s.ok = d, err == nil
 	case o.kind == "Publish" || o.kind == "PublishMessage":
@@ -1446,6 +1556,35 @@ func (c *coverage) after(r *runner, o op, out outcome, pre preState) {
 		}
 		if r.cfg.maxSet && size > r.cfg.maxBytes {
 			c.hit(o.kind + " over WithMaxMessageBytes")
+		}
+		return
+	case "PollPartition":
+		if out.Err != "" {
+			return
+		}
+		a, err := r.m.Assignment(o.topic, o.group)
+		owns := err == nil && slices.Contains(a[o.member], o.partition)
+		switch {
+		case len(out.Records) > 0 && out.Records[0].Attempt > 1:
+			c.hit("PollPartition redelivery")
+		case len(out.Records) > 0:
+			c.hit("PollPartition delivery")
+		case !owns:
+			c.hit("PollPartition of a partition not owned")
+		default:
+			c.hit("PollPartition of an owned partition, nothing eligible")
+		}
+		for _, g := range pre.desc.Groups {
+			if len(out.Records) > 0 && g.Group == o.group && g.Partitions[o.partition].InFlight {
+				c.hit("PollPartition redelivery after an ack timeout")
+			}
+		}
+		return
+	case "Snapshot":
+		for p, rs := range out.Snap {
+			if len(rs) > 0 && len(out.Desc.Groups) > 0 && rs[0].Offset < out.Desc.Groups[0].Partitions[p].Committed {
+				c.hit("snapshot with fully committed records")
+			}
 		}
 		return
 	case "Poll":
@@ -1547,8 +1686,8 @@ func coverageRun(t testing.TB, sequences int) *coverage {
 // capacities above 256, nine or more groups on a topic (cursor slices past
 // two padding units) and cursor slots reused after DeleteGroup, a repeated
 // ack of the offset just committed while the next one is in flight, and
-// offsets in the thousands; and the situations of every feature of rules
-// 15–23.
+// offsets in the thousands; the situations of every feature of rules
+// 15–23; and those of the additions AppendPollPartition and Snapshot.
 func TestDiffGeneratorCoverage(t *testing.T) {
 	cov := coverageRun(t, raceSequences)
 	// Each minimum is about half of what the run reached when it was
@@ -1589,6 +1728,14 @@ func TestDiffGeneratorCoverage(t *testing.T) {
 		{"full partition refused a publish despite the replay window", 18},
 		{"redelivery after an ack timeout", 9},
 		{"describe of a topic with groups", 130},
+		// The additions AppendPollPartition and Snapshot.
+		{"PollPartition delivery", 70},
+		{"PollPartition redelivery", 8},
+		{"PollPartition redelivery after an ack timeout", 1},
+		{"PollPartition of a partition not owned", 90},
+		{"PollPartition of an owned partition, nothing eligible", 100},
+		{"error invalid from PollPartition", 200},
+		{"snapshot with fully committed records", 15},
 	}
 	names := make([]string, 0, len(cov.seqs))
 	for s := range cov.seqs {
@@ -1641,6 +1788,20 @@ func (b publishIgnoresFull) Publish(topic string, partition int32, payload strin
 	return off, err
 }
 
+// snapshotHidesOldest is a broken broker whose Snapshot leaves out each
+// partition's oldest retained record.
+type snapshotHidesOldest struct{ *engine.Broker }
+
+func (b snapshotHidesOldest) Snapshot(topic string) (engine.TopicSnapshot, error) {
+	s, err := b.Broker.Snapshot(topic)
+	for p, rs := range s.Records {
+		if len(rs) > 0 {
+			s.Records[p] = rs[1:]
+		}
+	}
+	return s, err
+}
+
 // wrapped returns a newSubject building the engine wrapped by wrap.
 func wrapped(wrap func(*engine.Broker) subject) newSubject {
 	return func(capacity int32, opts ...engine.Option) (subject, error) {
@@ -1677,20 +1838,24 @@ func caughtBy(t testing.TB, mk newSubject, rng *rand.Rand, n int) (seq int, repo
 // fail: each broken wrapper must be caught within a bounded number of random
 // sequences, and the shrinker must cut the failing sequence down.
 func TestDifferentialCatchesBrokenBrokers(t *testing.T) {
-	broken := map[string]newSubject{
-		"retry commits":        wrapped(func(b *engine.Broker) subject { return retryCommits{b} }),
-		"poll hides a record":  wrapped(func(b *engine.Broker) subject { return pollSkipsFirst{b} }),
-		"publish ignores full": wrapped(func(b *engine.Broker) subject { return publishIgnoresFull{b} }),
+	broken := map[string]struct {
+		mk        newSubject
+		maxShrunk int
+	}{
+		"retry commits":         {wrapped(func(b *engine.Broker) subject { return retryCommits{b} }), 12},
+		"poll hides a record":   {wrapped(func(b *engine.Broker) subject { return pollSkipsFirst{b} }), 12},
+		"publish ignores full":  {wrapped(func(b *engine.Broker) subject { return publishIgnoresFull{b} }), 12},
+		"snapshot hides oldest": {wrapped(func(b *engine.Broker) subject { return snapshotHidesOldest{b} }), 12},
 	}
-	for name, mk := range broken {
+	for name, tt := range broken {
 		t.Run(name, func(t *testing.T) {
-			seq, report, shrunk := caughtBy(t, mk, rand.New(rand.NewPCG(7, 7)), 200)
+			seq, report, shrunk := caughtBy(t, tt.mk, rand.New(rand.NewPCG(7, 7)), 200)
 			if seq == 0 {
 				t.Fatal("broken broker not caught in 200 sequences")
 			}
 			t.Logf("caught by sequence %d, shrunk to %d ops", seq, shrunk)
-			if shrunk > 12 {
-				t.Errorf("shrunk sequence has %d ops, want at most 12:\n%s", shrunk, report)
+			if shrunk > tt.maxShrunk {
+				t.Errorf("shrunk sequence has %d ops, want at most %d:\n%s", shrunk, tt.maxShrunk, report)
 			}
 		})
 	}

@@ -191,7 +191,12 @@
 //     no reader can see the new partitions with an old assignment.
 //   - Seek: while holding topic.mu and the partition lock.
 //   - Describe: while holding topic.mu and every partition lock, so the
-//     snapshot is of one instant (lag is never negative).
+//     snapshot is of one instant (lag is never negative). Snapshot is
+//     Describe copying each partition's retained records under the same
+//     locks: the records and the description are of that one instant.
+//   - MemberHandle.AppendPollPartition: as Poll, with only the named
+//     partition in the member's set: it locks that one partition (after the
+//     assignment check) and takes effect while holding it.
 //   - Join, Leave: while holding every partition lock, when the new
 //     assignment (and for a new group, its cursors at the log start offsets
 //     and the new set of groups) is stored. No Poll, Ack, Retry or Publish of
@@ -202,8 +207,8 @@
 //
 // # Allocation
 //
-// Publish, Ack, Retry and AppendPoll into a buffer with room allocate
-// nothing; Poll allocates only its result. Identifiers found in the broker's
+// Publish, Ack, Retry, AppendPoll and AppendPollPartition into a buffer
+// with room allocate nothing; Poll allocates only its result. Identifiers found in the broker's
 // maps were validated when added, so the hot paths validate an identifier
 // only on a miss.
 package engine

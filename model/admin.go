@@ -11,7 +11,7 @@ import (
 
 // This file holds the administrative calls of SPEC section 3.2: group
 // lifecycle (rule 17), assignors (rule 18), adding partitions (rule 19),
-// seeking (rule 20) and describing a topic (rule 23).
+// seeking (rule 20) and describing a topic (rule 23, and Snapshot).
 
 // TopicDescription is one atomic snapshot of a topic, as Describe returns it
 // (SPEC rule 23). It and all its slices are the caller's.
@@ -247,4 +247,34 @@ func (b *Broker) Describe(topic string) (TopicDescription, error) {
 		d.Groups = append(d.Groups, gd)
 	}
 	return d, nil
+}
+
+// TopicSnapshot is a topic's description together with its retained
+// records, as Snapshot returns it. It and all its slices are the caller's.
+type TopicSnapshot struct {
+	TopicDescription
+	// Records[p] holds partition p's retained records, offsets
+	// Partitions[p].LogStartOffset up to LogEndOffset-1 in order (the
+	// replay window's fully committed records included), each non-nil.
+	// Attempt is 0: a snapshot is not a delivery.
+	Records [][]Record
+}
+
+// Snapshot is Describe plus every retained record of every partition, as
+// Retained returns them (key, a copy of the headers, time, Attempt 0): the
+// sequential counterpart of engine's Broker.Snapshot. It changes nothing.
+// It returns ErrInvalidArgument for an invalid or unknown topic, with the
+// zero TopicSnapshot.
+func (b *Broker) Snapshot(topic string) (TopicSnapshot, error) {
+	d, err := b.Describe(topic)
+	if err != nil {
+		return TopicSnapshot{}, err
+	}
+	s := TopicSnapshot{TopicDescription: d, Records: make([][]Record, len(d.Partitions))}
+	for p := range s.Records {
+		if s.Records[p], err = b.Retained(topic, int32(p)); err != nil {
+			panic(fmt.Sprintf("model: Snapshot(%q): partition %d: %v", topic, p, err))
+		}
+	}
+	return s, nil
 }

@@ -34,20 +34,24 @@
 //     with the previous owners (Sticky reads them); RoundRobin is rule 6.
 //   - Join: rules 7 and 17; Leave: rule 8; rebalance: rule 9, applied by
 //     Join, Leave, SetAssignor (rule 18) and AddPartitions (rule 19).
-//   - Poll: rules 10, 16 (Record.Attempt) and 22 (ack timeout); Ack: rule 11
-//     and retention, rules 13 and 21; Retry: rule 12.
+//   - Poll: rules 10, 16 (Record.Attempt) and 22 (ack timeout); PollPartition
+//     is the same for one partition (engine's AppendPollPartition); Ack:
+//     rule 11 and retention, rules 13 and 21; Retry: rule 12.
 //   - CreateGroup, DeleteGroup: rule 17; SetAssignor: rule 18;
-//     AddPartitions: rule 19; Seek: rule 20; Describe: rule 23.
+//     AddPartitions: rule 19; Seek: rule 20; Describe: rule 23, and
+//     Snapshot, Describe with the retained records (engine's Snapshot).
 //
 // Rule 14 (linearizability) is what the engine is checked against this model
 // for; the model itself is trivially atomic.
 //
 // Result conventions, shared with engine so that a differential test can
 // compare results with go-cmp: on error every result is its zero value (nil
-// slice, false, 0, zero TopicDescription) except Publish and PublishMessage,
-// which return -1 with any error; on success Join and Poll return non-nil
-// slices, empty when there is nothing to return. Every returned slice or map,
-// a Record's Headers included, is a fresh copy owned by the caller.
+// slice, false, 0, zero TopicDescription or TopicSnapshot) except Publish
+// and PublishMessage, which return -1 with any error; on success Join, Poll
+// and PollPartition return non-nil slices, empty when there is nothing to
+// return (engine's AppendPollPartition appends nothing instead). Every
+// returned slice or map, a Record's Headers included, is a fresh copy owned
+// by the caller.
 package model
 
 import (
@@ -513,28 +517,71 @@ func (b *Broker) Poll(topic, group, member string, maxRecords int32) ([]Record, 
 		if len(out) == int(maxRecords) {
 			break
 		}
-		if g.owners[p] != member {
-			continue
+		if r, ok := b.deliver(t, g, topic, member, p, now); ok {
+			out = append(out, r)
 		}
-		l, c := &t.logs[p], g.committed[p]
-		if c < l.start || c > l.end() {
-			panic(fmt.Sprintf("model: topic %q partition %d: committed %d outside log [%d,%d]", topic, p, c, l.start, l.end()))
-		}
-		if g.inFlight[p] {
-			if b.ackTimeout == 0 || now.Sub(g.deliveredAt[p]) < b.ackTimeout {
-				continue // still in flight
-			}
-		} else if c == l.end() {
-			continue // nothing at the committed offset yet
-		}
-		g.inFlight[p] = true
-		g.attempts[p]++
-		if b.ackTimeout > 0 {
-			g.deliveredAt[p] = now
-		}
-		out = append(out, l.record(topic, int32(p), c, g.attempts[p]))
 	}
 	return out, nil
+}
+
+// PollPartition is Poll restricted to partition, with maxRecords 1: the
+// sequential counterpart of engine's MemberHandle.AppendPollPartition. If
+// member owns partition and the group has a retained record at its
+// committed offset there with no delivery in flight (or, with
+// WithAckTimeout(d), one delivered d or more ago), it delivers that record
+// (rules 10, 16, 22 applied to that partition alone). No other partition is
+// looked at or changed. The clock is read once per valid call, and only
+// when an ack timeout is set. The result is the caller's and non-nil:
+// empty when the group or member is absent, member does not own partition
+// or nothing there is eligible. It returns ErrInvalidArgument for an
+// invalid identifier, an unknown topic or a partition outside [0,
+// partitionCount).
+func (b *Broker) PollPartition(topic, group, member string, partition int32) ([]Record, error) {
+	t, err := b.lookup(topic, group, member)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkPartition(topic, partition); err != nil {
+		return nil, err
+	}
+	var now time.Time
+	if b.ackTimeout > 0 {
+		now = b.clock()
+	}
+	out := []Record{}
+	if g, ok := t.groups[group]; ok {
+		if r, ok := b.deliver(t, g, topic, member, int(partition), now); ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// deliver is one partition's step of Poll (rules 10, 16, 22): if member owns
+// partition p of g and the record at the committed offset is retained and
+// not in flight (or its delivery has expired at now under an ack timeout),
+// it reserves that record, counts the attempt and returns it.
+func (b *Broker) deliver(t *topic, g *group, topic, member string, p int, now time.Time) (Record, bool) {
+	if g.owners[p] != member {
+		return Record{}, false
+	}
+	l, c := &t.logs[p], g.committed[p]
+	if c < l.start || c > l.end() {
+		panic(fmt.Sprintf("model: topic %q partition %d: committed %d outside log [%d,%d]", topic, p, c, l.start, l.end()))
+	}
+	if g.inFlight[p] {
+		if b.ackTimeout == 0 || now.Sub(g.deliveredAt[p]) < b.ackTimeout {
+			return Record{}, false // still in flight
+		}
+	} else if c == l.end() {
+		return Record{}, false // nothing at the committed offset yet
+	}
+	g.inFlight[p] = true
+	g.attempts[p]++
+	if b.ackTimeout > 0 {
+		g.deliveredAt[p] = now
+	}
+	return l.record(topic, int32(p), c, g.attempts[p]), true
 }
 
 // record returns the retained record at offset as a Record owned by the

@@ -12,6 +12,7 @@ import (
 // visualization labels an operation, e.g.
 //
 //	Poll(g0 m1 max=4) → p0@3 "c1.2", p2@1 "c0.5"#2
+//	PollPartition(g0 m1 p2) → p2@1 "c0.5"#3
 //	Ack(g0 m1 p0@3) → true
 //	Publish(p1 "c3.7") → -1 full
 //	PublishMessage(p0 key=k1 [h0:v] "c2.4") → 5
@@ -48,6 +49,8 @@ func Describe(in Input, out Output) string {
 		}
 	case KindPoll:
 		args = fmt.Sprintf("%s %s max=%d", g, m, in.N)
+	case KindPollPartition:
+		args = fmt.Sprintf("%s %s p%d", g, m, in.Partition)
 	case KindAck, KindRetry:
 		args = fmt.Sprintf("%s %s p%d@%d", g, m, in.Partition, in.Offset)
 	case KindCreateGroup, KindSetAssignor:
@@ -83,7 +86,7 @@ func Describe(in Input, out Output) string {
 		if out.Offset < 0 {
 			res += " full"
 		}
-	case in.Kind == KindPoll:
+	case in.Kind == KindPoll || in.Kind == KindPollPartition:
 		if len(out.Records) == 0 {
 			res = "none"
 		}

@@ -30,7 +30,9 @@
 // round-robin, range, sticky and the test assignor picky, which refuses
 // groups of three members so that rebalances fail with
 // ErrInvalidAssignment), DeleteGroup, AddPartitions, Seek and Describe (the
-// whole description is compared). A polled record is compared whole: topic,
+// whole description is compared), and MemberHandle.AppendPollPartition
+// (KindPollPartition, checked against model.PollPartition; the acktimeout
+// and addpartitions mixes make it). A polled record is compared whole: topic,
 // partition, offset, payload, key, headers, attempt and, under a test clock,
 // time. Errors compare by kind (ErrKind): ErrInvalidArgument,
 // ErrOffsetOutOfRange, ErrGroupNotEmpty, ErrInvalidAssignment, or other,
@@ -128,8 +130,9 @@
 // between calls: when in a call the engine reads its clock is not checked
 // (the gate hides it). A user's own Assignor cannot be recorded (a history
 // names assignors, and the model knows only the built-in ones and picky).
-// The inspection methods (LogStartOffset, Committed, Attempts, …), Topics
-// and AppendPoll are not recorded, nor are options out of range (New's
-// errors). Liveness (no deadlock, no call waiting for a future event) is
+// The inspection methods (LogStartOffset, Committed, Attempts, …), Topics,
+// AppendPoll and Snapshot are not recorded (Snapshot's description is
+// Describe's, which is; its records are checked by engine's tests), nor
+// are options out of range (New's errors). Liveness (no deadlock, no call waiting for a future event) is
 // checked only in that every run finishes.
 package porcupine

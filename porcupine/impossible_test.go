@@ -69,7 +69,7 @@ func wrongOutput(in Input, want Output) (Output, bool) {
 		wrong.Offset = want.Offset + 1
 	case (in.Kind == KindAck || in.Kind == KindRetry) && !want.OK:
 		wrong.OK = true
-	case in.Kind == KindPoll && len(want.Records) > 0:
+	case (in.Kind == KindPoll || in.Kind == KindPollPartition) && len(want.Records) > 0:
 		wrong.Records = append([]Record(nil), want.Records...)
 		if len(want.Records)%2 == 0 {
 			wrong.Records[0].Offset--
@@ -113,6 +113,9 @@ func randomCall(rng *rand.Rand, c Config, s *state) Input {
 		}
 		return in
 	case 4, 5:
+		if rng.IntN(3) == 0 {
+			return Input{Kind: KindPollPartition, Topic: topic, Group: group, Member: member, Partition: p}
+		}
 		return Input{Kind: KindPoll, Topic: topic, Group: group, Member: member, N: rng.Int32N(4)}
 	case 6:
 		return Input{Kind: KindCreateGroup, Topic: topic, Group: group, Assignor: randomAssignor(rng)}

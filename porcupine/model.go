@@ -37,12 +37,16 @@ const (
 	// KindAdvance moves a topic's test clock forward (see TestClock); it is
 	// not a broker call, but it is recorded and checked like one.
 	KindAdvance
+	// KindPollPartition is MemberHandle.AppendPollPartition: Poll of one
+	// partition with maxRecords 1 (model.PollPartition). Recorded with the
+	// group, member and partition; its records are compared as Poll's.
+	KindPollPartition
 
 	kindCount // one past the last Kind
 )
 
 var kindNames = [kindCount]string{"", "Create", "Join", "Leave", "Publish", "Poll", "Ack", "Retry",
-	"PublishMessage", "CreateGroup", "DeleteGroup", "SetAssignor", "AddPartitions", "Seek", "Describe", "Advance"}
+	"PublishMessage", "CreateGroup", "DeleteGroup", "SetAssignor", "AddPartitions", "Seek", "Describe", "Advance", "PollPartition"}
 
 // Kinds returns every valid Kind in order, as a new slice owned by the
 // caller.
@@ -92,7 +96,7 @@ type Input struct {
 	Topic     string `json:"topic"`
 	Group     string `json:"group,omitempty"`
 	Member    string `json:"member,omitempty"`
-	Partition int32  `json:"partition,omitempty"` // Publish, PublishMessage, Ack, Retry, Seek
+	Partition int32  `json:"partition,omitempty"` // Publish, PublishMessage, Ack, Retry, Seek, PollPartition
 	Offset    int64  `json:"offset,omitempty"`    // Ack, Retry, Seek
 	N         int32  `json:"n,omitempty"`         // Create: partitionCount; Poll: maxRecords; AddPartitions: count
 	Payload   string `json:"payload,omitempty"`   // Publish, PublishMessage
@@ -270,7 +274,7 @@ type Output struct {
 	N          int32             `json:"n,omitempty"`           // AddPartitions: the new partition count
 	Now        time.Duration     `json:"now,omitempty"`         // Advance: the test clock's reading after it, since Epoch
 	Partitions []int32           `json:"partitions,omitempty"`  // Join
-	Records    []Record          `json:"records,omitempty"`     // Poll
+	Records    []Record          `json:"records,omitempty"`     // Poll, PollPartition
 	Desc       *TopicDescription `json:"description,omitempty"` // Describe
 }
 
@@ -337,6 +341,12 @@ func Apply(b *model.Broker, in Input) Output {
 	case KindPoll:
 		var recs []model.Record
 		recs, err = b.Poll(in.Topic, in.Group, in.Member, in.N)
+		for _, r := range recs {
+			out.Records = append(out.Records, fromModelRecord(r))
+		}
+	case KindPollPartition:
+		var recs []model.Record
+		recs, err = b.PollPartition(in.Topic, in.Group, in.Member, in.Partition)
 		for _, r := range recs {
 			out.Records = append(out.Records, fromModelRecord(r))
 		}

@@ -35,6 +35,10 @@ func poll(topic, group, member string, n int32) porcupine.Input {
 	return porcupine.Input{Kind: porcupine.KindPoll, Topic: topic, Group: group, Member: member, N: n}
 }
 
+func pollPartition(topic, group, member string, p int32) porcupine.Input {
+	return porcupine.Input{Kind: porcupine.KindPollPartition, Topic: topic, Group: group, Member: member, Partition: p}
+}
+
 func ack(topic, group, member string, p int32, off int64) porcupine.Input {
 	return porcupine.Input{Kind: porcupine.KindAck, Topic: topic, Group: group, Member: member, Partition: p, Offset: off}
 }
@@ -430,6 +434,8 @@ func TestDescribe(t *testing.T) {
 		{retry("t", "g0", "m1", 0, -1), invalid(), "Retry(g0 m1 p0@-1) → invalid"},
 		{poll("t", "g0", "m1", 1), porcupine.Output{Err: porcupine.ErrOther, ErrText: "boom"}, "Poll(g0 m1 max=1) → error: boom"},
 		{poll("t", "g0", "m1", 4), attempt(2, recs(0, 3)), `Poll(g0 m1 max=4) → p0@3 "p0o3"#2`},
+		{pollPartition("t", "g0", "m1", 2), attempt(3, recs(2, 1)), `PollPartition(g0 m1 p2) → p2@1 "p2o1"#3`},
+		{pollPartition("t", "g0", "m1", 9), fails(porcupine.ErrInvalid), "PollPartition(g0 m1 p9) → invalid"},
 		{publishMessage("t", 0, "k1", "c2.4", porcupine.Header{Key: "h0", Value: "v"}), offset(5), `PublishMessage(p0 key="k1" [h0:v] "c2.4") → 5`},
 		{porcupine.Input{Kind: porcupine.KindPublishMessage, Topic: "t", Payload: "x", Time: porcupine.Epoch.Add(time.Second)}, offset(0), `PublishMessage(p0 "x" at +1s) → 0`},
 		{poll("t", "g0", "m1", 1), porcupine.Output{Records: []porcupine.Record{{Partition: 0, Offset: 5, Key: "k1", Headers: []porcupine.Header{{Key: "h0", Value: "a b"}}, Payload: "c2.4", Attempt: 1, Time: porcupine.Epoch.Add(2 * time.Second)}}},

@@ -205,18 +205,47 @@ func (c *Client) Poll(topic, group, member string, maxRecords int32) ([]engine.R
 	recs, err := c.b.Poll(topic, group, member, maxRecords)
 	ret := c.r.now()
 	done()
-	var out Output
+	out := Output{Records: c.records(recs)}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindPoll, Topic: topic, Group: group, Member: member, N: maxRecords}, out)
+	return recs, err
+}
+
+// PollPartition calls MemberHandle.AppendPollPartition (on a handle of
+// topic, group and member, resolved within the recorded interval, into a
+// new buffer) and records it as KindPollPartition. Resolving the handle
+// changes nothing, so the call takes effect where AppendPollPartition does.
+func (c *Client) PollPartition(topic, group, member string, partition int32) ([]engine.Record, error) {
+	done := c.readClock()
+	call := c.r.now()
+	var recs []engine.Record
+	th, err := c.b.Topic(topic)
+	if err == nil {
+		var m *engine.MemberHandle
+		if m, err = th.Member(group, member); err == nil {
+			recs, err = m.AppendPollPartition(nil, partition)
+		}
+	}
+	ret := c.r.now()
+	done()
+	out := Output{Records: c.records(recs)}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindPollPartition, Topic: topic, Group: group, Member: member, Partition: partition}, out)
+	return recs, err
+}
+
+// records copies polled records, with their times only under a test clock.
+func (c *Client) records(recs []engine.Record) []Record {
+	var out []Record
 	for _, r := range recs {
 		rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload,
 			Key: r.Key, Headers: fromEngineHeaders(r.Headers), Attempt: r.Attempt}
 		if c.clock != nil {
 			rec.Time = r.Time.UTC()
 		}
-		out.Records = append(out.Records, rec)
+		out = append(out, rec)
 	}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindPoll, Topic: topic, Group: group, Member: member, N: maxRecords}, out)
-	return recs, err
+	return out
 }
 
 // Ack calls engine.Broker.Ack and records it.

@@ -194,6 +194,19 @@ func (tr *topicRun) client(cl *Client, ci int) {
 			if n := len(pending); n > 8 {
 				pending = append(pending[:0], pending[n-8:]...)
 			}
+		case KindPollPartition:
+			p := tr.partition(rng)
+			if rng.IntN(10) == 0 {
+				p = []int32{-1, tr.parts.Load() + 2}[rng.IntN(2)] // invalid (out of range even after growth)
+			}
+			recs, _ := cl.PollPartition(tr.name, group, member, p)
+			for _, r := range recs {
+				tr.hints[gi][r.Partition].Store(r.Offset + 1)
+			}
+			pending = append(pending, recs...)
+			if n := len(pending); n > 8 {
+				pending = append(pending[:0], pending[n-8:]...)
+			}
 		case KindAck, KindRetry:
 			var (
 				m    = member

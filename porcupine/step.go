@@ -207,7 +207,7 @@ func impossible(c Config, s *model.Broker, in Input, out Output) bool {
 			return out.Offset != -1 && out.Offset != end // the window may make room
 		}
 		return full != (out.Offset == -1) || (!full && out.Offset != end)
-	case KindPoll:
+	case KindPoll, KindPollPartition:
 		for _, r := range out.Records {
 			committed, err1 := s.Committed(in.Topic, in.Group, r.Partition)
 			inFlight, err2 := s.InFlight(in.Topic, in.Group, r.Partition)
