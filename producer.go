@@ -78,7 +78,8 @@ func (p *Producer[T]) Send(ctx context.Context, t *Topic[T], m Message[T]) (Mess
 }
 
 // TrySend is Send without waiting: a full partition returns
-// ErrPartitionFull at once and publishes nothing.
+// ErrPartitionFull at once and publishes nothing; the returned Message's
+// Partition is then the partition that was full.
 func (p *Producer[T]) TrySend(t *Topic[T], m Message[T]) (Message[T], error) {
 	return p.send(nil, t, m, false)
 }
@@ -121,6 +122,7 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m Message[T], wait 
 		off, err = t.bt.TryPublish(part, em)
 	}
 	if err != nil {
+		m.Partition = part
 		return m, err
 	}
 	m.ID, m.Topic, m.Partition, m.Offset = messageID(part, off), t.Name(), part, off

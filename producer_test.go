@@ -344,6 +344,23 @@ func TestTrySendFull(t *testing.T) {
 	if m := sendOK(t, pr, tp, tributary.Message[purchase]{Partition: 1}); m.ID != "1-0" {
 		t.Fatalf("ID %q, want 1-0", m.ID)
 	}
+	// A partitioner's choice that was full is reported in the Message.
+	kp := testProducer[purchase](t, c, "k", tributary.KeyHash())
+	refused := 0
+	for _, key := range []string{"a", "b", "c", "d", "e", "f"} {
+		want := tributary.Murmur2(key) & 0x7fffffff % 2
+		m, err := kp.TrySend(tp, tributary.Message[purchase]{Key: key})
+		if err == nil {
+			continue // partition 1 had room
+		}
+		checkErr(t, "TrySend by key", err, tributary.ErrPartitionFull)
+		if refused++; m.Partition != want || m.ID != "" {
+			t.Fatalf("key %q: full partition reported as %d (ID %q), want %d", key, m.Partition, m.ID, want)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no key mapped to a full partition: the check above never ran")
+	}
 }
 
 // TestSendWaitsForRoom: Send on a full partition blocks until retention

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/shlex"
 	"golang.org/x/sync/errgroup"
@@ -14,7 +16,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// command is one command of SPEC-CLI.md (or an addition in its style).
+// command is one command of the program (docs/cli.md).
 type command struct {
 	words    []string        // the command's keywords, e.g. create topic
 	usage    string          // its arguments, e.g. <topic> <type> [<partitions>]
@@ -76,8 +78,8 @@ func init() {
 		{words: w("playback"), usage: "<consumer> <partition> <offset>", min: 3, max: 3,
 			summary: "seek the consumer's group on the partition to offset, then consume from there to the log end", run: (*session).playback},
 		{words: w("help"), usage: "[<command>]", min: 0, max: 4, summary: "list the commands, or explain one", run: (*session).help},
-		{words: w("quit"), summary: "leave (also: exit)", run: func(*session, args) error { return errQuit }},
-		{words: w("exit"), run: func(*session, args) error { return errQuit }},
+		{words: w("quit"), summary: "leave", run: func(*session, args) error { return errQuit }},
+		{words: w("exit"), summary: "leave (as quit)", run: func(*session, args) error { return errQuit }},
 	}
 }
 
@@ -89,16 +91,40 @@ var errQuit = errors.New("quit")
 // lookupCommand returns the command whose keywords start fields, the
 // longest match first, and the number of keywords it used.
 func lookupCommand(fields []string) (*command, int) {
-	var best *command
+	if cs := matchCommands(fields); len(cs) > 0 {
+		return cs[0], len(cs[0].words)
+	}
+	return nil, 0
+}
+
+// matchCommands returns the commands whose keywords start fields, longest
+// first: "delete consumer group g" matches delete consumer group, then
+// delete consumer (of a consumer named group).
+func matchCommands(fields []string) []*command {
+	var out []*command
 	for _, c := range commands {
-		if len(c.words) <= len(fields) && (best == nil || len(c.words) > len(best.words)) && equalWords(c.words, fields[:len(c.words)]) {
-			best = c
+		if len(c.words) <= len(fields) && equalWords(c.words, fields[:len(c.words)]) {
+			out = append(out, c)
 		}
 	}
-	if best == nil {
-		return nil, 0
+	slices.SortStableFunc(out, func(a, b *command) int { return len(b.words) - len(a.words) })
+	return out
+}
+
+// unknownCommand is the error for fields that name no command, listing the
+// commands that start with its first word, if any.
+func unknownCommand(fields []string) error {
+	var like []string
+	for _, c := range commands {
+		if c.words[0] == fields[0] {
+			like = append(like, c.name())
+		}
 	}
-	return best, len(best.words)
+	what := strings.Join(fields[:min(2, len(fields))], " ")
+	if len(like) > 0 {
+		return fmt.Errorf("%w %q: did you mean %s? (type help for the list)", errUnknownCommand, what, strings.Join(like, ", "))
+	}
+	return fmt.Errorf("%w %q (type help for the list)", errUnknownCommand, what)
 }
 
 func equalWords(a, b []string) bool {
@@ -124,24 +150,37 @@ func (s *session) exec(line string) error {
 	if len(fields) == 0 {
 		return nil
 	}
-	c, n := lookupCommand(fields)
-	if c == nil {
-		return fmt.Errorf("%w %q (type help for the list)", errUnknownCommand, strings.Join(fields[:min(2, len(fields))], " "))
+	cs := matchCommands(fields)
+	if len(cs) == 0 {
+		return unknownCommand(fields)
 	}
-	a := args{opts: map[string]string{}}
-	if c.tuples {
-		rest := line
-		for range n { // drop the keywords from the raw line
-			rest = strings.TrimSpace(rest)
-			rest = rest[strings.IndexAny(rest+" ", " \t"):]
+	// The longest command whose arguments parse wins; when none does, the
+	// longest one's error is the answer.
+	var first error
+	for _, c := range cs {
+		a, err := parseLine(line, fields, c)
+		if err == nil {
+			return c.run(s, a)
 		}
-		if a.tuples, err = parseTuples(rest, c); err != nil {
-			return err
+		if first == nil {
+			first = err
 		}
-	} else if a, err = parseArgs(fields[n:], c); err != nil {
-		return err
 	}
-	return c.run(s, a)
+	return first
+}
+
+// parseLine parses the arguments of c on line (fields: its words).
+func parseLine(line string, fields []string, c *command) (args, error) {
+	if !c.tuples {
+		return parseArgs(fields[len(c.words):], c)
+	}
+	rest := line
+	for range c.words { // drop the keywords from the raw line
+		rest = strings.TrimSpace(rest)
+		rest = rest[strings.IndexAny(rest+" ", " \t"):]
+	}
+	tuples, err := parseTuples(rest, c)
+	return args{opts: map[string]string{}, tuples: tuples}, err
 }
 
 // parseArgs splits positional arguments from --options and checks both
@@ -160,13 +199,16 @@ func parseArgs(fields []string, c *command) (args, error) {
 		case !ok:
 			return a, fmt.Errorf("%w: %s has no option --%s (usage: %s)", errArgs, c.name(), name, c.synopsis())
 		case takes && !hasVal:
-			if i+1 >= len(fields) {
+			if i+1 >= len(fields) || strings.HasPrefix(fields[i+1], "--") {
 				return a, fmt.Errorf("%w: option --%s needs a value (usage: %s)", errArgs, name, c.synopsis())
 			}
 			i++
 			val = fields[i]
 		case !takes && hasVal:
 			return a, fmt.Errorf("%w: option --%s takes no value (usage: %s)", errArgs, name, c.synopsis())
+		}
+		if takes && val == "" {
+			return a, fmt.Errorf("%w: option --%s needs a value, not an empty one (usage: %s)", errArgs, name, c.synopsis())
 		}
 		if _, dup := a.opts[name]; dup {
 			return a, fmt.Errorf("%w: option --%s given twice", errArgs, name)
@@ -181,25 +223,30 @@ func parseArgs(fields []string, c *command) (args, error) {
 
 var tupleRE = regexp.MustCompile(`^\(([^()]*)\)\s*(,?)\s*`)
 
-// parseTuples parses "(a, b, c), (d, e, f)".
+// parseTuples parses "(a, b, c), (d, e, f)", each item a shell word (quote
+// one with spaces), and an optional comment after the last tuple.
 func parseTuples(rest string, c *command) ([][]string, error) {
 	rest = strings.TrimSpace(rest)
 	var out [][]string
-	for rest != "" {
+	for rest != "" && !(len(out) > 0 && strings.HasPrefix(rest, "#")) {
 		m := tupleRE.FindStringSubmatch(rest)
 		if m == nil {
 			return nil, fmt.Errorf("%w: %s: cannot read %q as a tuple (usage: %s)", errArgs, c.name(), clipText(rest), c.synopsis())
 		}
 		var t []string
-		for _, f := range strings.Split(m[1], ",") {
-			t = append(t, strings.TrimSpace(f))
+		for i, f := range strings.Split(m[1], ",") {
+			words, err := shlex.Split(f)
+			if err != nil || len(words) != 1 {
+				return nil, fmt.Errorf("%w: %s: tuple (%s): item %d is %q: want one word (quote one with spaces) (usage: %s)", errArgs, c.name(), m[1], i+1, strings.TrimSpace(f), c.synopsis())
+			}
+			t = append(t, words[0])
 		}
-		if len(t) < c.min || len(t) > c.max || slicesContainsEmpty(t) {
+		if len(t) < c.min || len(t) > c.max {
 			return nil, fmt.Errorf("%w: %s: tuple (%s): want %s, got %d (usage: %s)", errArgs, c.name(), m[1], countWords(c.min, c.max), len(t), c.synopsis())
 		}
 		out = append(out, t)
 		rest = rest[len(m[0]):]
-		if m[2] == "" && rest != "" {
+		if m[2] == "" && rest != "" && !strings.HasPrefix(rest, "#") {
 			return nil, fmt.Errorf("%w: %s: want a comma between tuples, before %q", errArgs, c.name(), clipText(rest))
 		}
 		if m[2] != "" && rest == "" {
@@ -212,18 +259,9 @@ func parseTuples(rest string, c *command) ([][]string, error) {
 	return out, nil
 }
 
-func slicesContainsEmpty(t []string) bool {
-	for _, s := range t {
-		if s == "" {
-			return true
-		}
-	}
-	return false
-}
-
 func clipText(s string) string {
-	if len(s) > 30 {
-		return s[:30] + "…"
+	if r := []rune(s); len(r) > 30 {
+		return string(r[:30]) + "…"
 	}
 	return s
 }
@@ -250,8 +288,21 @@ func (c *command) synopsis() string {
 
 // ---- the commands ----
 
+// checkName refuses a name the command line could not address again:
+// one starting with "-" (read as an option, or as "none" in tables).
+// Identifiers' other rules are the engine's (1 to 64 of A-Z a-z 0-9 _ -).
+func checkName(kind, name string) error {
+	if strings.HasPrefix(name, "-") {
+		return fmt.Errorf("%w: %s name %q starts with \"-\": want 1 to 64 of A-Z a-z 0-9 _ -, not starting with -", errArgs, kind, name)
+	}
+	return nil
+}
+
 func (s *session) createTopic(a args) error {
 	name, typ := a.pos[0], a.pos[1]
+	if err := checkName("topic", name); err != nil {
+		return err
+	}
 	if err := checkPayloadType(typ); err != nil {
 		return err
 	}
@@ -296,10 +347,10 @@ func (s *session) createPartition(a args) error {
 	if _, err := s.topic(topic); err != nil {
 		return err
 	}
-	if err := engine.CheckIdentifier("partition", name); err != nil {
-		return fmt.Errorf("%w: partition name %q: want 1 to 64 of A-Z a-z 0-9 _ -", errArgs, name)
+	if err := engine.CheckIdentifier("partition", name); err != nil || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("%w: partition name %q: want 1 to 64 of A-Z a-z 0-9 _ -, not starting with -", errArgs, name)
 	}
-	if _, err := strconv.Atoi(name); err == nil {
+	if isNumber(name) {
 		return fmt.Errorf("%w: partition name %q is a number, which would read as an index", errArgs, name)
 	}
 	if idx, err := s.partition(topic, name); err == nil {
@@ -331,6 +382,9 @@ func (s *session) printRebalanced(topic string) error {
 
 func (s *session) createGroup(a args) error {
 	group, topic := a.pos[0], a.pos[1]
+	if err := checkName("group", group); err != nil {
+		return err
+	}
 	asg, err := parseAssignor(a.pos[2])
 	if err != nil {
 		return err
@@ -355,6 +409,9 @@ func (s *session) createGroup(a args) error {
 
 func (s *session) createConsumer(a args) error {
 	group, name := a.pos[0], a.pos[1]
+	if err := checkName("consumer", name); err != nil {
+		return err
+	}
 	topic, err := s.group(group)
 	if err != nil {
 		return err
@@ -368,6 +425,9 @@ func (s *session) createConsumer(a args) error {
 	}
 	if a.has("dead-letter") {
 		o.deadLetter, o.maxAttempts = a.opts["dead-letter"], 3
+		if err := checkName("dead-letter topic", o.deadLetter); err != nil {
+			return err
+		}
 		if v, ok := a.opts["max-attempts"]; ok {
 			n, err := parseCount("--max-attempts", v, 1, 1000)
 			if err != nil {
@@ -404,6 +464,9 @@ func (s *session) createConsumer(a args) error {
 
 func (s *session) createProducer(a args) error {
 	name, typ := a.pos[0], a.pos[1]
+	if err := checkName("producer", name); err != nil {
+		return err
+	}
 	if err := checkPayloadType(typ); err != nil {
 		return err
 	}
@@ -512,6 +575,11 @@ func (s *session) prepareProduce(producer, topic, file string, partition *string
 	if j.ev, err = s.readEvent(file); err != nil {
 		return j, err
 	}
+	for _, h := range j.ev.Headers {
+		if h.Key == tributary.HeaderPayloadType {
+			return j, fmt.Errorf("%w %s: header %q is reserved: the library sets it to the topic's payload type", errBadEvent, file, h.Key)
+		}
+	}
 	if err := p.check(j.ev); err != nil {
 		return j, fmt.Errorf("%w: event file %s: %v: topic %q holds %s events", errTypeMismatch, file, err, topic, t.Kind())
 	}
@@ -586,6 +654,37 @@ func (s *session) consume(j consumeJob, fail string) ([]delivery, error) {
 	}
 	return out, nil
 }
+
+// consumeWaiting is consume for a parallel consume: when the partition's
+// next event is in flight to another tuple of the same command, it waits
+// (up to parallelWait) for that tuple to settle it instead of stopping, so
+// that tuples sharing a partition take every event between them.
+func (s *session) consumeWaiting(j consumeJob) ([]delivery, error) {
+	var out []delivery
+	deadline := time.Now().Add(parallelWait)
+	for len(out) < j.n {
+		d, ok, err := j.c.consume(s.ctx(), j.partition, "")
+		if ok {
+			out = append(out, d)
+		}
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			continue
+		}
+		g, _, err := s.describeGroup(j.c.Group())
+		if err != nil || !g.Partitions[j.partition].InFlight || time.Now().After(deadline) {
+			return out, err
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return out, nil
+}
+
+// parallelWait bounds how long a parallel consume waits for another tuple
+// to settle the event it holds.
+const parallelWait = 5 * time.Second
 
 func (s *session) consumeEvent(a args) error  { return s.consumeN(a, 1) }
 func (s *session) consumeEvents(a args) error { return s.consumeN(a, -1) }
@@ -667,13 +766,21 @@ func (s *session) playback(a args) error {
 		return fmt.Errorf("%w: offset %q: want a whole number ≥ 0", errArgs, a.pos[2])
 	}
 	topic := j.c.Topic().Name()
+	g, _, err := s.describeGroup(j.c.Group())
+	if err != nil {
+		return err
+	}
+	was := g.Partitions[j.partition].Committed
 	if err := j.c.seek(j.partition, off); err != nil {
 		if errors.Is(err, tributary.ErrOffsetOutOfRange) {
 			d, _ := s.c.Describe(topic)
 			pd := d.Partitions[j.partition]
-			return fmt.Errorf("offset %d is outside the retained range [%d, %d] of %s %s", off, pd.LogStartOffset, pd.LogEndOffset, topic, s.partName(topic, j.partition))
+			return fmt.Errorf("offset %d is outside what %s %s can replay: %d (log start) to %d (log end)", off, topic, s.partName(topic, j.partition), pd.LogStartOffset, pd.LogEndOffset)
 		}
 		return err
+	}
+	if off > was {
+		fmt.Fprintf(s.out, "%s skipped %d unconsumed events on %s %s (offsets %d to %d)\n", j.c.Group(), off-was, topic, s.partName(topic, j.partition), was, off-1)
 	}
 	d, err := s.c.Describe(topic)
 	if err != nil {
@@ -703,26 +810,29 @@ func (s *session) parallelProduce(a args) error {
 		}
 	}
 	results := make([]sent, len(jobs))
+	errs := make([]error, len(jobs))
 	var g errgroup.Group
 	for i, j := range jobs {
 		g.Go(func() error {
 			r, err := j.p.produce(s.ctx(), j.t, j.ev, j.partition)
 			if err != nil {
-				return fmt.Errorf("tuple %d (%s, %s, %s): %w", i+1, j.p.Name(), j.t.Name(), j.file, err)
+				errs[i] = fmt.Errorf("tuple %d (%s, %s, %s): %w", i+1, j.p.Name(), j.t.Name(), j.file, err)
 			}
 			results[i] = r
 			return nil
 		})
 	}
-	err := g.Wait()
+	g.Wait() //nolint:errcheck // the errors are in errs, in tuple order
 	tw := newTable("PRODUCER", "TOPIC", "PARTITION", "OFFSET", "ID", "KEY", "EVENT FILE")
 	for i, j := range jobs {
 		if r := results[i]; r.ID != "" {
 			tw.AppendRow(row(j.p.Name(), j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, r.ID, cell(r.Key), cell(j.file)))
 		}
 	}
-	s.render(tw)
-	return err
+	if tw.Length() > 0 {
+		s.render(tw)
+	}
+	return errors.Join(errs...)
 }
 
 func (s *session) parallelConsume(a args) error {
@@ -740,23 +850,27 @@ func (s *session) parallelConsume(a args) error {
 		}
 	}
 	results := make([][]delivery, len(jobs))
+	errs := make([]error, len(jobs))
 	var g errgroup.Group
 	for i, j := range jobs {
 		g.Go(func() error {
-			var err error
-			results[i], err = s.consume(j, "")
-			return err
+			results[i], errs[i] = s.consumeWaiting(j)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("tuple %d: %w", i+1, errs[i])
+			}
+			return nil
 		})
 	}
-	err := g.Wait()
-	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "VALUE", "RESULT")
+	g.Wait() //nolint:errcheck // the errors are in errs, in tuple order
+	err := errors.Join(errs...)
+	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "RESULT", "VALUE")
 	for i, j := range jobs {
 		topic := j.c.Topic().Name()
 		if len(results[i]) == 0 {
-			tw.AppendRow(row(j.c.Name(), s.partName(topic, j.partition), "-", "-", "-", "-", "(nothing to consume)", "-"))
+			tw.AppendRow(row(j.c.Name(), s.partName(topic, j.partition), "-", "-", "-", "-", "-", "(nothing to consume)"))
 		}
 		for _, d := range results[i] {
-			tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Value, d.Outcome))
+			tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value)))
 		}
 	}
 	s.render(tw)
@@ -767,16 +881,25 @@ func (s *session) help(a args) error {
 	if len(a.pos) > 0 {
 		c, n := lookupCommand(a.pos)
 		if c == nil || n != len(a.pos) {
-			return fmt.Errorf("%w %q (type help for the list)", errUnknownCommand, strings.Join(a.pos, " "))
+			// A prefix (help consume, help show): every command it starts.
+			var shown bool
+			for _, c := range commands {
+				if len(c.words) > len(a.pos) && equalWords(c.words[:len(a.pos)], a.pos) {
+					fmt.Fprintf(s.out, "%s\n  %s\n", c.synopsis(), c.summary)
+					shown = true
+				}
+			}
+			if !shown {
+				return unknownCommand(a.pos)
+			}
+			return nil
 		}
 		fmt.Fprintf(s.out, "%s\n  %s\n", c.synopsis(), c.summary)
 		return nil
 	}
 	tw := newTable("COMMAND", "DOES")
 	for _, c := range commands {
-		if c.summary != "" {
-			tw.AppendRow(row(c.synopsis(), c.summary))
-		}
+		tw.AppendRow(row(c.synopsis(), c.summary))
 	}
 	s.render(tw)
 	fmt.Fprintln(s.out, "Event files: {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": <payload>}; key and headers optional.")

@@ -1,5 +1,5 @@
 // Command tributary drives one in-process Tributary cluster by hand or by
-// script, with the command set of SPEC-CLI.md: topics of a payload type
+// script (docs/cli.md): topics of a payload type
 // (Integer, String, JSON) with named partitions, consumer groups with a
 // switchable assignor, producers with a partition strategy, events read
 // from JSON files, consumes with acks, failures, retries and dead letters,

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/peterh/liner"
 
@@ -26,28 +28,36 @@ type sessionFlags struct {
 	now       func() time.Time // from clock
 }
 
-// parseSessionFlags parses args for cmd ("tributary" or "tributary run")
-// and returns the positional arguments left. Every value is checked before
-// any work; a bad one is one line naming the flag and its range.
-func parseSessionFlags(cmd string, args []string, stderr io.Writer, usage func(io.Writer)) (sessionFlags, []string, error) {
+// parseSessionFlags parses args for cmd ("tributary" or "tributary run"),
+// flags before or after the positional arguments, and returns the
+// positional arguments. Every value is checked before any work; a bad one
+// is one line naming the flag (and its range), -h prints the usage on
+// stdout.
+func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(io.Writer)) (sessionFlags, []string, error) {
 	f := sessionFlags{capacity: 1000, window: -1, now: time.Now}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		usage(stderr)
-		fmt.Fprintln(stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "in a script, report a failing command and go on (the exit status is still 1)")
 	fs.BoolVar(&f.echo, "echo", false, "print each command (after \"> \") and comment before its output, like a transcript")
 	fs.IntVar(&f.capacity, "capacity", f.capacity, "events each partition retains, 1..1000 (a full partition refuses events until every group acks)")
-	fs.IntVar(&f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (SPEC rule 21: the oldest fully consumed event makes room for a new one)")
+	fs.IntVar(&f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (the oldest fully consumed event makes room for a new one)")
 	fs.StringVar(&f.clock, "clock", "", "stamp every produced event with this RFC 3339 time instead of the clock (reproducible output)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return f, nil, err
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				usage(stdout)
+				fmt.Fprintln(stdout, "\nFlags:")
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
+				return f, nil, err
+			}
+			return f, nil, fmt.Errorf("%v (%s -h lists the flags and their ranges)", err, cmd)
 		}
-		return f, nil, errFlagPrinted // the flag package printed it, with the usage
+		if fs.NArg() == 0 {
+			break
+		}
+		rest, args = append(rest, fs.Arg(0)), fs.Args()[1:]
 	}
 	if f.capacity < engine.MinCapacity || f.capacity > engine.MaxCapacity {
 		return f, nil, fmt.Errorf("-capacity %d: must be in %d..%d", f.capacity, engine.MinCapacity, engine.MaxCapacity)
@@ -65,14 +75,15 @@ func parseSessionFlags(cmd string, args []string, stderr io.Writer, usage func(i
 		}
 		f.now = func() time.Time { return t }
 	}
-	return f, fs.Args(), nil
+	return f, rest, nil
 }
 
 // runInteractive is `tributary` with no command: a prompt with line
-// editing and history when standard input is a terminal, otherwise the
+// editing and history when standard input is a terminal (and standard
+// output too: otherwise the prompt has no line editing), otherwise the
 // commands on standard input run as a script.
 func runInteractive(args []string, stdin io.Reader, stdout, stderr io.Writer, isTerminal bool) int {
-	f, rest, err := parseSessionFlags("tributary", args, stderr, usage)
+	f, rest, err := parseSessionFlags("tributary", args, stdout, usage)
 	if code, done := flagExit(err, stderr, "tributary"); done {
 		return code
 	}
@@ -163,7 +174,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(w, "Usage: tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME] FILE")
 		fmt.Fprintln(w, "Runs the commands of FILE (- for standard input) on a new cluster; stops at the first error.")
 	}
-	f, rest, err := parseSessionFlags("tributary run", args, stderr, runUsage)
+	f, rest, err := parseSessionFlags("tributary run", args, stdout, runUsage)
 	if code, done := flagExit(err, stderr, "tributary run"); done {
 		return code
 	}
@@ -183,20 +194,16 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runScript(f, file, rest[0], osReader(filepath.Dir(rest[0])), stdout, stderr)
 }
 
-// errFlagPrinted is a flag error the flag package has already printed.
-var errFlagPrinted = errors.New("bad flag")
-
 // flagExit turns a flag error into the exit status: help is success, any
-// other error one line (unless printed already) and exitUsage.
+// other error one line and exitUsage.
 func flagExit(err error, stderr io.Writer, cmd string) (int, bool) {
 	switch {
 	case err == nil:
 		return 0, false
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK, true
-	case !errors.Is(err, errFlagPrinted):
-		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 	}
+	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 	return exitUsage, true
 }
 
@@ -210,31 +217,64 @@ func runScript(f sessionFlags, r io.Reader, name string, readFile func(string) (
 		return exitFailed
 	}
 	defer s.close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	br := bufio.NewReader(r)
 	status := exitOK
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if f.echo {
-			echo(stdout, line)
+	for n := 1; ; n++ {
+		line, err := readLine(br)
+		if err == io.EOF {
+			break
 		}
-		err := s.exec(line)
+		if err == nil {
+			if f.echo {
+				echo(stdout, line)
+			}
+			err = s.exec(line)
+		}
 		if errors.Is(err, errQuit) {
 			break
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "%s:%d: %s\n", name, n, errText(err))
 			status = exitFailed
-			if !f.keepGoing {
+			if !f.keepGoing || errors.Is(err, errReading) {
 				return status
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return exitFailed
-	}
 	return status
+}
+
+// maxLine is the longest script line read, in bytes.
+const maxLine = 1 << 20
+
+// errReading wraps an error reading the script itself: it ends the run.
+var errReading = errors.New("reading the script")
+
+// readLine reads one line without its line ending ("\n" or "\r\n"). A
+// line longer than maxLine is skipped and reported; io.EOF at the end.
+func readLine(br *bufio.Reader) (string, error) {
+	var b []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong && len(b)+len(chunk) > maxLine+2 {
+			tooLong, b = true, nil // keep reading to the line's end
+		}
+		if !tooLong {
+			b = append(b, chunk...)
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil && err != io.EOF:
+			return "", fmt.Errorf("%w: %v", errReading, err)
+		case tooLong:
+			return "", fmt.Errorf("%w: the line is longer than %d bytes", errArgs, maxLine)
+		case err == io.EOF && len(b) == 0:
+			return "", io.EOF
+		}
+		return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
+	}
 }
 
 // echo prints a script line as a transcript shows it: commands after "> ",
@@ -256,17 +296,32 @@ const maxEventFile = 1 << 20
 // is an error, not a hang).
 func osReader(dir string) func(string) ([]byte, error) {
 	return func(name string) ([]byte, error) {
+		where := ""
 		if !filepath.IsAbs(name) {
+			where = " (looked in " + dir + ")"
+			if dir == "." {
+				where = " (looked in the working directory)"
+			}
 			name = filepath.Join(dir, filepath.FromSlash(name))
+		}
+		st, err := os.Stat(name)
+		switch {
+		case err != nil:
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, fmt.Errorf("%v%s", err, where)
+		case st.IsDir():
+			return nil, errors.New("is a directory")
+		case !st.Mode().IsRegular():
+			return nil, errors.New("not a regular file")
 		}
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			return nil, errors.New("is a directory")
-		}
 		b, err := io.ReadAll(io.LimitReader(f, maxEventFile+1))
 		if err == nil && len(b) > maxEventFile {
 			err = fmt.Errorf("larger than %d bytes", maxEventFile)
@@ -279,5 +334,11 @@ func osReader(dir string) func(string) ([]byte, error) {
 // prefixes (the program's name says that already).
 func errText(err error) string {
 	msg := strings.ReplaceAll(err.Error(), "tributary: ", "")
-	return strings.ReplaceAll(msg, "\n", "; ")
+	msg = strings.ReplaceAll(msg, "\n", "; ")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(msg, "?"))
 }

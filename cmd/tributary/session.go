@@ -17,7 +17,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// The error classes of SPEC-CLI.md. Every command error wraps one of these
+// The program's error classes (docs/cli.md). Every command error wraps one of these
 // or an error of the library, and is printed on one line.
 var (
 	errUnknownCommand = errors.New("unknown command")
@@ -109,7 +109,7 @@ func (s *session) partition(topic, arg string) (int32, error) {
 	if i := slices.Index(names, arg); i >= 0 {
 		return int32(i), nil
 	}
-	if i, err := strconv.Atoi(arg); err == nil && i >= 0 && i < len(names) {
+	if i, err := strconv.Atoi(arg); err == nil && isNumber(arg) && i < len(names) {
 		return int32(i), nil
 	}
 	return 0, fmt.Errorf("%w partition %q of topic %q (partitions: %s, or an index 0..%d)", errUnknownID, arg, topic, strings.Join(names, " "), len(names)-1)
@@ -214,10 +214,24 @@ func checkPayloadType(name string) error {
 	return fmt.Errorf("%w: payload type %q: want Integer, String or JSON", errArgs, name)
 }
 
+// isNumber reports whether arg is a whole number written plainly: digits,
+// no sign, no leading zero (so "064" and "+1" are not numbers).
+func isNumber(arg string) bool {
+	if arg == "" || (len(arg) > 1 && arg[0] == '0') {
+		return false
+	}
+	for _, r := range arg {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // parseCount parses a whole number in lo..hi for what.
 func parseCount(what, arg string, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(arg)
-	if err != nil || n < lo || n > hi {
+	if err != nil || !isNumber(arg) || n < lo || n > hi {
 		return 0, fmt.Errorf("%w: %s %q: want a whole number in %d..%d", errArgs, what, arg, lo, hi)
 	}
 	return n, nil
@@ -225,7 +239,8 @@ func parseCount(what, arg string, lo, hi int) (int, error) {
 
 // readEvent reads and checks an event file: a JSON object with "value" and
 // optional "key" (a string) and "headers" (an object of strings). Other
-// fields are refused, so that a misspelt "value" is not read as absent.
+// fields, a field given twice and null where a string is wanted are
+// refused, so that a misspelt "value" is not read as absent.
 func (s *session) readEvent(name string) (event, error) {
 	b, err := s.readFile(name)
 	if err != nil {
@@ -235,45 +250,95 @@ func (s *session) readEvent(name string) (event, error) {
 		}
 		return event{}, fmt.Errorf("%w %s: %v", errBadEvent, name, err)
 	}
+	fields, err := jsonObject(b)
+	if err != nil {
+		return event{}, fmt.Errorf("%w %s: %v (want {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": ...})", errBadEvent, name, err)
+	}
 	bad := func(format string, a ...any) (event, error) {
 		return event{}, fmt.Errorf("%w %s: %s (want {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": ...})", errBadEvent, name, fmt.Sprintf(format, a...))
 	}
-	var fields map[string]json.RawMessage
-	d := json.NewDecoder(bytes.NewReader(b))
-	if err := d.Decode(&fields); err != nil {
-		return bad("not a JSON object: %v", err)
-	}
-	if d.More() {
-		return bad("more than one JSON value")
-	}
-	ev := event{Value: fields["value"]}
-	for _, k := range keys(fields) {
-		switch k {
+	var ev event
+	for _, f := range fields {
+		switch f.name {
 		case "key":
-			if err := json.Unmarshal(fields[k], &ev.Key); err != nil {
-				return bad("\"key\" is not a string")
+			if ev.Key, err = jsonString(f.value); err != nil {
+				return bad("\"key\" is %v", err)
 			}
 		case "headers":
-			var hs map[string]json.RawMessage
-			if err := json.Unmarshal(fields[k], &hs); err != nil {
-				return bad("\"headers\" is not an object")
+			hs, err := jsonObject(f.value)
+			if err != nil {
+				return bad("\"headers\": %v", err)
 			}
-			for _, hk := range keys(hs) {
-				var v string
-				if err := json.Unmarshal(hs[hk], &v); err != nil {
-					return bad("header %q is not a string", hk)
+			for _, h := range hs {
+				v, err := jsonString(h.value)
+				if err != nil {
+					return bad("header %q is %v", h.name, err)
 				}
-				ev.Headers = append(ev.Headers, tributary.Header{Key: hk, Value: v})
+				ev.Headers = append(ev.Headers, tributary.Header{Key: h.name, Value: v})
 			}
+			slices.SortFunc(ev.Headers, func(x, y tributary.Header) int { return strings.Compare(x.Key, y.Key) })
 		case "value":
+			ev.Value = f.value
 		default:
-			return bad("unknown field %q", k)
+			return bad("unknown field %q", f.name)
 		}
 	}
 	if ev.Value == nil {
 		return bad("no \"value\"")
 	}
 	return ev, nil
+}
+
+// field is one member of a JSON object, in order.
+type field struct {
+	name  string
+	value json.RawMessage
+}
+
+// jsonObject reads b as one JSON object, refusing a name given twice and
+// anything after the object.
+func jsonObject(b []byte) ([]field, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		if err == nil || err == io.EOF {
+			return nil, errors.New("not a JSON object")
+		}
+		return nil, fmt.Errorf("not a JSON object: %v", err)
+	}
+	var out []field
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		name, _ := t.(string)
+		for _, f := range out {
+			if f.name == name {
+				return nil, fmt.Errorf("field %q given twice", name)
+			}
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		out = append(out, field{name, v})
+	}
+	if _, err := d.Token(); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("more after the JSON object")
+	}
+	return out, nil
+}
+
+// jsonString reads raw as a JSON string (not null).
+func jsonString(raw json.RawMessage) (string, error) {
+	var s *string
+	if err := json.Unmarshal(raw, &s); err != nil || s == nil {
+		return "", fmt.Errorf("%s, not a string", clip(raw))
+	}
+	return *s, nil
 }
 
 // ---- small helpers ----

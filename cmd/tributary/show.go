@@ -25,7 +25,28 @@ func newTable(headers ...any) table.Writer {
 	return tw
 }
 
-func row(cells ...any) table.Row { return table.Row(cells) }
+// row is a table row; every cell is printed as text, left-aligned.
+func row(cells ...any) table.Row {
+	r := make(table.Row, len(cells))
+	for i, c := range cells {
+		r[i] = fmt.Sprint(c)
+	}
+	return r
+}
+
+// maxValueCell is the most runes of a value a table shows.
+const maxValueCell = 120
+
+// valueCell is a formatted value for a table, cut to maxValueCell runes
+// with its full size noted, so that one large event does not widen every
+// row.
+func valueCell(v string) string {
+	r := []rune(v)
+	if len(r) <= maxValueCell {
+		return v
+	}
+	return fmt.Sprintf("%s… (%d bytes)", string(r[:maxValueCell]), len(v))
+}
 
 // render prints tw without trailing spaces.
 func (s *session) render(tw table.Writer) {
@@ -69,9 +90,9 @@ func (s *session) printDeliveries(j consumeJob, ds []delivery) {
 		return
 	}
 	topic := j.c.Topic().Name()
-	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "VALUE", "RESULT")
+	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "RESULT", "VALUE")
 	for _, d := range ds {
-		tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Value, d.Outcome))
+		tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value)))
 	}
 	s.render(tw)
 }
@@ -117,14 +138,14 @@ func (s *session) showTopic(a args) error {
 		groups[i] = g.Group
 	}
 	fmt.Fprintf(s.out, "topic %s: type %s, partitions %d, groups %s\n", t.Name(), t.Kind(), len(snap.Partitions), list(groups))
-	tw := newTable("PARTITION", "LOG-START", "LOG-END", "OFFSET", "ID", "TIME", "KEY", "VALUE", "HEADERS")
+	tw := newTable("PARTITION", "LOG-START", "LOG-END", "OFFSET", "ID", "TIME", "KEY", "HEADERS", "VALUE")
 	for p, pd := range snap.Partitions {
 		name := s.partName(t.Name(), int32(p))
 		if len(snap.Messages[p]) == 0 {
-			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, "-", "-", "-", "-", "(empty)", "-"))
+			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, "-", "-", "-", "-", "-", "(empty)"))
 		}
 		for _, m := range snap.Messages[p] {
-			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, m.Offset, m.ID, m.Time.UTC().Format(time.RFC3339), cell(m.Key), m.Value, headerText(m.Headers)))
+			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, m.Offset, m.ID, m.Time.UTC().Format(time.RFC3339), cell(m.Key), headerText(m.Headers), valueCell(m.Value)))
 		}
 	}
 	s.render(tw)

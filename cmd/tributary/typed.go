@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 
 	"github.com/f91dcac0/tributary"
 )
 
-// The program's payload types (SPEC-CLI.md): each is one Go type and codec
+// The program's payload types (docs/cli.md): each is one Go type and codec
 // of the typed library.
 //
 //	Integer → int64,           tributary.Integer[int64]()
@@ -58,11 +60,11 @@ var (
 		name:  "String",
 		codec: tributary.String(),
 		parse: func(raw json.RawMessage) (string, error) {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
+			var s *string
+			if err := json.Unmarshal(raw, &s); err != nil || s == nil {
 				return "", fmt.Errorf("value %s is not a JSON string", clip(raw))
 			}
-			return s, nil
+			return *s, nil
 		},
 		format: strconv.Quote,
 	}
@@ -76,9 +78,28 @@ var (
 			}
 			return b.Bytes(), nil
 		},
-		format: func(v json.RawMessage) string { return string(v) },
+		format: func(v json.RawMessage) string { return printableJSON(v) },
 	}
 )
+
+// printableJSON is a compact JSON value for one table cell: a control or
+// non-printable character (possible only inside a string) becomes its
+// \u escape, and invalid UTF-8 becomes \ufffd, so the value stays one line
+// and still reads as the same JSON.
+func printableJSON(v []byte) string {
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(string(v), "\ufffd") {
+		if unicode.IsPrint(r) || r == ' ' {
+			b.WriteRune(r)
+		} else if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+		} else {
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
 
 // clip shortens a raw JSON value for an error message.
 func clip(raw json.RawMessage) string {
@@ -235,8 +256,8 @@ func (p *typedProducer[T]) produce(ctx context.Context, t topicRef, ev event, pa
 	}
 	m, err := p.TrySend(tt.Topic, tributary.Message[T]{Key: ev.Key, Headers: ev.Headers, Value: v, Partition: partition, Time: p.s.now()})
 	if errors.Is(err, tributary.ErrPartitionFull) {
-		// SPEC rule 13: a record is removed once every group has acked it.
-		return sent{}, fmt.Errorf("%w (every consumer group of the topic must ack before events are removed; with no group nothing is)", err)
+		// A record is removed once every group has acked it (contract rule 13).
+		return sent{}, fmt.Errorf("%w: %s %s holds its capacity of events; every consumer group of the topic must consume some first (with no group, nothing is ever removed)", tributary.ErrPartitionFull, t.Name(), p.s.partName(t.Name(), m.Partition))
 	}
 	if err != nil {
 		return sent{}, err
@@ -263,8 +284,19 @@ func (c *typedConsumer[T]) consume(ctx context.Context, partition int32, fail st
 	if fail == "" {
 		return d, true, c.Ack(m)
 	}
-	dead, err := c.Nack(ctx, m, errors.New(fail))
+	// Never wait for room in the dead-letter topic: nothing else runs to
+	// make it. A cancelled context makes Nack try the publish once.
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	dead, err := c.Nack(now, m, errors.New(fail))
 	switch {
+	case errors.Is(err, context.Canceled):
+		dl, _ := c.DeadLetter()
+		if rerr := c.Retry(m); rerr != nil {
+			return d, true, rerr
+		}
+		d.Outcome = "retried"
+		return d, true, fmt.Errorf("%w: dead-letter topic %q has no room for %s (events leave a topic only once every consumer group of it has consumed them); the event was retried instead (attempt %d)", tributary.ErrPartitionFull, dl, m.ID, m.Attempt)
 	case err != nil:
 		return d, true, err
 	case dead:
