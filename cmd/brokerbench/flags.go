@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary/bench"
+	"github.com/f91dcac0/tributary/cmd/internal/flagx"
 	"github.com/f91dcac0/tributary/engine"
 )
 
@@ -77,7 +78,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("brokerbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.benchtime, "benchtime", "1s", fmt.Sprintf("run each measurement for this `duration` (%s), or N iterations written Nx (1x..%dx), as go test -benchtime", benchtimeRange, maxBenchIters))
-	fs.IntVar(&o.count, "count", 1, fmt.Sprintf("measure each (scenario, subject, procs) `n` times (1..%d) and keep the median ns/unit", maxCount))
+	flagx.IntVar(fs, &o.count, "count", 1, fmt.Sprintf("measure each (scenario, subject, procs) `n` times (1..%d) and keep the median ns/unit", maxCount))
 	fs.StringVar(&o.cpuList, "cpu", defaultCPUs(min(runtime.NumCPU(), maxParallelCPU)), fmt.Sprintf("comma-separated GOMAXPROCS `list`, each value in 1..%d when a parallel scenario is selected (a topic has at most %[1]d partitions), else 1..%d (default: 1, 2, 4, … up to and including this machine's CPU count, at most %[1]d)", maxParallelCPU, maxCPU()))
 	fs.StringVar(&o.scenExpr, "scenarios", ".", "run only scenarios whose name matches this `regexp`")
 	fs.StringVar(&o.subjExpr, "subjects", ".", "run only subject kinds (engine, engine-poll, engine-rw, naive, chan, chan-raw) matching this `regexp`")

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/f91dcac0/tributary/cmd/internal/flagx"
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/porcupine"
 )
@@ -106,20 +107,20 @@ func newFlagSet(c *config, stderr io.Writer) (*flag.FlagSet, func() (porcupine.N
 			}
 		}
 	}
-	fs.IntVar(&c.count, "count", 0, fmt.Sprintf("histories to run, %v (0: 100, or unlimited with -duration)", countRange))
+	flagx.IntVar(fs, &c.count, "count", 0, fmt.Sprintf("histories to run, %v (0: 100, or unlimited with -duration)", countRange))
 	fs.DurationVar(&c.duration, "duration", 0, fmt.Sprintf("run histories until this much time has passed, %v (0: no limit)", durationRange))
-	fs.Uint64Var(&c.seed, "seed", 1, "seed of the first history, any uint64; history i uses seed+i")
+	flagx.Uint64Var(fs, &c.seed, "seed", 1, "seed of the first history, any uint64; history i uses seed+i")
 	fs.StringVar(&c.mix, "mix", "all", "workload mix: all (cycle through the mixes) or one of "+strings.Join(porcupine.MixNames(), ", "))
-	fs.IntVar(&c.topics, "topics", 4, fmt.Sprintf("independent topics per history, %v", topicsRange))
-	fs.IntVar(&c.clients, "clients", 8, fmt.Sprintf("client goroutines per topic, %v", clientsRange))
-	fs.IntVar(&c.ops, "ops", 40, fmt.Sprintf("calls per client, %v", opsRange))
-	fs.IntVar(&c.partitions, "partitions", 0, fmt.Sprintf("partitions per topic, %v (0: the mix's)", partitionsRange))
-	fs.IntVar(&c.capacity, "capacity", 0, fmt.Sprintf("records per partition, %v (0: the mix's)", capacityRange))
-	fs.IntVar(&c.groups, "groups", 0, fmt.Sprintf("consumer groups per topic, %v (0: the mix's)", groupsRange))
-	fs.IntVar(&c.members, "members", 0, fmt.Sprintf("member ids per group, %v (0: the mix's)", membersRange))
-	fs.IntVar(&c.window, "window", 0, fmt.Sprintf("broker replay window, records per partition, %v and at most the capacity (0: the mix's)", windowRange))
+	flagx.IntVar(fs, &c.topics, "topics", 4, fmt.Sprintf("independent topics per history, %v", topicsRange))
+	flagx.IntVar(fs, &c.clients, "clients", 8, fmt.Sprintf("client goroutines per topic, %v", clientsRange))
+	flagx.IntVar(fs, &c.ops, "ops", 40, fmt.Sprintf("calls per client, %v", opsRange))
+	flagx.IntVar(fs, &c.partitions, "partitions", 0, fmt.Sprintf("partitions per topic, %v (0: the mix's)", partitionsRange))
+	flagx.IntVar(fs, &c.capacity, "capacity", 0, fmt.Sprintf("records per partition, %v (0: the mix's)", capacityRange))
+	flagx.IntVar(fs, &c.groups, "groups", 0, fmt.Sprintf("consumer groups per topic, %v (0: the mix's)", groupsRange))
+	flagx.IntVar(fs, &c.members, "members", 0, fmt.Sprintf("member ids per group, %v (0: the mix's)", membersRange))
+	flagx.IntVar(fs, &c.window, "window", 0, fmt.Sprintf("broker replay window, records per partition, %v and at most the capacity (0: the mix's)", windowRange))
 	fs.DurationVar(&c.ackTimeout, "ack-timeout", 0, fmt.Sprintf("broker ack timeout on the test clock, %v (0: the mix's); implies -test-clock", ackTimeoutRange))
-	fs.IntVar(&c.maxBytes, "max-message-bytes", 0, fmt.Sprintf("broker message size limit, %v (0: the mix's)", maxBytesRange))
+	flagx.IntVar(fs, &c.maxBytes, "max-message-bytes", 0, fmt.Sprintf("broker message size limit, %v (0: the mix's)", maxBytesRange))
 	fs.BoolVar(&c.testClock, "test-clock", false, "a test clock per topic (and so a broker per topic), record times checked (default: the mix's)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, fmt.Sprintf("limit on checking one history, %v; a check that hits it is Unknown", timeoutRange))
 	fs.StringVar(&c.out, "out", "lincheck-out", "directory for the files written on a violation (created then; checked before running)")

@@ -159,9 +159,9 @@ func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
 	return cfg, cfg.validate()
 }
 
-// intVar defines an integer flag that accepts lo..hi (decimal, or with a
-// 0x, 0o or 0b prefix) and records the first refusal in *bad. Its usage
-// ends with the range and the further limits in more: "(1..64; …)".
+// intVar defines an integer flag that accepts lo..hi, written in decimal,
+// and records the first refusal in *bad. Its usage ends with the range and
+// the further limits in more: "(1..64; …)".
 func intVar[T int | int32](fs *flag.FlagSet, bad *error, p *T, name string, lo, hi T, usage string, more ...string) {
 	limits := strings.Join(append([]string{fmt.Sprintf("%d..%d", lo, hi)}, more...), "; ")
 	fs.Var(&intValue[T]{p: p, name: name, lo: lo, hi: hi, bad: bad}, name, usage+" ("+limits+")")
@@ -188,7 +188,7 @@ func (v *intValue[T]) String() string {
 }
 
 func (v *intValue[T]) Set(s string) error {
-	n, err := strconv.ParseInt(s, 0, 64)
+	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < int64(v.lo) || n > int64(v.hi) {
 		return refuse(v.bad, v.name, s, fmt.Sprintf("in %d..%d", v.lo, v.hi))
 	}
@@ -261,7 +261,7 @@ func (v *seedValue) String() string {
 }
 
 func (v *seedValue) Set(s string) error {
-	n, err := strconv.ParseUint(s, 0, 64)
+	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return refuse(v.bad, "seed", s, fmt.Sprintf("in 0..%d", uint64(math.MaxUint64)))
 	}

@@ -206,7 +206,7 @@ func TestRunAuditCommand(t *testing.T) {
 			"-groups", "128", "-members", "1", "-batch", "64", "-retry", "0.5", "-churn", "1h", "-timeout", "1h", "-seed", "18446744073709551615"},
 			exitOK, "audit: all checks passed"},
 		{"other ends", []string{"-records", "20", "-partitions", "1", "-capacity", "1", "-producers", "1",
-			"-groups", "1", "-members", "64", "-batch", "1", "-retry", "0", "-churn", "0", "-timeout", "1m", "-seed", "0x10"},
+			"-groups", "1", "-members", "64", "-batch", "1", "-retry", "0", "-churn", "0", "-timeout", "1m", "-seed", "010"},
 			exitOK, "audit: all checks passed"},
 		{"help", []string{"-h"}, exitOK, "Usage: tributary audit [flags]"},
 	} {
@@ -243,6 +243,7 @@ func TestRunAuditRefusesBadFlags(t *testing.T) {
 		{f("-records -5"), "-records -5: must be in 1..1000000"},
 		{f("-records many"), "-records many: must be in 1..1000000"},
 		{[]string{"-records", ""}, `-records "": must be in 1..1000000`},
+		{[]string{"-records", "0x10"}, `-records 0x10: must be in 1..1000000`},
 		{f("-records 1000000 -groups 3"), "-records 1000000 with -groups 3: records × groups must be at most 2000000"},
 		{f("-groups 128 -records 15626"), "-records 15626 with -groups 128: records × groups must be at most 2000000"},
 		{f("-partitions 0"), "-partitions 0: must be in 1..64"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/peterh/liner"
 
+	"github.com/f91dcac0/tributary/cmd/internal/flagx"
 	"github.com/f91dcac0/tributary/engine"
 )
 
@@ -39,8 +40,8 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "in a script, report a failing command and go on (the exit status is still 1)")
 	fs.BoolVar(&f.echo, "echo", false, "print each command (after \"> \") and comment before its output, like a transcript")
-	fs.IntVar(&f.capacity, "capacity", f.capacity, "events each partition retains, 1..1000 (a full partition refuses events until every group acks)")
-	fs.IntVar(&f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (the oldest fully consumed event makes room for a new one)")
+	flagx.IntVar(fs, &f.capacity, "capacity", f.capacity, "events each partition retains, 1..1000 (a full partition refuses events until every group acks)")
+	flagx.IntVar(fs, &f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (the oldest fully consumed event makes room for a new one)")
 	fs.StringVar(&f.clock, "clock", "", "stamp every produced event with this RFC 3339 time instead of the clock (reproducible output)")
 	var rest []string
 	for {
