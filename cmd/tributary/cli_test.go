@@ -221,17 +221,44 @@ func TestREADMETranscript(t *testing.T) {
 	}
 }
 
-// A script line over the limit is one error with its line number; with
-// -keep-going the next line still runs.
+// A script line over the limit ends the script with one error naming its
+// line, -keep-going or not: skipping to its end could read for ever.
 func TestLongLine(t *testing.T) {
-	script := "create topic " + strings.Repeat("x", maxLine+10) + " String\ncreate topic ok String\n"
+	script := "create topic ok String\ncreate topic " + strings.Repeat("x", maxLine+10) + " String\ncreate topic after String\n"
 	var out, errOut bytes.Buffer
 	f := sessionFlags{keepGoing: true, capacity: 10, window: 0, now: time.Now}
 	code := runScript(f, strings.NewReader(script), "long.tri", osReader("."), &out, &errOut)
-	if code != exitFailed || errOut.String() != fmt.Sprintf("long.tri:1: wrong arguments: the line is longer than %d bytes\n", maxLine) {
+	if code != exitFailed || errOut.String() != fmt.Sprintf("long.tri:2: cannot read the script: the line is longer than %d bytes\n", maxLine) {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
-	if !strings.Contains(out.String(), "created topic ok") {
-		t.Fatalf("line 2 did not run: %q", out.String())
+	if !strings.Contains(out.String(), "created topic ok") || strings.Contains(out.String(), "after") {
+		t.Fatalf("want line 1 run and line 3 not: %q", out.String())
 	}
+}
+
+// An endless line (a script that is /dev/zero) ends at the limit instead
+// of reading for ever.
+func TestEndlessScript(t *testing.T) {
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		f := sessionFlags{keepGoing: true, capacity: 10, now: time.Now}
+		done <- runScript(f, zeros{}, "zero", osReader("."), &out, &errOut)
+	}()
+	select {
+	case code := <-done:
+		if code != exitFailed || !strings.HasPrefix(errOut.String(), "zero:1: cannot read the script: the line is longer than") {
+			t.Fatalf("exit %d, stderr %q", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an endless script line was read for ever")
+	}
+}
+
+// zeros is an endless stream of zero bytes, like /dev/zero.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

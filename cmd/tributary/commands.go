@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/shlex"
 	"golang.org/x/sync/errgroup"
@@ -143,9 +143,17 @@ func (s *session) exec(line string) error {
 	if line == "" || strings.HasPrefix(line, "#") {
 		return nil
 	}
+	if !utf8.ValidString(line) {
+		i := firstInvalid(line)
+		return fmt.Errorf("%w: the line is not valid UTF-8 (byte 0x%02x at column %d)", errArgs, line[i], i+1)
+	}
 	fields, err := shlex.Split(line)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errArgs, err)
+		why := "a quote that does not close"
+		if strings.Contains(err.Error(), "escape") {
+			why = "a backslash at its end"
+		}
+		return fmt.Errorf("%w: the line has %s", errArgs, why)
 	}
 	if len(fields) == 0 {
 		return nil
@@ -154,10 +162,16 @@ func (s *session) exec(line string) error {
 	if len(cs) == 0 {
 		return unknownCommand(fields)
 	}
-	// The longest command whose arguments parse wins; when none does, the
-	// longest one's error is the answer.
+	// The longest command whose arguments parse wins. A shorter one is
+	// tried only when the keyword it would read as its first argument names
+	// something that exists (delete consumer group, for a consumer named
+	// group), so that a line missing arguments is not run as another
+	// command. Otherwise the longest one's error is the answer.
 	var first error
-	for _, c := range cs {
+	for i, c := range cs {
+		if i > 0 && !s.known(fields[len(c.words)]) {
+			continue
+		}
 		a, err := parseLine(line, fields, c)
 		if err == nil {
 			return c.run(s, a)
@@ -167,6 +181,28 @@ func (s *session) exec(line string) error {
 		}
 	}
 	return first
+}
+
+// known reports whether name is a topic, group, consumer or producer.
+func (s *session) known(name string) bool {
+	_, t := s.topics[name]
+	_, g := s.groups[name]
+	_, c := s.consumers[name]
+	_, p := s.producers[name]
+	return t || g || c || p
+}
+
+// firstInvalid is the index of the first byte of line that is not valid
+// UTF-8.
+func firstInvalid(line string) int {
+	for i, r := range line {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(line[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return len(line)
 }
 
 // parseLine parses the arguments of c on line (fields: its words).
@@ -221,42 +257,92 @@ func parseArgs(fields []string, c *command) (args, error) {
 	return a, nil
 }
 
-var tupleRE = regexp.MustCompile(`^\(([^()]*)\)\s*(,?)\s*`)
-
-// parseTuples parses "(a, b, c), (d, e, f)", each item a shell word (quote
-// one with spaces), and an optional comment after the last tuple.
+// parseTuples parses "(a, b, c), (d, e, f)": each item is one shell word,
+// so a quoted item may hold spaces, commas and parentheses; a comment may
+// follow the last tuple.
 func parseTuples(rest string, c *command) ([][]string, error) {
-	rest = strings.TrimSpace(rest)
+	bad := func(format string, a ...any) ([][]string, error) {
+		return nil, fmt.Errorf("%w: %s: %s (usage: %s)", errArgs, c.name(), fmt.Sprintf(format, a...), c.synopsis())
+	}
 	var out [][]string
-	for rest != "" && !(len(out) > 0 && strings.HasPrefix(rest, "#")) {
-		m := tupleRE.FindStringSubmatch(rest)
-		if m == nil {
-			return nil, fmt.Errorf("%w: %s: cannot read %q as a tuple (usage: %s)", errArgs, c.name(), clipText(rest), c.synopsis())
+	i := 0
+	skip := func() {
+		for i < len(rest) && (rest[i] == ' ' || rest[i] == '\t') {
+			i++
 		}
+	}
+	for {
+		skip()
+		if i == len(rest) || rest[i] == '#' {
+			if len(out) == 0 {
+				return bad("needs at least one tuple")
+			}
+			return out, nil
+		}
+		if rest[i] != '(' {
+			return bad("cannot read %q as a tuple", clipText(rest[i:]))
+		}
+		items, n, err := splitTuple(rest[i+1:])
+		if err != nil {
+			return bad("%v in %q", err, clipText(rest[i:]))
+		}
+		text := rest[i : i+1+n]
+		i += 1 + n
 		var t []string
-		for i, f := range strings.Split(m[1], ",") {
-			words, err := shlex.Split(f)
+		for k, item := range items {
+			words, err := shlex.Split(item)
 			if err != nil || len(words) != 1 {
-				return nil, fmt.Errorf("%w: %s: tuple (%s): item %d is %q: want one word (quote one with spaces) (usage: %s)", errArgs, c.name(), m[1], i+1, strings.TrimSpace(f), c.synopsis())
+				return bad("tuple %s: item %d is %q: want one word (quote one with spaces)", text, k+1, strings.TrimSpace(item))
 			}
 			t = append(t, words[0])
 		}
 		if len(t) < c.min || len(t) > c.max {
-			return nil, fmt.Errorf("%w: %s: tuple (%s): want %s, got %d (usage: %s)", errArgs, c.name(), m[1], countWords(c.min, c.max), len(t), c.synopsis())
+			return bad("tuple %s: want %s, got %d", text, countWords(c.min, c.max), len(t))
 		}
 		out = append(out, t)
-		rest = rest[len(m[0]):]
-		if m[2] == "" && rest != "" && !strings.HasPrefix(rest, "#") {
-			return nil, fmt.Errorf("%w: %s: want a comma between tuples, before %q", errArgs, c.name(), clipText(rest))
-		}
-		if m[2] != "" && rest == "" {
-			return nil, fmt.Errorf("%w: %s: a comma ends the line: want another tuple after it", errArgs, c.name())
+		skip()
+		switch {
+		case i == len(rest) || rest[i] == '#':
+		case rest[i] == ',':
+			i++
+			if skip(); i == len(rest) || rest[i] == '#' {
+				return bad("a comma ends the line: want another tuple after it")
+			}
+		default:
+			return bad("want a comma between tuples, before %q", clipText(rest[i:]))
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s needs at least one tuple (usage: %s)", errArgs, c.name(), c.synopsis())
+}
+
+// splitTuple splits the inside of a tuple, s being what follows its "(",
+// at the commas outside quotes, up to the ")" outside quotes. It returns
+// the items (still quoted) and how many bytes of s it used, ")" included.
+func splitTuple(s string) ([]string, int, error) {
+	var items []string
+	start := 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case quote != 0:
+			if ch == '\\' && quote == '"' && i+1 < len(s) {
+				i++
+			} else if ch == quote {
+				quote = 0
+			}
+		case ch == '"' || ch == '\'':
+			quote = ch
+		case ch == ',':
+			items, start = append(items, s[start:i]), i+1
+		case ch == ')':
+			return append(items, s[start:i]), i + 1, nil
+		case ch == '(':
+			return nil, 0, errors.New("a \"(\" inside a tuple (quote the item)")
+		}
 	}
-	return out, nil
+	if quote != 0 {
+		return nil, 0, errors.New("a quote that does not close")
+	}
+	return nil, 0, errors.New("no closing \")\"")
 }
 
 func clipText(s string) string {
@@ -762,7 +848,7 @@ func (s *session) playback(a args) error {
 		return err
 	}
 	off, err := strconv.ParseInt(a.pos[2], 10, 64)
-	if err != nil || off < 0 {
+	if err != nil || !isNumber(a.pos[2]) {
 		return fmt.Errorf("%w: offset %q: want a whole number ≥ 0", errArgs, a.pos[2])
 	}
 	topic := j.c.Topic().Name()

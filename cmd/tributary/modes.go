@@ -225,6 +225,9 @@ func runScript(f sessionFlags, r io.Reader, name string, readFile func(string) (
 		if err == io.EOF {
 			break
 		}
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\ufeff") // a byte order mark some editors write
+		}
 		if err == nil {
 			if f.echo {
 				echo(stdout, line)
@@ -248,33 +251,34 @@ func runScript(f sessionFlags, r io.Reader, name string, readFile func(string) (
 // maxLine is the longest script line read, in bytes.
 const maxLine = 1 << 20
 
-// errReading wraps an error reading the script itself: it ends the run.
-var errReading = errors.New("reading the script")
+// errReading wraps an error reading the script itself: it ends the run,
+// -keep-going or not.
+var errReading = errors.New("cannot read the script")
 
-// readLine reads one line without its line ending ("\n" or "\r\n"). A
-// line longer than maxLine is skipped and reported; io.EOF at the end.
+// readLine reads one line without its line ending ("\n" or "\r\n"); io.EOF
+// at the end. A line longer than maxLine ends the script (errReading):
+// skipping to its end could read for ever (run /dev/zero).
 func readLine(br *bufio.Reader) (string, error) {
 	var b []byte
-	tooLong := false
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if !tooLong && len(b)+len(chunk) > maxLine+2 {
-			tooLong, b = true, nil // keep reading to the line's end
+		if len(b)+len(chunk) > maxLine+2 {
+			return "", fmt.Errorf("%w: the line is longer than %d bytes", errReading, maxLine)
 		}
-		if !tooLong {
-			b = append(b, chunk...)
-		}
+		b = append(b, chunk...)
 		switch {
 		case err == bufio.ErrBufferFull:
 			continue
 		case err != nil && err != io.EOF:
 			return "", fmt.Errorf("%w: %v", errReading, err)
-		case tooLong:
-			return "", fmt.Errorf("%w: the line is longer than %d bytes", errArgs, maxLine)
 		case err == io.EOF && len(b) == 0:
 			return "", io.EOF
 		}
-		return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
+		line := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if strings.ContainsRune(line, '\r') {
+			return "", fmt.Errorf("%w: a carriage return inside the line: use \\n or \\r\\n line endings", errReading)
+		}
+		return line, nil
 	}
 }
 
