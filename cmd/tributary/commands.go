@@ -989,6 +989,6 @@ func (s *session) help(a args) error {
 	}
 	s.render(tw)
 	fmt.Fprintln(s.out, "Event files: {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": <payload>}; key and headers optional.")
-	fmt.Fprintln(s.out, "A <partition> is a name (p0, p1, …) or an index. Lines starting with # are comments.")
+	fmt.Fprintln(s.out, "A <partition> is a name (p0, p1, …) or an index. # starts a comment (at a line's start or after a space).")
 	return nil
 }

@@ -296,7 +296,7 @@ func (c *typedConsumer[T]) consume(ctx context.Context, partition int32, fail st
 			return d, true, rerr
 		}
 		d.Outcome = "retried"
-		return d, true, fmt.Errorf("%w: dead-letter topic %q has no room for %s (events leave a topic only once every consumer group of it has consumed them); the event was retried instead (attempt %d)", tributary.ErrPartitionFull, dl, m.ID, m.Attempt)
+		return d, true, fmt.Errorf("%w: dead-letter topic %q has no room for %s (events leave a topic only once every consumer group of it has consumed them; with no group, nothing is ever removed); the event was retried instead (attempt %d)", tributary.ErrPartitionFull, dl, m.ID, m.Attempt)
 	case err != nil:
 		return d, true, err
 	case dead:
