@@ -389,12 +389,12 @@ func (s *session) createTopic(a args) error {
 	if err := checkName("topic", name); err != nil {
 		return err
 	}
-	if err := checkPayloadType(typ); err != nil {
+	k, err := parsePayloadType(typ)
+	if err != nil {
 		return err
 	}
 	partitions := 1
 	if len(a.pos) == 3 {
-		var err error
 		if partitions, err = parseCount("partitions", a.pos[2], 1, engine.MaxPartitionCount); err != nil {
 			return err
 		}
@@ -402,30 +402,13 @@ func (s *session) createTopic(a args) error {
 	if _, ok := s.topics[name]; ok {
 		return fmt.Errorf("topic %q %w", name, errDuplicateID)
 	}
-	var t topicRef
-	var err error
-	switch typ {
-	case "Integer":
-		t, err = createTyped(s, &integerKind, name, int32(partitions))
-	case "String":
-		t, err = createTyped(s, &stringKind, name, int32(partitions))
-	default:
-		t, err = createTyped(s, &jsonKind, name, int32(partitions))
-	}
+	t, err := k.createTopic(s, name, int32(partitions))
 	if err != nil {
 		return err
 	}
 	s.addTopic(t)
 	fmt.Fprintf(s.out, "created topic %s: type %s, partitions %s\n", name, typ, strings.Join(s.parts[name], " "))
 	return nil
-}
-
-func createTyped[T any](s *session, k *kind[T], name string, partitions int32) (topicRef, error) {
-	t, err := tributary.CreateTopic(s.c, name, partitions, k.codec)
-	if err != nil {
-		return nil, err
-	}
-	return &typedTopic[T]{Topic: t, k: k, s: s}, nil
 }
 
 func (s *session) createPartition(a args) error {
@@ -553,7 +536,8 @@ func (s *session) createProducer(a args) error {
 	if err := checkName("producer", name); err != nil {
 		return err
 	}
-	if err := checkPayloadType(typ); err != nil {
+	k, err := parsePayloadType(typ)
+	if err != nil {
 		return err
 	}
 	pt, err := tributary.ParsePartitioner(a.pos[2])
@@ -563,29 +547,13 @@ func (s *session) createProducer(a args) error {
 	if _, ok := s.producers[name]; ok {
 		return fmt.Errorf("producer %q %w", name, errDuplicateID)
 	}
-	var p producerRef
-	switch typ {
-	case "Integer":
-		p, err = newTypedProducer(s, &integerKind, name, pt)
-	case "String":
-		p, err = newTypedProducer(s, &stringKind, name, pt)
-	default:
-		p, err = newTypedProducer(s, &jsonKind, name, pt)
-	}
+	p, err := k.newProducer(s, name, pt)
 	if err != nil {
 		return err
 	}
 	s.producers[name] = p
 	fmt.Fprintf(s.out, "created producer %s: type %s, strategy %s\n", name, typ, p.Strategy())
 	return nil
-}
-
-func newTypedProducer[T any](s *session, k *kind[T], name string, pt tributary.Partitioner) (producerRef, error) {
-	p, err := tributary.NewProducer[T](s.c, name, pt)
-	if err != nil {
-		return nil, err
-	}
-	return &typedProducer[T]{Producer: p, k: k, s: s}, nil
 }
 
 func (s *session) deleteGroup(a args) error {
@@ -725,35 +693,21 @@ func (s *session) prepareConsume(consumer, partition string, n int) (consumeJob,
 	return consumeJob{}, fmt.Errorf("consumer %q %w %s %s (group %s)", consumer, errNotOwner, topic, s.partName(topic, p), line)
 }
 
-// consume runs j: up to j.n events, stopping early when the partition has
-// nothing more to give.
-func (s *session) consume(j consumeJob, fail string) ([]delivery, error) {
+// consume runs j: up to j.n events (with fail, failed attempts), stopping
+// early when the partition has nothing more to give. With wait > 0 (a
+// parallel consume), when the partition's next event is in flight to
+// another tuple of the same command, it waits up to wait for that tuple to
+// settle it instead of stopping, so that tuples sharing a partition take
+// every event between them.
+func (s *session) consume(j consumeJob, fail string, wait time.Duration) ([]delivery, error) {
 	var out []delivery
-	for range j.n {
+	deadline := time.Now().Add(wait)
+	for len(out) < j.n {
 		d, ok, err := j.c.consume(s.ctx(), j.partition, fail)
 		if ok {
 			out = append(out, d)
 		}
-		if err != nil || !ok {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
-// consumeWaiting is consume for a parallel consume: when the partition's
-// next event is in flight to another tuple of the same command, it waits
-// (up to parallelWait) for that tuple to settle it instead of stopping, so
-// that tuples sharing a partition take every event between them.
-func (s *session) consumeWaiting(j consumeJob) ([]delivery, error) {
-	var out []delivery
-	deadline := time.Now().Add(parallelWait)
-	for len(out) < j.n {
-		d, ok, err := j.c.consume(s.ctx(), j.partition, "")
-		if ok {
-			out = append(out, d)
-		}
-		if err != nil {
+		if err != nil || (!ok && wait == 0) {
 			return out, err
 		}
 		if ok {
@@ -790,7 +744,7 @@ func (s *session) consumeN(a args, n int) error {
 	if a.has("fail") {
 		fail = "simulated failure (--fail)"
 	}
-	ds, err := s.consume(j, fail)
+	ds, err := s.consume(j, fail, 0)
 	s.printDeliveries(j, ds)
 	if err != nil {
 		return err
@@ -878,7 +832,7 @@ func (s *session) playback(a args) error {
 		return nil
 	}
 	fmt.Fprintf(s.out, "%s replays %s %s from offset %d to %d\n", j.c.Group(), topic, s.partName(topic, j.partition), off, off+int64(j.n)-1)
-	ds, err := s.consume(j, "")
+	ds, err := s.consume(j, "", 0)
 	s.printDeliveries(j, ds)
 	return err
 }
@@ -940,7 +894,7 @@ func (s *session) parallelConsume(a args) error {
 	var g errgroup.Group
 	for i, j := range jobs {
 		g.Go(func() error {
-			results[i], errs[i] = s.consumeWaiting(j)
+			results[i], errs[i] = s.consume(j, "", parallelWait)
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("tuple %d: %w", i+1, errs[i])
 			}
@@ -949,14 +903,13 @@ func (s *session) parallelConsume(a args) error {
 	}
 	g.Wait() //nolint:errcheck // the errors are in errs, in tuple order
 	err := errors.Join(errs...)
-	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "RESULT", "VALUE")
+	tw := deliveryTable()
 	for i, j := range jobs {
-		topic := j.c.Topic().Name()
 		if len(results[i]) == 0 {
-			tw.AppendRow(row(j.c.Name(), s.partName(topic, j.partition), "-", "-", "-", "-", "-", "(nothing to consume)"))
+			tw.AppendRow(row(j.c.Name(), s.partName(j.c.Topic().Name(), j.partition), "-", "-", "-", "-", "-", "(nothing to consume)"))
 		}
 		for _, d := range results[i] {
-			tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value)))
+			tw.AppendRow(s.deliveryRow(j, d))
 		}
 	}
 	s.render(tw)

@@ -207,11 +207,11 @@ func parseAssignor(name string) (engine.Assignor, error) {
 	return nil, fmt.Errorf("%w: assignor %q: want RoundRobin, Range or Sticky", errArgs, name)
 }
 
-func checkPayloadType(name string) error {
-	if slices.Contains(payloadTypes, name) {
-		return nil
+func parsePayloadType(name string) (payloadKind, error) {
+	if k, ok := payloadKinds[name]; ok {
+		return k, nil
 	}
-	return fmt.Errorf("%w: payload type %q: want Integer, String or JSON", errArgs, name)
+	return nil, fmt.Errorf("%w: payload type %q: want Integer, String or JSON", errArgs, name)
 }
 
 // isNumber reports whether arg is a whole number written plainly: digits,

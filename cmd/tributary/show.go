@@ -89,12 +89,21 @@ func (s *session) printDeliveries(j consumeJob, ds []delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	topic := j.c.Topic().Name()
-	tw := newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "RESULT", "VALUE")
+	tw := deliveryTable()
 	for _, d := range ds {
-		tw.AppendRow(row(j.c.Name(), s.partName(topic, d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value)))
+		tw.AppendRow(s.deliveryRow(j, d))
 	}
 	s.render(tw)
+}
+
+// deliveryTable is the table of consumed events: deliveryRow's columns.
+func deliveryTable() table.Writer {
+	return newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "RESULT", "VALUE")
+}
+
+// deliveryRow is d, taken by j's consumer, as a row of deliveryTable.
+func (s *session) deliveryRow(j consumeJob, d delivery) table.Row {
+	return row(j.c.Name(), s.partName(j.c.Topic().Name(), d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value))
 }
 
 func (s *session) showTopics(args) error {

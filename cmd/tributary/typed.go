@@ -20,7 +20,30 @@ import (
 //	Integer → int64,           tributary.Integer[int64]()
 //	String  → string,          tributary.String()
 //	JSON    → json.RawMessage, tributary.JSON[json.RawMessage]() (any JSON value)
-var payloadTypes = []string{"Integer", "String", "JSON"}
+var payloadKinds = map[string]payloadKind{"Integer": &integerKind, "String": &stringKind, "JSON": &jsonKind}
+
+// payloadKind is a kind whatever its Go type: what the commands that name
+// a payload type make of it.
+type payloadKind interface {
+	createTopic(s *session, name string, partitions int32) (topicRef, error)
+	newProducer(s *session, name string, pt tributary.Partitioner) (producerRef, error)
+}
+
+func (k *kind[T]) createTopic(s *session, name string, partitions int32) (topicRef, error) {
+	t, err := tributary.CreateTopic(s.c, name, partitions, k.codec)
+	if err != nil {
+		return nil, err
+	}
+	return &typedTopic[T]{Topic: t, k: k, s: s}, nil
+}
+
+func (k *kind[T]) newProducer(s *session, name string, pt tributary.Partitioner) (producerRef, error) {
+	p, err := tributary.NewProducer[T](s.c, name, pt)
+	if err != nil {
+		return nil, err
+	}
+	return &typedProducer[T]{Producer: p, k: k, s: s}, nil
+}
 
 // kind is one payload type: how an event file's "value" becomes a T and
 // how a T is printed.
