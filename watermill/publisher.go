@@ -1,0 +1,145 @@
+package tributarywm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/f91dcac0/tributary"
+)
+
+// PublisherConfig configures a Publisher. The zero value is valid.
+type PublisherConfig struct {
+	// Partitions is the partition count, 1..64, of a topic this publisher
+	// creates on first use; an existing topic keeps its own. 0:
+	// DefaultPartitions.
+	Partitions int32
+	// PartitionKey returns the key msg is partitioned by (Kafka's murmur2
+	// key hash, tributary.KeyHash): messages of one key go to one partition
+	// and are delivered in publish order. nil, or an empty key: round-robin
+	// over the partitions. An error fails Publish for that message.
+	PartitionKey func(topic string, msg *message.Message) (string, error)
+}
+
+// Publisher publishes Watermill messages to a Tributary cluster: a
+// message.Publisher. Safe for concurrent use.
+type Publisher struct {
+	cfg      PublisherConfig
+	topics   *topics
+	producer *tributary.Producer[[]byte]
+	logger   watermill.LoggerAdapter
+
+	closing   context.Context // cancelled by Close: ends waiting publishes
+	close     context.CancelFunc
+	closeOnce sync.Once
+}
+
+var _ message.Publisher = (*Publisher)(nil)
+
+// NewPublisher returns a publisher to cluster (its capacity per partition,
+// replay window and other engine options are the cluster's). logger may be
+// nil. It registers a producer named "wm-pub-<short UUID>" in the cluster.
+// Errors: tributary.ErrInvalidArgument (nil cluster, Partitions outside
+// 0..64), tributary.ErrClosed.
+func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publisher, error) {
+	ts, err := newTopics(cluster, cfg.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	name := "wm-pub-" + watermill.NewShortUUID()
+	prod, err := tributary.NewProducer[[]byte](cluster, name, tributary.KeyHash())
+	if err != nil {
+		return nil, err
+	}
+	p := &Publisher{cfg: cfg, topics: ts, producer: prod, logger: logger.With(watermill.LogFields{"producer": name})}
+	p.closing, p.close = context.WithCancel(context.Background())
+	return p, nil
+}
+
+// Publish publishes msgs to topic in order, creating the topic on first
+// use, each to the partition its key chooses (PublisherConfig.PartitionKey).
+// On a full partition it waits for room (records are removed as every
+// group acks them, SPEC rules 5, 13) until msg.Context() ends or the
+// publisher is closed; it never drops a message. It returns at the first
+// failure: the messages before it are published, the rest are not.
+// Errors: the message context's error or ErrClosed (that message not
+// published); tributary.ErrInvalidArgument (a topic name that is not an
+// identifier, metadata named HeaderUUID or tributary.HeaderPayloadType, a
+// message over engine.WithMaxMessageBytes); tributary.ErrTypeMismatch (a
+// topic of another payload type); the PartitionKey function's error.
+func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
+	if p.closing.Err() != nil {
+		return ErrClosed
+	}
+	t, err := p.topics.open(topic)
+	if err != nil {
+		return err
+	}
+	for _, msg := range msgs {
+		if err := p.publish(t, msg); err != nil {
+			return fmt.Errorf("publish message %s to topic %q: %w", msg.UUID, topic, err)
+		}
+	}
+	return nil
+}
+
+func (p *Publisher) publish(t *tributary.Topic[[]byte], msg *message.Message) error {
+	var m tributary.Message[[]byte]
+	if p.cfg.PartitionKey != nil {
+		key, err := p.cfg.PartitionKey(t.Name(), msg)
+		if err != nil {
+			return fmt.Errorf("partition key: %w", err)
+		}
+		m.Key = key
+	}
+	h, err := toHeaders(msg)
+	if err != nil {
+		return err
+	}
+	m.Headers, m.Value = h, msg.Payload
+	sent, err := p.producer.TrySend(t, m)
+	if !errors.Is(err, tributary.ErrPartitionFull) {
+		p.logSent(sent, msg, err)
+		return err
+	}
+	// The partition is full: send again, waiting for room until the
+	// message's context ends or Close. A key keeps its partition; a message
+	// without one goes to the next partition round-robin.
+	ctx, cancel := context.WithCancel(msg.Context())
+	defer cancel()
+	stop := context.AfterFunc(p.closing, cancel)
+	defer stop()
+	sent, err = p.producer.Send(ctx, t, m)
+	if err != nil && p.closing.Err() != nil && msg.Context().Err() == nil {
+		err = ErrClosed
+	}
+	p.logSent(sent, msg, err)
+	return err
+}
+
+func (p *Publisher) logSent(sent tributary.Message[[]byte], msg *message.Message, err error) {
+	if err != nil {
+		return
+	}
+	p.logger.Trace("Message published", watermill.LogFields{
+		"message_uuid": msg.UUID, "topic": sent.Topic, "partition": sent.Partition, "offset": sent.Offset,
+	})
+}
+
+// Close ends waiting publishes (ErrClosed) and removes the publisher's
+// producer from the cluster; later Publish calls return ErrClosed.
+// Closing twice is a no-op.
+func (p *Publisher) Close() error {
+	p.closeOnce.Do(func() {
+		p.close()
+		p.producer.Close() //nolint:errcheck // always nil
+	})
+	return nil
+}

@@ -1,0 +1,320 @@
+package tributarywm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// DefaultConsumerGroup is the consumer group of a subscriber whose config
+// names none (and is not Ephemeral).
+const DefaultConsumerGroup = "watermill"
+
+// DefaultNackResendSleep is how long a nacked message waits before it is
+// delivered again when SubscriberConfig.NackResendSleep is 0 (the default
+// of Watermill's Kafka subscriber). NoSleep redelivers at once.
+const (
+	DefaultNackResendSleep = 100 * time.Millisecond
+	NoSleep                = time.Duration(-1)
+)
+
+// SubscriberConfig configures a Subscriber. The zero value is valid: every
+// subscription joins DefaultConsumerGroup.
+type SubscriberConfig struct {
+	// ConsumerGroup is the group every Subscribe call joins (an
+	// identifier: 1 to 64 bytes of A-Z a-z 0-9 _ -). The group's
+	// subscriptions, in this subscriber or others, share each topic's
+	// partitions and its committed offsets; another group receives every
+	// message again. "": DefaultConsumerGroup.
+	ConsumerGroup string
+	// Ephemeral gives each Subscribe call a consumer group of its own,
+	// "wm-eph-<short UUID>", created at the topic's log start (it receives
+	// every message the topic retains, SPEC rules 7, 17) and deleted when
+	// the subscription ends, so that it stops holding retention (Kafka's
+	// consumer without a group.id; a NATS ephemeral consumer). Messages
+	// other groups have acked are retained only by a replay window
+	// (engine.WithReplayWindow). ConsumerGroup must then be "".
+	Ephemeral bool
+	// Assignor is the assignor of a group this subscriber creates
+	// (engine.RoundRobin, engine.Range, engine.Sticky, or a user's); an
+	// existing group keeps its own. nil: engine.RoundRobin.
+	Assignor engine.Assignor
+	// Partitions is the partition count, 1..64, of a topic this subscriber
+	// creates on first use; an existing topic keeps its own. 0:
+	// DefaultPartitions.
+	Partitions int32
+	// NackResendSleep is how long a nacked message keeps its partition
+	// before it is delivered again (Watermill's Kafka subscriber's option of
+	// the same name). 0: DefaultNackResendSleep; NoSleep: at once.
+	NackResendSleep time.Duration
+}
+
+// Subscriber subscribes Watermill handlers to a Tributary cluster: a
+// message.Subscriber and message.SubscribeInitializer. Each Subscribe call
+// is one member of a consumer group (see the package doc). Safe for
+// concurrent use.
+type Subscriber struct {
+	cluster *tributary.Cluster
+	cfg     SubscriberConfig
+	topics  *topics
+	logger  watermill.LoggerAdapter
+
+	// mu guards closed and subs.
+	mu     sync.Mutex
+	closed bool
+	subs   map[*subscription]struct{}
+	// running counts subscriptions whose goroutine has not ended; Close
+	// waits for it.
+	running sync.WaitGroup
+}
+
+var (
+	_ message.Subscriber           = (*Subscriber)(nil)
+	_ message.SubscribeInitializer = (*Subscriber)(nil)
+)
+
+// NewSubscriber returns a subscriber to cluster. logger may be nil. Errors:
+// tributary.ErrInvalidArgument (nil cluster; a ConsumerGroup that is not
+// an identifier, or one set with Ephemeral; Partitions outside 0..64; a
+// negative NackResendSleep other than NoSleep).
+func NewSubscriber(cluster *tributary.Cluster, cfg SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
+	ts, err := newTopics(cluster, cfg.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Ephemeral && cfg.ConsumerGroup != "":
+		return nil, fmt.Errorf("%w: ConsumerGroup %q with Ephemeral: an ephemeral subscription has a group of its own", tributary.ErrInvalidArgument, cfg.ConsumerGroup)
+	case cfg.ConsumerGroup == "" && !cfg.Ephemeral:
+		cfg.ConsumerGroup = DefaultConsumerGroup
+	}
+	if cfg.ConsumerGroup != "" {
+		if err := engine.CheckIdentifier("group", cfg.ConsumerGroup); err != nil {
+			return nil, fmt.Errorf("ConsumerGroup: %w", err)
+		}
+	}
+	switch {
+	case cfg.NackResendSleep == 0:
+		cfg.NackResendSleep = DefaultNackResendSleep
+	case cfg.NackResendSleep < 0 && cfg.NackResendSleep != NoSleep:
+		return nil, fmt.Errorf("%w: NackResendSleep %v: want >= 0 or NoSleep", tributary.ErrInvalidArgument, cfg.NackResendSleep)
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	return &Subscriber{cluster: cluster, cfg: cfg, topics: ts, logger: logger, subs: map[*subscription]struct{}{}}, nil
+}
+
+// SubscribeInitialize creates topic if absent and, unless the subscriber
+// is Ephemeral, its consumer group, at the log start (SPEC rule 17): from
+// then on the group holds retention, so it will receive every message
+// published to topic even before its first Subscribe. Errors: as
+// Subscribe.
+func (s *Subscriber) SubscribeInitialize(topic string) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	t, err := s.topics.open(topic)
+	if err != nil {
+		return err
+	}
+	if s.cfg.Ephemeral {
+		return nil
+	}
+	return s.createGroup(t, s.cfg.ConsumerGroup)
+}
+
+// createGroup creates group on t with the configured assignor; an existing
+// group is left as it is.
+func (s *Subscriber) createGroup(t *tributary.Topic[[]byte], group string) error {
+	a := s.cfg.Assignor
+	if a == nil {
+		a = engine.RoundRobin
+	}
+	if _, err := s.cluster.CreateGroup(t.Name(), group, a); err != nil {
+		return fmt.Errorf("watermill topic %q: group %q: %w", t.Name(), group, err)
+	}
+	return nil
+}
+
+// Subscribe joins the subscriber's consumer group on topic (creating the
+// topic if absent) as a new member named "wm-<short UUID>" and returns the
+// channel its messages arrive on, unbuffered. Each message must be acked
+// or nacked; until then its partition delivers nothing more to the group.
+// The channel is closed when ctx ends or the subscriber is closed; the
+// subscription then leaves the group (an Ephemeral one deletes its group).
+// Errors: ErrClosed; tributary.ErrInvalidArgument (a topic name that is
+// not an identifier); tributary.ErrTypeMismatch (a topic of another
+// payload type); tributary.ErrInvalidAssignment (the group's assignor
+// refused the new member).
+func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	t, err := s.topics.open(topic)
+	if err != nil {
+		return nil, err
+	}
+	group := s.cfg.ConsumerGroup
+	if s.cfg.Ephemeral {
+		group = "wm-eph-" + watermill.NewShortUUID()
+	}
+	if err := s.createGroup(t, group); err != nil {
+		return nil, err
+	}
+	name := "wm-" + watermill.NewShortUUID()
+	c, err := tributary.NewConsumer(t, group, name)
+	if err != nil {
+		s.dropEphemeral(t, group)
+		return nil, fmt.Errorf("watermill topic %q: subscribe: %w", topic, err)
+	}
+	sub := &subscription{
+		s:      s,
+		c:      c,
+		out:    make(chan *message.Message),
+		logger: s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": group, "member": name}),
+	}
+	sub.ctx, sub.cancel = context.WithCancel(ctx)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sub.cancel()
+		c.Close() //nolint:errcheck // leaving a group just joined
+		s.dropEphemeral(t, group)
+		return nil, ErrClosed
+	}
+	s.subs[sub] = struct{}{}
+	s.running.Add(1)
+	s.mu.Unlock()
+	go sub.run()
+	return sub.out, nil
+}
+
+// dropEphemeral deletes group if it is an ephemeral subscription's (it
+// has no members by then).
+func (s *Subscriber) dropEphemeral(t *tributary.Topic[[]byte], group string) {
+	if !s.cfg.Ephemeral {
+		return
+	}
+	if _, err := s.cluster.DeleteGroup(t.Name(), group); err != nil {
+		s.logger.Error("Cannot delete ephemeral consumer group", err, watermill.LogFields{"topic": t.Name(), "consumer_group": group})
+	}
+}
+
+func (s *Subscriber) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close ends every subscription: each leaves its group (its unacked
+// messages go to the group's other members) and its channel is closed
+// before Close returns. Messages handed out and not yet acked have their
+// contexts cancelled; acking them later does nothing. Later Subscribe
+// calls return ErrClosed. Closing twice is a no-op.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for sub := range s.subs {
+		sub.cancel()
+	}
+	s.mu.Unlock()
+	s.running.Wait()
+	return nil
+}
+
+// subscription is one Subscribe call: one consumer, one output channel.
+type subscription struct {
+	s      *Subscriber
+	c      *tributary.Consumer[[]byte]
+	out    chan *message.Message
+	logger watermill.LoggerAdapter
+
+	ctx    context.Context // ends with Subscribe's ctx or Close
+	cancel context.CancelFunc
+}
+
+// run polls the consumer and starts one delivery per message (at most one
+// per partition is in flight, SPEC rule 10), until the subscription ends;
+// then it waits for its deliveries, leaves the group and closes out.
+func (sub *subscription) run() {
+	var deliveries sync.WaitGroup
+	for {
+		msgs, err := sub.c.Poll(sub.ctx, engine.MaxPollRecords)
+		if err != nil {
+			if sub.ctx.Err() == nil {
+				sub.logger.Error("Subscription ended", err, nil)
+			}
+			break
+		}
+		for i := range msgs {
+			deliveries.Add(1)
+			go sub.deliver(&msgs[i], &deliveries)
+		}
+	}
+	sub.cancel()
+	deliveries.Wait()
+	if err := sub.c.Close(); err != nil && !errors.Is(err, tributary.ErrClosed) {
+		sub.logger.Error("Cannot leave the consumer group", err, nil)
+	}
+	sub.s.dropEphemeral(sub.c.Topic(), sub.c.Group())
+	close(sub.out)
+	sub.s.mu.Lock()
+	delete(sub.s.subs, sub)
+	sub.s.mu.Unlock()
+	sub.s.running.Done()
+}
+
+// deliver sends m on the subscription's channel and settles it: Ack
+// commits it; Nack waits NackResendSleep and releases it for redelivery
+// (Retry). The message's context is cancelled once it is settled or the
+// subscription ends. A settle the broker refuses (a rebalance moved the
+// partition, SPEC rule 9) is logged: the partition's new owner delivers
+// the message again.
+func (sub *subscription) deliver(m *tributary.Message[[]byte], wg *sync.WaitGroup) {
+	defer wg.Done()
+	wm := toWatermill(m)
+	d := Delivery{
+		Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Attempt: m.Attempt,
+		Key: m.Key, Time: m.Time, Group: sub.c.Group(), Member: sub.c.Name(),
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(sub.ctx, deliveryKey{}, d))
+	defer cancel()
+	wm.SetContext(ctx)
+	select {
+	case sub.out <- wm:
+	case <-sub.ctx.Done():
+		return
+	}
+	var err error
+	select {
+	case <-wm.Acked():
+		err = sub.c.Ack(*m)
+	case <-wm.Nacked():
+		if wait := sub.s.cfg.NackResendSleep; wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-sub.ctx.Done():
+				t.Stop()
+				return // leaving the group releases it
+			}
+		}
+		err = sub.c.Retry(*m)
+	case <-sub.ctx.Done():
+		return
+	}
+	if err != nil {
+		sub.logger.Info("Broker refused the settle; the message will be delivered again", watermill.LogFields{
+			"message_uuid": wm.UUID, "partition": m.Partition, "offset": m.Offset, "error": err.Error(),
+		})
+	}
+}
