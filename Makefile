@@ -1,19 +1,31 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test demo lincheck verify fmt bench profile bench-scaling
+.PHONY: all test test-watermill demo lincheck verify fmt bench profile bench-scaling
 
 all: verify test
 
 ## test: go vet, then every package's tests under the race detector, then
 ## the linearizability checker against the deliberately broken brokers
 ## and the differential test against the same broken engines (built with the
-## tributary_faults tag; see porcupine/faults_test.go, engine/diff_faults_test.go).
+## tributary_faults tag; see porcupine/faults_test.go, engine/diff_faults_test.go),
+## then the Watermill adapter (its own module, watermill/) with Watermill's
+## universal Pub/Sub suite at its -short size.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -tags tributary_faults ./porcupine/... ./cmd/lincheck/
 	$(GO) test -count=1 -tags tributary_faults -run 'Diff' ./engine/
+	cd watermill && $(GO) vet ./... && $(GO) vet -tags tributarywm_faults ./...
+	cd watermill && $(GO) test -race -short -count=1 ./...
+
+## test-watermill: the Watermill adapter at full size under the race
+## detector: Watermill's universal suite without -short, its stress test
+## (each configuration ten times in parallel), and the check that the suite
+## fails on the adapter's deliberately broken builds (about 4 minutes on 2
+## cores). CI runs it after make test.
+test-watermill:
+	cd watermill && $(GO) test -race -count=1 -timeout 12m ./...
 
 ## demo: the worked examples, then a concurrent workload with its checks.
 demo:
@@ -58,6 +70,7 @@ verify:
 	@test -z "$$(gofmt -l .)" || (echo "gofmt -l lists:"; gofmt -l .; exit 1)
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	cd watermill && $(GO) mod tidy -diff && $(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; \
 	else echo "staticcheck unavailable; skipped"; fi

@@ -42,8 +42,9 @@ type BackendTopic interface {
 	// ErrPartitionFull at once when the partition is full (SPEC rules 5, 15).
 	TryPublish(partition int32, m engine.Message) (int64, error)
 	// Publish is TryPublish that, on a full partition, waits for room
-	// without busy waiting until ctx ends (then ctx.Err()).
-	Publish(ctx context.Context, partition int32, m engine.Message) (int64, error)
+	// without busy waiting until ctx ends (then ctx.Err()) or stop is
+	// closed (then ErrClosed).
+	Publish(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, error)
 	// Member returns member of group on this topic; it need not have
 	// joined.
 	Member(group, member string) (BackendMember, error)

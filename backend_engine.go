@@ -96,7 +96,7 @@ func (t *engineTopic) TryPublish(partition int32, m engine.Message) (int64, erro
 // Publish tries once; on a full partition it takes the partition's room
 // signal, tries again (a trim between the two tries closed the channel it
 // now holds) and waits. A publish that finds room never touches a signal.
-func (t *engineTopic) Publish(ctx context.Context, partition int32, m engine.Message) (int64, error) {
+func (t *engineTopic) Publish(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, error) {
 	for {
 		off, err := t.h.PublishMessage(partition, m)
 		if err != nil || off >= 0 {
@@ -113,6 +113,8 @@ func (t *engineTopic) Publish(ctx context.Context, partition int32, m engine.Mes
 		case <-room:
 		case <-ctx.Done():
 			return -1, ctx.Err()
+		case <-stop:
+			return -1, fmt.Errorf("%w: waiting for room in topic %q partition %d", ErrClosed, t.h.Name(), partition)
 		}
 	}
 }

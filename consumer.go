@@ -354,7 +354,7 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 // WithDeadLetter, a message that has had its maximum attempts (m.Attempt ≥
 // maxAttempts) or whose payload does not decode (m.Err) is published to the
 // dead-letter topic with the HeaderDeadLetter* headers, waiting for room
-// until ctx ends, then acked, and Nack returns true; otherwise it is
+// until ctx ends or the consumer is closed (ErrClosed), then acked, and Nack returns true; otherwise it is
 // released like Retry (redelivered with Attempt + 1) and Nack returns false.
 // Errors: ErrNotInFlight (as Ack; nothing is published), ErrInvalidArgument
 // (nil ctx or cause), the dead-letter publish's error (m stays in flight).
@@ -635,11 +635,11 @@ func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error
 	)
 	em := engine.Message{Key: m.Key, Headers: headers, Payload: m.Payload, Time: m.Time}
 	p := m.Partition % c.dlq.bt.Partitions()
-	_, err := c.dlq.bt.Publish(ctx, p, em)
+	_, err := c.dlq.bt.Publish(ctx, c.stop, p, em)
 	if errors.Is(err, ErrInvalidArgument) {
 		// Over engine.WithMaxMessageBytes: send it without the error text.
 		headers[len(headers)-1].Value = ""
-		_, err = c.dlq.bt.Publish(ctx, p, em)
+		_, err = c.dlq.bt.Publish(ctx, c.stop, p, em)
 	}
 	if err != nil {
 		return fmt.Errorf("consumer %q: dead-letter topic %q: %w", c.name, c.dlq.Name(), err)

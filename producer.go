@@ -18,6 +18,7 @@ type Producer[T any] struct {
 	name   string
 	part   Partitioner
 	closed atomic.Bool
+	stop   chan struct{} // closed by Close: ends a Send waiting for room
 }
 
 // NewProducer registers a producer of T named name (an identifier: 1 to 64
@@ -29,7 +30,7 @@ func NewProducer[T any](c *Cluster, name string, p Partitioner) (*Producer[T], e
 	if p == nil || reflect.ValueOf(p).Kind() == reflect.Pointer && reflect.ValueOf(p).IsNil() {
 		return nil, fmt.Errorf("%w: producer %q: nil Partitioner", ErrInvalidArgument, name)
 	}
-	pr := &Producer[T]{c: c, name: name, part: p}
+	pr := &Producer[T]{c: c, name: name, part: p, stop: make(chan struct{})}
 	err := c.register("producer", name, func() {
 		c.producers[name] = producerEntry{goType: reflect.TypeFor[T](), p: pr, close: pr.Close}
 	})
@@ -46,12 +47,15 @@ func (p *Producer[T]) Name() string { return p.name }
 // "Random", "RoundRobin", "Key", or a user's).
 func (p *Producer[T]) Strategy() string { return p.part.Name() }
 
-// Close removes the producer from the cluster's registry; later sends
-// return ErrClosed. Closing twice is a no-op.
+// Close removes the producer from the cluster's registry and ends a Send
+// waiting for room (ErrClosed, nothing published); later sends return
+// ErrClosed. Closing twice is a no-op. Cluster.Close closes every
+// producer.
 func (p *Producer[T]) Close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
+	close(p.stop)
 	p.c.mu.Lock()
 	if e, ok := p.c.producers[p.name]; ok && e.p == any(p) {
 		delete(p.c.producers, p.name)
@@ -63,13 +67,14 @@ func (p *Producer[T]) Close() error {
 // Send encodes m.Value with the topic's codec, picks a partition with the
 // producer's partitioner, and publishes, waiting while that partition is
 // full until records are removed (acks, trims, deletes wake it; it never
-// busy-waits) or ctx ends. It returns m as stored: ID, Topic, Partition,
+// busy-waits), ctx ends or the producer is closed. It returns m as stored: ID, Topic, Partition,
 // Offset, Time (time.Now when m.Time was zero) and PayloadType set, Headers
 // the caller's slice. The partition is chosen once: a full partition is
 // waited for, not skipped. Errors: ctx.Err() (nothing published);
 // ErrEncode; ErrInvalidArgument (a partition out of range from the
 // partitioner or a Manual m.Partition, a header named HeaderPayloadType, a
-// message over engine.WithMaxMessageBytes); ErrClosed.
+// message over engine.WithMaxMessageBytes); ErrClosed (the producer or
+// its cluster was closed, before or while Send waited; nothing published).
 func (p *Producer[T]) Send(ctx context.Context, t *Topic[T], m Message[T]) (Message[T], error) {
 	if ctx == nil {
 		return m, fmt.Errorf("%w: producer %q: nil Context", ErrInvalidArgument, p.name)
@@ -117,7 +122,7 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m Message[T], wait 
 	em := engine.Message{Key: m.Key, Headers: headers, Payload: payload, Time: m.Time}
 	var off int64
 	if wait {
-		off, err = t.bt.Publish(ctx, part, em)
+		off, err = t.bt.Publish(ctx, p.stop, part, em)
 	} else {
 		off, err = t.bt.TryPublish(part, em)
 	}

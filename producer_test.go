@@ -474,3 +474,57 @@ func TestSendCancelledWhileWaiting(t *testing.T) {
 		checkErr(t, "Send(cancelled ctx, full)", err, context.Canceled)
 	})
 }
+
+// A Send waiting for room ends with ErrClosed when its producer, or the
+// cluster, is closed; nothing is published.
+func TestSendWaitingEndsOnClose(t *testing.T) {
+	for _, closer := range []string{"producer", "cluster"} {
+		t.Run(closer, func(t *testing.T) {
+			c, err := tributary.NewCluster(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			tp, err := tributary.CreateTopic(c, "t", 1, tributary.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := tributary.NewProducer[string](c, "p", tributary.RoundRobin())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.TrySend(tp, tributary.Message[string]{Value: "fills"}); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Send(context.Background(), tp, tributary.Message[string]{Value: "waits"})
+				done <- err
+			}()
+			time.Sleep(20 * time.Millisecond) // usually reaches the wait; ErrClosed either way
+			if closer == "producer" {
+				err = p.Close()
+			} else {
+				err = c.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, tributary.ErrClosed) {
+					t.Fatalf("Send after Close: %v, want ErrClosed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Send still waiting after Close")
+			}
+			d, err := c.Describe("t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := d.Partitions[0].LogEndOffset; end != 1 {
+				t.Fatalf("log end %d, want 1: the waiting Send published", end)
+			}
+		})
+	}
+}

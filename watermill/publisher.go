@@ -76,7 +76,7 @@ func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger waterm
 // topic of another payload type); the PartitionKey function's error.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	if p.closing.Err() != nil {
-		return ErrClosed
+		return fmt.Errorf("%w: publisher", ErrClosed)
 	}
 	t, err := p.topics.open(topic)
 	if err != nil {
@@ -104,33 +104,23 @@ func (p *Publisher) publish(t *tributary.Topic[[]byte], msg *message.Message) er
 		return err
 	}
 	m.Headers, m.Value = h, msg.Payload
-	sent, err := p.producer.TrySend(t, m)
+	_, err = p.producer.TrySend(t, m)
 	if !errors.Is(err, tributary.ErrPartitionFull) {
-		p.logSent(sent, msg, err)
 		return err
 	}
 	// The partition is full: send again, waiting for room until the
 	// message's context ends or Close. A key keeps its partition; a message
 	// without one goes to the next partition round-robin.
+	p.logger.Debug("Partition full: waiting for room", watermill.LogFields{"topic": t.Name(), "message_uuid": msg.UUID})
 	ctx, cancel := context.WithCancel(msg.Context())
 	defer cancel()
 	stop := context.AfterFunc(p.closing, cancel)
 	defer stop()
-	sent, err = p.producer.Send(ctx, t, m)
+	_, err = p.producer.Send(ctx, t, m)
 	if err != nil && p.closing.Err() != nil && msg.Context().Err() == nil {
-		err = ErrClosed
+		err = fmt.Errorf("%w: publisher closed while waiting for room", ErrClosed)
 	}
-	p.logSent(sent, msg, err)
 	return err
-}
-
-func (p *Publisher) logSent(sent tributary.Message[[]byte], msg *message.Message, err error) {
-	if err != nil {
-		return
-	}
-	p.logger.Trace("Message published", watermill.LogFields{
-		"message_uuid": msg.UUID, "topic": sent.Topic, "partition": sent.Partition, "offset": sent.Offset,
-	})
 }
 
 // Close ends waiting publishes (ErrClosed) and removes the publisher's

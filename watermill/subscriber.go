@@ -151,11 +151,14 @@ func (s *Subscriber) createGroup(t *tributary.Topic[[]byte], group string) error
 // or nacked; until then its partition delivers nothing more to the group.
 // The channel is closed when ctx ends or the subscriber is closed; the
 // subscription then leaves the group (an Ephemeral one deletes its group).
-// Errors: ErrClosed; tributary.ErrInvalidArgument (a topic name that is
-// not an identifier); tributary.ErrTypeMismatch (a topic of another
+// Errors: ErrClosed; tributary.ErrInvalidArgument (a nil ctx, a topic name
+// that is not an identifier); tributary.ErrTypeMismatch (a topic of another
 // payload type); tributary.ErrInvalidAssignment (the group's assignor
 // refused the new member).
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil Context", tributary.ErrInvalidArgument)
+	}
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
@@ -177,10 +180,11 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		return nil, fmt.Errorf("watermill topic %q: subscribe: %w", topic, err)
 	}
 	sub := &subscription{
-		s:      s,
-		c:      c,
-		out:    make(chan *message.Message),
-		logger: s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": group, "member": name}),
+		s:       s,
+		c:       c,
+		out:     make(chan *message.Message),
+		pending: map[int32]int64{},
+		logger:  s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": group, "member": name}),
 	}
 	sub.ctx, sub.cancel = context.WithCancel(ctx)
 	s.mu.Lock()
@@ -231,6 +235,9 @@ func (s *Subscriber) Close() error {
 	return nil
 }
 
+// closedChan is a closed channel.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // subscription is one Subscribe call: one consumer, one output channel.
 type subscription struct {
 	s      *Subscriber
@@ -240,13 +247,25 @@ type subscription struct {
 
 	ctx    context.Context // ends with Subscribe's ctx or Close
 	cancel context.CancelFunc
+
+	// mu guards pending: the offset each partition's unsettled delivery
+	// holds. A partition's record comes back from Poll while its delivery
+	// is unsettled only when an ack timeout (engine.WithAckTimeout)
+	// reserved it again; run then starts no second delivery of it.
+	mu      sync.Mutex
+	pending map[int32]int64
 }
 
-// run polls the consumer and starts one delivery per message (at most one
-// per partition is in flight, SPEC rule 10), until the subscription ends;
-// then it waits for its deliveries, leaves the group and closes out.
+// run polls the consumer and hands each message to a worker goroutine
+// that delivers it (at most one per partition is in flight, SPEC rule 10),
+// until the subscription ends; then it waits for its workers, leaves the
+// group and closes out. A worker that has settled its message waits for
+// the next one, so a subscription keeps as many workers as it ever had
+// deliveries pending at once (at most its partitions, and a few more for
+// an instant), and their grown stacks are reused.
 func (sub *subscription) run() {
-	var deliveries sync.WaitGroup
+	var workers sync.WaitGroup
+	work := make(chan *tributary.Message[[]byte]) // to an idle worker
 	for {
 		msgs, err := sub.c.Poll(sub.ctx, engine.MaxPollRecords)
 		if err != nil {
@@ -256,12 +275,20 @@ func (sub *subscription) run() {
 			break
 		}
 		for i := range msgs {
-			deliveries.Add(1)
-			go sub.deliver(&msgs[i], &deliveries)
+			m := &msgs[i]
+			if !sub.hold(m) {
+				continue // its delivery is still waiting for the handler
+			}
+			select {
+			case work <- m:
+			default:
+				workers.Add(1)
+				go sub.worker(m, work, &workers)
+			}
 		}
 	}
 	sub.cancel()
-	deliveries.Wait()
+	workers.Wait()
 	if err := sub.c.Close(); err != nil && !errors.Is(err, tributary.ErrClosed) {
 		sub.logger.Error("Cannot leave the consumer group", err, nil)
 	}
@@ -273,14 +300,57 @@ func (sub *subscription) run() {
 	sub.s.running.Done()
 }
 
-// deliver sends m on the subscription's channel and settles it: Ack
-// commits it; Nack waits NackResendSleep and releases it for redelivery
-// (Retry). The message's context is cancelled once it is settled or the
+// worker delivers m, then each message run hands it, until the
+// subscription ends. After an ack it takes its partition's next record
+// itself if one is there (tributary.Consumer.TryPollPartition), sparing the
+// hand-over from run; the broker gives each record to one poll only.
+func (sub *subscription) worker(m *tributary.Message[[]byte], work <-chan *tributary.Message[[]byte], wg *sync.WaitGroup) {
+	defer wg.Done()
+	for {
+		if sub.deliver(m) {
+			next, ok, err := sub.c.TryPollPartition(m.Partition)
+			if err == nil && ok && sub.hold(&next) {
+				m = &next
+				continue
+			}
+		}
+		select {
+		case m = <-work:
+		case <-sub.ctx.Done():
+			return
+		}
+	}
+}
+
+// hold records m's delivery as its partition's pending one; false when
+// that partition already has a pending delivery of the same offset.
+func (sub *subscription) hold(m *tributary.Message[[]byte]) bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if off, ok := sub.pending[m.Partition]; ok && off == m.Offset {
+		return false
+	}
+	sub.pending[m.Partition] = m.Offset
+	return true
+}
+
+// release ends m's hold, unless a later delivery of its partition has
+// replaced it.
+func (sub *subscription) release(m *tributary.Message[[]byte]) {
+	sub.mu.Lock()
+	if off, ok := sub.pending[m.Partition]; ok && off == m.Offset {
+		delete(sub.pending, m.Partition)
+	}
+	sub.mu.Unlock()
+}
+
+// deliver sends m on the subscription's channel and settles it, and
+// reports whether it committed m: Ack commits it; Nack waits
+// NackResendSleep and releases it for redelivery (Retry). The message's context is cancelled once it is settled or the
 // subscription ends. A settle the broker refuses (a rebalance moved the
 // partition, SPEC rule 9) is logged: the partition's new owner delivers
 // the message again.
-func (sub *subscription) deliver(m *tributary.Message[[]byte], wg *sync.WaitGroup) {
-	defer wg.Done()
+func (sub *subscription) deliver(m *tributary.Message[[]byte]) (committed bool) {
 	wm := toWatermill(m)
 	d := Delivery{
 		Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Attempt: m.Attempt,
@@ -292,29 +362,40 @@ func (sub *subscription) deliver(m *tributary.Message[[]byte], wg *sync.WaitGrou
 	select {
 	case sub.out <- wm:
 	case <-sub.ctx.Done():
-		return
+		return false // leaving the group releases the record
 	}
-	var err error
+	acked := wm.Acked()
+	if fault("ack-on-send") {
+		acked = closedChan
+	}
+	settle, retried := sub.c.Ack, false
 	select {
-	case <-wm.Acked():
-		err = sub.c.Ack(*m)
+	case <-acked:
 	case <-wm.Nacked():
+		cancel()
+		if !fault("nack-acks") {
+			settle, retried = sub.c.Retry, true
+		}
 		if wait := sub.s.cfg.NackResendSleep; wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-sub.ctx.Done():
 				t.Stop()
-				return // leaving the group releases it
+				return false
 			}
 		}
-		err = sub.c.Retry(*m)
 	case <-sub.ctx.Done():
-		return
+		return false
 	}
-	if err != nil {
+	// Release the hold first: after Retry the next Poll returns the same
+	// record, which must then start a new delivery.
+	sub.release(m)
+	if err := settle(*m); err != nil {
 		sub.logger.Info("Broker refused the settle; the message will be delivered again", watermill.LogFields{
 			"message_uuid": wm.UUID, "partition": m.Partition, "offset": m.Offset, "error": err.Error(),
 		})
+		return false
 	}
+	return !retried
 }

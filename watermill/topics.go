@@ -23,9 +23,10 @@ const HeaderUUID = "_watermill_message_uuid"
 // total order, like Kafka's num.partitions default.
 const DefaultPartitions = 1
 
-// ErrClosed is returned by Publish, Subscribe and SubscribeInitialize after
-// Close.
-var ErrClosed = errors.New("tributarywm: closed")
+// ErrClosed is returned, wrapped, by Publish, Subscribe and
+// SubscribeInitialize after Close, and by a Publish that Close (or
+// Cluster.Close) ended while it waited for room. It is tributary.ErrClosed.
+var ErrClosed = tributary.ErrClosed
 
 // topics opens the Bytes topics of one cluster, creating missing ones with
 // a fixed partition count, and keeps the handles (a topic is never
@@ -136,19 +137,27 @@ func DeliveryFromContext(ctx context.Context) (Delivery, bool) {
 // other than this package's left it out), the other headers as metadata,
 // the payload. The payload slice is the message's own.
 func toWatermill(m *tributary.Message[[]byte]) *message.Message {
-	uuid := ""
-	md := make(message.Metadata, len(m.Headers))
+	uuid, found := "", false
 	for _, h := range m.Headers {
-		if h.Key == HeaderUUID && uuid == "" {
-			uuid = h.Value
-			continue
+		if h.Key == HeaderUUID {
+			uuid, found = h.Value, true
+			break
 		}
-		md[h.Key] = h.Value
 	}
-	if uuid == "" {
+	if !found {
 		uuid = m.ID
 	}
 	wm := message.NewMessage(uuid, m.Value)
-	wm.Metadata = md
+	if fault("drop-metadata") {
+		return wm
+	}
+	seen := false // the first HeaderUUID is the UUID; any later one is metadata
+	for _, h := range m.Headers {
+		if h.Key == HeaderUUID && !seen {
+			seen = true
+			continue
+		}
+		wm.Metadata[h.Key] = h.Value
+	}
 	return wm
 }

@@ -1,4 +1,4 @@
-package watermill_test
+package tributarywm_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/f91dcac0/tributary"
+	tributarywm "github.com/f91dcac0/tributary/watermill"
 )
 
 // Shape of the run, as BenchmarkConsumerThroughput in package bench.
@@ -38,6 +39,11 @@ const (
 //     consumer group of N Consumers each in Consumer.Run with a handler
 //     that counts; the producer (RoundRobin) uses Producer.Send, which
 //     waits for room in a full partition;
+//   - tributarywm: the same topic (16 partitions of capacity 1,000, but of
+//     payload type Bytes) through this package: one Publisher (round-robin,
+//     its Publish waits for room in a full partition) and N subscriptions
+//     of one Subscriber, all in one consumer group, each read by one
+//     goroutine that counts and Acks; message UUIDs as gochannel's;
 //   - gochannel: one gochannel.GoChannel (OutputChannelBuffer 16,000, not
 //     persistent), ONE Subscribe of the topic read by N handler goroutines
 //     that count and Ack each message. GoChannel has no consumer groups:
@@ -50,8 +56,10 @@ const (
 //     returns the credit after Ack. Message UUIDs are strconv.Itoa(i), not
 //     watermill.NewUUID(), to time the Pub/Sub rather than the UUID.
 //
-// tributary and gochannel report x-chan, their ns/op over channel's in the
-// same run. Each sub-benchmark stops all its goroutines before it returns.
+// tributary, tributarywm and gochannel report x-chan, their ns/op over
+// channel's in the same run (under -count N, over channel's N-th row: Go
+// runs each sub-benchmark N times before the next). Each sub-benchmark
+// stops all its goroutines before it returns.
 func BenchmarkThroughput(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("consumers=%d", n), func(b *testing.B) {
@@ -78,6 +86,20 @@ func BenchmarkThroughput(b *testing.B) {
 			b.Run("tributary", func(b *testing.B) {
 				b.ReportAllocs()
 				r, err := newTributary(n)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				err = r.deliver(b.N)
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				report(b, false)
+			})
+			b.Run("tributarywm", func(b *testing.B) {
+				b.ReportAllocs()
+				r, err := newAdapter(n)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -288,7 +310,105 @@ func (r *tributaryRun) deliver(records int) error {
 	return err
 }
 
-// TestHarness runs the three harnesses on a few records: each must count
+// adapterRun is a cluster with the topic, this package's publisher and
+// the group's subscriptions, all joined, none read yet.
+type adapterRun struct {
+	c      *tributary.Cluster
+	pub    *tributarywm.Publisher
+	sub    *tributarywm.Subscriber
+	chans  []<-chan *message.Message
+	cancel context.CancelFunc // ends the subscriptions
+}
+
+// newAdapter builds a run with subscriptions members in group "g" of a
+// topic of 16 partitions; the rebalances happen here, before the timer
+// starts.
+func newAdapter(subscriptions int) (*adapterRun, error) {
+	c, err := tributary.NewCluster(capacity)
+	if err != nil {
+		return nil, err
+	}
+	r := &adapterRun{c: c}
+	if r.pub, err = tributarywm.NewPublisher(c, tributarywm.PublisherConfig{Partitions: partitions}, nil); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	r.sub, err = tributarywm.NewSubscriber(c, tributarywm.SubscriberConfig{
+		ConsumerGroup: "g", Partitions: partitions, NackResendSleep: tributarywm.NoSleep,
+	}, nil)
+	if err != nil {
+		return nil, errors.Join(err, r.pub.Close(), c.Close())
+	}
+	var ctx context.Context
+	ctx, r.cancel = context.WithCancel(context.Background())
+	for range subscriptions {
+		ch, err := r.sub.Subscribe(ctx, "t")
+		if err != nil {
+			r.cancel()
+			return nil, errors.Join(err, r.sub.Close(), r.pub.Close(), c.Close())
+		}
+		r.chans = append(r.chans, ch)
+	}
+	return r, nil
+}
+
+// deliver reads every subscription in a goroutine of its own, publishes
+// records messages and returns once the readers have counted them all, the
+// subscriptions have ended, the readers and the publishing goroutine have
+// returned, and the Pub/Sub and cluster are closed.
+func (r *adapterRun) deliver(records int) error {
+	var count atomic.Int64
+	all := make(chan struct{})
+	var readers sync.WaitGroup
+	for _, ch := range r.chans {
+		readers.Go(func() {
+			for m := range ch {
+				if len(m.Payload) != 0 && count.Add(1) == int64(records) {
+					close(all)
+				}
+				m.Ack()
+			}
+		})
+	}
+	errs := make(chan error, 1)
+	var publisher sync.WaitGroup
+	publisher.Go(func() {
+		body := message.Payload(payload)
+		for i := range records {
+			if err := r.pub.Publish("t", message.NewMessage(strconv.Itoa(i), body)); err != nil {
+				if !errors.Is(err, tributarywm.ErrClosed) { // closed below after a failure
+					errs <- fmt.Errorf("Publish %d of %d: %w", i, records, err)
+				}
+				return
+			}
+		}
+	})
+	var err error
+	if records > 0 {
+		done := make(chan error, 1)
+		go func() { done <- waitCount(all, &count) }()
+		select {
+		case err = <-done:
+		case err = <-errs:
+		}
+	}
+	r.cancel()
+	// The publisher first: its Close ends a Publish waiting for room.
+	closeErr := errors.Join(r.pub.Close(), r.sub.Close(), r.c.Close())
+	readers.Wait()
+	publisher.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	if got := count.Load(); err == nil && got != int64(records) {
+		err = fmt.Errorf("tributarywm: counted %d records, want %d", got, records)
+	}
+	return errors.Join(err, closeErr)
+}
+
+// TestHarness runs the four harnesses on a few records: each must count
 // every record exactly once and leave no goroutine behind.
 func TestHarness(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -303,6 +423,13 @@ func TestHarness(t *testing.T) {
 			}
 			if err := r.deliver(records); err != nil {
 				t.Fatal(err)
+			}
+			a, err := newAdapter(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.deliver(records); err != nil {
+				t.Fatalf("tributarywm: consumers=%d records=%d: %v", n, records, err)
 			}
 			if err := goChannel(records, n); err != nil {
 				t.Fatalf("consumers=%d records=%d: %v", n, records, err)
