@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,74 +18,6 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 	tributarywm "github.com/f91dcac0/tributary/watermill"
 )
-
-const wait = 10 * time.Second // the longest any test waits for an event that must come
-
-// newCluster returns a cluster of capacity records per partition, closed at
-// the test's end.
-func newCluster(t *testing.T, capacity int32, opts ...engine.Option) *tributary.Cluster {
-	t.Helper()
-	c, err := tributary.NewCluster(capacity, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func newPublisher(t *testing.T, c *tributary.Cluster, cfg tributarywm.PublisherConfig) *tributarywm.Publisher {
-	t.Helper()
-	p, err := tributarywm.NewPublisher(c, cfg, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
-func newSubscriber(t *testing.T, c *tributary.Cluster, cfg tributarywm.SubscriberConfig) *tributarywm.Subscriber {
-	t.Helper()
-	s, err := tributarywm.NewSubscriber(c, cfg, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// receive returns the next message of ch, failing the test after wait.
-func receive(t *testing.T, ch <-chan *message.Message) *message.Message {
-	t.Helper()
-	select {
-	case m, ok := <-ch:
-		require.True(t, ok, "channel closed")
-		return m
-	case <-time.After(wait):
-		t.Fatal("no message")
-		return nil
-	}
-}
-
-// quiet fails the test if ch delivers a message within d.
-func quiet(t *testing.T, ch <-chan *message.Message, d time.Duration) {
-	t.Helper()
-	select {
-	case m, ok := <-ch:
-		if ok {
-			t.Fatalf("unexpected message %s (payload %q)", m.UUID, m.Payload)
-		}
-	case <-time.After(d):
-	}
-}
-
-func closedWithin(t *testing.T, ch <-chan *message.Message) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		select {
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-		case <-deadline:
-			t.Fatal("channel not closed")
-		}
-	}
-}
 
 func TestRoundTripKeepsUUIDMetadataPayloadAndDelivery(t *testing.T) {
 	c := newCluster(t, 10)
@@ -545,4 +480,60 @@ func TestClusterCloseEndsSubscriptions(t *testing.T) {
 	require.NoError(t, c.Close())
 	closedWithin(t, ch)
 	require.NoError(t, sub.Close())
+}
+
+func TestNilMessageRefused(t *testing.T) {
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
+	err := pub.Publish("t", message.NewMessage("u1", nil), nil, message.NewMessage("u3", nil))
+	require.ErrorIs(t, err, tributary.ErrInvalidArgument)
+	snap, err := mustTopic(t, c, "t").Snapshot()
+	require.NoError(t, err)
+	require.Len(t, snap.Messages[0], 1, "the message before the nil one is published, the one after is not")
+}
+
+// A topic keeps the partition count of whoever created it; a publisher
+// configured with another count logs it once.
+func TestPartitionCountOfExistingTopicIsLogged(t *testing.T) {
+	c := newCluster(t, 10)
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
+	require.NoError(t, sub.SubscribeInitialize("t")) // 1 partition
+	logs := &captureLogger{}
+	pub, err := tributarywm.NewPublisher(c, tributarywm.PublisherConfig{Partitions: 4}, logs)
+	require.NoError(t, err)
+	defer pub.Close()
+	require.NoError(t, pub.Publish("t", message.NewMessage("u1", nil)))
+	require.NoError(t, pub.Publish("t", message.NewMessage("u2", nil)))
+	assert.Equal(t, 1, logs.count("Topic exists with another partition count"), "logged once")
+	d, err := c.Describe("t")
+	require.NoError(t, err)
+	assert.Len(t, d.Partitions, 1)
+}
+
+// captureLogger is a watermill.LoggerAdapter that keeps Info messages.
+type captureLogger struct {
+	mu   sync.Mutex
+	info []string
+}
+
+func (l *captureLogger) Error(string, error, watermill.LogFields) {}
+func (l *captureLogger) Info(msg string, _ watermill.LogFields) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.info = append(l.info, msg)
+}
+func (l *captureLogger) Debug(string, watermill.LogFields)                {}
+func (l *captureLogger) Trace(string, watermill.LogFields)                {}
+func (l *captureLogger) With(watermill.LogFields) watermill.LoggerAdapter { return l }
+
+func (l *captureLogger) count(prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.info {
+		if strings.HasPrefix(m, prefix) {
+			n++
+		}
+	}
+	return n
 }

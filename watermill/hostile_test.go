@@ -25,88 +25,12 @@ import (
 	tributarywm "github.com/f91dcac0/tributary/watermill"
 )
 
-// hWait is the generous limit of every wait for something that must happen.
-const hWait = 10 * time.Second
-
-func hCluster(t *testing.T, capacity int32, opts ...engine.Option) *tributary.Cluster {
-	t.Helper()
-	c, err := tributary.NewCluster(capacity, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func hPub(t *testing.T, c *tributary.Cluster, cfg tributarywm.PublisherConfig) *tributarywm.Publisher {
-	t.Helper()
-	p, err := tributarywm.NewPublisher(c, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
-func hSub(t *testing.T, c *tributary.Cluster, cfg tributarywm.SubscriberConfig) *tributarywm.Subscriber {
-	t.Helper()
-	s, err := tributarywm.NewSubscriber(c, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func hRecv(t *testing.T, ch <-chan *message.Message) *message.Message {
-	t.Helper()
-	select {
-	case m, ok := <-ch:
-		if !ok {
-			t.Fatal("subscription channel closed, want a message")
-		}
-		return m
-	case <-time.After(hWait):
-		t.Fatal("no message within", hWait)
-	}
-	return nil
-}
-
-// hNone asserts that nothing arrives on ch within d.
-func hNone(t *testing.T, ch <-chan *message.Message, d time.Duration) {
-	t.Helper()
-	select {
-	case m, ok := <-ch:
-		if ok {
-			t.Fatalf("unexpected message %s (payload %q)", m.UUID, m.Payload)
-		}
-		t.Fatal("subscription channel closed unexpectedly")
-	case <-time.After(d):
-	}
-}
-
-// hClosed waits until ch is closed, discarding messages.
-func hClosed(t *testing.T, ch <-chan *message.Message) {
-	t.Helper()
-	deadline := time.After(hWait)
-	for {
-		select {
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-		case <-deadline:
-			t.Fatal("subscription channel not closed within", hWait)
-		}
-	}
-}
-
 func hEventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hWait)
+	deadline := time.Now().Add(wait)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", hWait, what)
+			t.Fatalf("not within %v: %s", wait, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -147,8 +71,8 @@ func hDone(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
 	select {
 	case <-ctx.Done():
-	case <-time.After(hWait):
-		t.Fatalf("message context not cancelled within %v %s", hWait, what)
+	case <-time.After(wait):
+		t.Fatalf("message context not cancelled within %v %s", wait, what)
 	}
 }
 
@@ -156,7 +80,7 @@ func hDone(t *testing.T, ctx context.Context, what string) {
 // Hostile inputs and configuration.
 
 func TestHostileConfigValidation(t *testing.T) {
-	c := hCluster(t, 10)
+	c := newCluster(t, 10)
 	for _, n := range []int32{-1, 65, 1 << 30} {
 		if _, err := tributarywm.NewPublisher(c, tributarywm.PublisherConfig{Partitions: n}, nil); !errors.Is(err, tributary.ErrInvalidArgument) {
 			t.Errorf("NewPublisher Partitions %d: err %v, want ErrInvalidArgument", n, err)
@@ -199,10 +123,10 @@ func TestHostileConfigValidation(t *testing.T) {
 }
 
 func TestHostileTopicNames(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
-	eph := hSub(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
+	eph := newSubscriber(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
 	for _, name := range []string{"", "a.b", "a b", "../x", "ü", strings.Repeat("t", 65), "t\x00", " t"} {
 		if err := pub.Publish(name, hMsg("x")); !errors.Is(err, tributary.ErrInvalidArgument) {
 			t.Errorf("Publish %q: err %v, want ErrInvalidArgument", name, err)
@@ -228,23 +152,23 @@ func TestHostileTopicNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	m.Ack()
 }
 
 // A topic the typed library created with another codec is refused
 // everywhere, and a refused ephemeral Subscribe leaves no group behind.
 func TestHostileForeignCodecTopic(t *testing.T) {
-	c := hCluster(t, 10)
+	c := newCluster(t, 10)
 	if _, err := tributary.CreateTopic(c, "strings", 2, tributary.String()); err != nil {
 		t.Fatal(err)
 	}
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("strings", hMsg("x")); !errors.Is(err, tributary.ErrTypeMismatch) {
 		t.Errorf("Publish: %v, want ErrTypeMismatch", err)
 	}
 	for _, cfg := range []tributarywm.SubscriberConfig{{}, {Ephemeral: true}} {
-		s := hSub(t, c, cfg)
+		s := newSubscriber(t, c, cfg)
 		if _, err := s.Subscribe(context.Background(), "strings"); !errors.Is(err, tributary.ErrTypeMismatch) {
 			t.Errorf("Subscribe %+v: %v, want ErrTypeMismatch", cfg, err)
 		}
@@ -261,7 +185,7 @@ func TestHostileForeignCodecTopic(t *testing.T) {
 // A topic created by the typed library with the Bytes codec is usable, and
 // messages without the UUID header get the message ID as UUID.
 func TestHostileTypedBytesTopicInterop(t *testing.T) {
-	c := hCluster(t, 10)
+	c := newCluster(t, 10)
 	tp, err := tributary.CreateTopic(c, "raw", 1, tributary.Bytes())
 	if err != nil {
 		t.Fatal(err)
@@ -273,12 +197,12 @@ func TestHostileTypedBytesTopicInterop(t *testing.T) {
 	if _, err := prod.Send(context.Background(), tp, tributary.Message[[]byte]{Value: []byte("v"), Headers: []tributary.Header{{Key: "k", Value: "1"}}}); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	ch, err := sub.Subscribe(context.Background(), "raw")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	if m.UUID != "0-0" || string(m.Payload) != "v" || m.Metadata.Get("k") != "1" || len(m.Metadata) != 1 {
 		t.Fatalf("got uuid %q payload %q metadata %v", m.UUID, m.Payload, m.Metadata)
 	}
@@ -288,8 +212,8 @@ func TestHostileTypedBytesTopicInterop(t *testing.T) {
 // Reserved metadata keys are refused, and Publish stops at the first bad
 // message: the ones before it are published, the rest are not.
 func TestHostileReservedMetadata(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	for _, key := range []string{tributarywm.HeaderUUID, tributary.HeaderPayloadType} {
 		bad := hMsg("bad")
 		bad.Metadata.Set(key, "x")
@@ -302,13 +226,13 @@ func TestHostileReservedMetadata(t *testing.T) {
 	if got := d.Partitions[0].LogEndOffset; got != 2 {
 		t.Fatalf("published %d records, want 2 (ok1 before each bad message, nothing after)", got)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{NackResendSleep: tributarywm.NoSleep})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{NackResendSleep: tributarywm.NoSleep})
 	ch, err := sub.Subscribe(context.Background(), "reserved")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		m := hRecv(t, ch)
+		m := receive(t, ch)
 		if string(m.Payload) != "ok1" {
 			t.Fatalf("message %d: payload %q, want ok1", i, m.Payload)
 		}
@@ -319,8 +243,8 @@ func TestHostileReservedMetadata(t *testing.T) {
 // Odd but valid messages round-trip: nil payload, binary payload, empty and
 // unicode metadata, the payload-type header stripped, the payload copied.
 func TestHostileOddMessagesRoundTrip(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	nilMsg := message.NewMessage(watermill.NewUUID(), nil)
 	bin := []byte{0, 0xff, 0xfe, '\n', 0}
 	binMsg := message.NewMessage(watermill.NewUUID(), bin)
@@ -331,17 +255,17 @@ func TestHostileOddMessagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin[0] = 'X' // the publisher must have copied it
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	ch, err := sub.Subscribe(context.Background(), "odd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	if m.UUID != nilMsg.UUID || len(m.Payload) != 0 || len(m.Metadata) != 0 {
 		t.Errorf("nil payload: uuid %q payload %q metadata %v", m.UUID, m.Payload, m.Metadata)
 	}
 	m.Ack()
-	m = hRecv(t, ch)
+	m = receive(t, ch)
 	if m.UUID != binMsg.UUID || string(m.Payload) != "\x00\xff\xfe\n\x00" {
 		t.Errorf("binary: uuid %q payload %q", m.UUID, m.Payload)
 	}
@@ -362,17 +286,17 @@ func TestHostileOddMessagesRoundTrip(t *testing.T) {
 // HeaderUUID; the header is there (with value ""), but toWatermill treats an
 // empty header value like an absent header.
 func TestHostileEmptyUUIDRoundTrip(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("empty-uuid", message.NewMessage("", []byte("p"))); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	ch, err := sub.Subscribe(context.Background(), "empty-uuid")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	m.Ack()
 	if m.UUID != "" {
 		t.Errorf("published UUID \"\", received UUID %q: the empty UUID header was replaced by the message ID", m.UUID)
@@ -380,8 +304,8 @@ func TestHostileEmptyUUIDRoundTrip(t *testing.T) {
 }
 
 func TestHostileMaxMessageBytes(t *testing.T) {
-	c := hCluster(t, 10, engine.WithMaxMessageBytes(200))
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10, engine.WithMaxMessageBytes(200))
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("max", hMsg(strings.Repeat("x", 201))); !errors.Is(err, tributary.ErrInvalidArgument) {
 		t.Fatalf("oversized payload: %v, want ErrInvalidArgument", err)
 	}
@@ -401,10 +325,10 @@ func TestHostileMaxMessageBytes(t *testing.T) {
 // A PartitionKey that errors fails that message only; one that panics
 // propagates the panic but leaves the publisher usable.
 func TestHostilePartitionKeyFailures(t *testing.T) {
-	c := hCluster(t, 10)
+	c := newCluster(t, 10)
 	boom := errors.New("boom")
 	var mode atomic.Int32
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 4, PartitionKey: func(_ string, m *message.Message) (string, error) {
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4, PartitionKey: func(_ string, m *message.Message) (string, error) {
 		switch mode.Load() {
 		case 1:
 			return "", boom
@@ -449,8 +373,8 @@ func TestHostilePartitionKeyFailures(t *testing.T) {
 func TestHostileSubscribeNilContext(t *testing.T) {
 	for _, eph := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ephemeral=%v", eph), func(t *testing.T) {
-			c := hCluster(t, 10)
-			sub := hSub(t, c, tributarywm.SubscriberConfig{Ephemeral: eph})
+			c := newCluster(t, 10)
+			sub := newSubscriber(t, c, tributarywm.SubscriberConfig{Ephemeral: eph})
 			var (
 				ch       <-chan *message.Message
 				err      error
@@ -464,7 +388,7 @@ func TestHostileSubscribeNilContext(t *testing.T) {
 			if panicked != nil {
 				t.Errorf("Subscribe(nil ctx) panicked: %v (want ErrInvalidArgument)", panicked)
 			} else if err == nil {
-				hClosed(t, ch)
+				closedWithin(t, ch)
 				t.Errorf("Subscribe(nil ctx) succeeded, want ErrInvalidArgument")
 			} else if !errors.Is(err, tributary.ErrInvalidArgument) {
 				t.Errorf("Subscribe(nil ctx): %v, want ErrInvalidArgument", err)
@@ -495,8 +419,8 @@ func TestHostileSubscribeNilContext(t *testing.T) {
 // Semantics.
 
 func TestHostileDeliveryAndNackNoSleep(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 3, PartitionKey: func(_ string, m *message.Message) (string, error) {
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 3, PartitionKey: func(_ string, m *message.Message) (string, error) {
 		return "same-key", nil
 	}})
 	for i := 0; i < 3; i++ {
@@ -505,21 +429,21 @@ func TestHostileDeliveryAndNackNoSleep(t *testing.T) {
 		}
 	}
 	part := tributary.Murmur2("same-key") & 0x7fffffff % 3
-	sub := hSub(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "g", NackResendSleep: tributarywm.NoSleep})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "g", NackResendSleep: tributarywm.NoSleep})
 	ch, err := sub.Subscribe(context.Background(), "dlv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	d := hDelivery(t, m)
 	if string(m.Payload) != "0" || d.Topic != "dlv" || d.Partition != part || d.Offset != 0 || d.Attempt != 1 || d.Key != "same-key" || d.Group != "g" || d.Member == "" || d.Time.IsZero() {
 		t.Fatalf("first delivery %q %+v", m.Payload, d)
 	}
-	hNone(t, ch, 100*time.Millisecond) // one in flight per partition
+	quiet(t, ch, 100*time.Millisecond) // one in flight per partition
 	m.Nack()
 	hDone(t, m.Context(), "after Nack (NoSleep)")
 	for attempt := int32(2); attempt <= 4; attempt++ {
-		m = hRecv(t, ch)
+		m = receive(t, ch)
 		d = hDelivery(t, m)
 		if string(m.Payload) != "0" || d.Offset != 0 || d.Attempt != attempt {
 			t.Fatalf("redelivery: %q %+v, want offset 0 attempt %d", m.Payload, d, attempt)
@@ -533,7 +457,7 @@ func TestHostileDeliveryAndNackNoSleep(t *testing.T) {
 	}
 	hDone(t, m.Context(), "after Ack")
 	for i := 1; i < 3; i++ {
-		m = hRecv(t, ch)
+		m = receive(t, ch)
 		d = hDelivery(t, m)
 		if string(m.Payload) != strconv.Itoa(i) || d.Offset != int64(i) || d.Attempt != 1 {
 			t.Fatalf("after ack: %q %+v, want offset %d attempt 1", m.Payload, d, i)
@@ -548,22 +472,22 @@ func TestHostileDeliveryAndNackNoSleep(t *testing.T) {
 
 // A Nack keeps the partition for NackResendSleep, then redelivers.
 func TestHostileNackResendSleep(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("sleep", hMsg("a"), hMsg("b")); err != nil {
 		t.Fatal(err)
 	}
 	const sleep = 700 * time.Millisecond
-	sub := hSub(t, c, tributarywm.SubscriberConfig{NackResendSleep: sleep})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{NackResendSleep: sleep})
 	ch, err := sub.Subscribe(context.Background(), "sleep")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	start := time.Now()
 	m.Nack()
-	hNone(t, ch, 200*time.Millisecond)
-	m2 := hRecv(t, ch)
+	quiet(t, ch, 200*time.Millisecond)
+	m2 := receive(t, ch)
 	if el := time.Since(start); el < sleep {
 		t.Fatalf("redelivered after %v, before NackResendSleep %v", el, sleep)
 	}
@@ -571,7 +495,7 @@ func TestHostileNackResendSleep(t *testing.T) {
 		t.Fatalf("redelivery %q %+v", m2.Payload, hDelivery(t, m2))
 	}
 	m2.Ack()
-	m3 := hRecv(t, ch)
+	m3 := receive(t, ch)
 	if string(m3.Payload) != "b" {
 		t.Fatalf("next %q", m3.Payload)
 	}
@@ -587,17 +511,17 @@ func TestHostileNackResendSleep(t *testing.T) {
 // before the sleep (or document that the context lives until the
 // redelivery is released).
 func TestHostileNackCancelsMessageContext(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("nackctx", hMsg("a")); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{NackResendSleep: time.Minute})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{NackResendSleep: time.Minute})
 	ch, err := sub.Subscribe(context.Background(), "nackctx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	m.Nack()
 	select {
 	case <-m.Context().Done():
@@ -610,29 +534,29 @@ func TestHostileNackCancelsMessageContext(t *testing.T) {
 // nothing harmful: a nacked message is redelivered; a message held when the
 // subscription closed goes to the group's next subscription.
 func TestHostileAckMisuse(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("misuse", hMsg("a"), hMsg("b")); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{NackResendSleep: tributarywm.NoSleep})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{NackResendSleep: tributarywm.NoSleep})
 	ch, err := sub.Subscribe(context.Background(), "misuse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	m.Nack()
 	if m.Ack() {
 		t.Fatal("Ack after Nack returned true")
 	}
-	m = hRecv(t, ch)
+	m = receive(t, ch)
 	if string(m.Payload) != "a" || hDelivery(t, m).Attempt != 2 {
 		t.Fatalf("after Nack+Ack: %q attempt %d, want a again", m.Payload, hDelivery(t, m).Attempt)
 	}
 	m.Ack()
 	m.Ack()
 	m.Nack()
-	m = hRecv(t, ch)
+	m = receive(t, ch)
 	if string(m.Payload) != "b" {
 		t.Fatalf("after double Ack: %q", m.Payload)
 	}
@@ -641,7 +565,7 @@ func TestHostileAckMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	hDone(t, m.Context(), "after Subscriber.Close")
-	hClosed(t, ch)
+	closedWithin(t, ch)
 	m.Ack()
 	if _, err := sub.Subscribe(context.Background(), "misuse"); !errors.Is(err, tributarywm.ErrClosed) {
 		t.Fatalf("Subscribe after Close: %v", err)
@@ -649,12 +573,12 @@ func TestHostileAckMisuse(t *testing.T) {
 	if err := sub.SubscribeInitialize("misuse"); !errors.Is(err, tributarywm.ErrClosed) {
 		t.Fatalf("SubscribeInitialize after Close: %v", err)
 	}
-	sub2 := hSub(t, c, tributarywm.SubscriberConfig{})
+	sub2 := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	ch2, err := sub2.Subscribe(context.Background(), "misuse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m = hRecv(t, ch2)
+	m = receive(t, ch2)
 	if string(m.Payload) != "b" || hDelivery(t, m).Attempt != 2 {
 		t.Fatalf("late Ack after Close committed? got %q attempt %d, want b attempt 2", m.Payload, hDelivery(t, m).Attempt)
 	}
@@ -664,16 +588,16 @@ func TestHostileAckMisuse(t *testing.T) {
 // SubscribeInitialize creates the group, which then keeps every message
 // even while another group acks them all.
 func TestHostileSubscribeInitializeRetains(t *testing.T) {
-	c := hCluster(t, 5)
-	late := hSub(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "late"})
+	c := newCluster(t, 5)
+	late := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "late"})
 	if err := late.SubscribeInitialize("init"); err != nil {
 		t.Fatal(err)
 	}
 	if err := late.SubscribeInitialize("init"); err != nil { // idempotent
 		t.Fatal(err)
 	}
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
-	early := hSub(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "early"})
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
+	early := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "early"})
 	ech, err := early.Subscribe(context.Background(), "init")
 	if err != nil {
 		t.Fatal(err)
@@ -685,14 +609,14 @@ func TestHostileSubscribeInitializeRetains(t *testing.T) {
 		if err := pub.Publish("init", m); err != nil {
 			t.Fatal(err)
 		}
-		hRecv(t, ech).Ack()
+		receive(t, ech).Ack()
 	}
 	lch, err := late.Subscribe(context.Background(), "init")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		m := hRecv(t, lch)
+		m := receive(t, lch)
 		if m.UUID != uuids[i] {
 			t.Fatalf("late group message %d: %s, want %s", i, m.UUID, uuids[i])
 		}
@@ -703,12 +627,12 @@ func TestHostileSubscribeInitializeRetains(t *testing.T) {
 // Ephemeral subscriptions delete their group however they end (ctx,
 // Subscriber.Close, Cluster.Close), and read from the log start.
 func TestHostileEphemeralGroupLifecycle(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("eph", hMsg("old")); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
 	groups := func() int { return len(hDescribe(t, c, "eph").Groups) }
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -719,12 +643,12 @@ func TestHostileEphemeralGroupLifecycle(t *testing.T) {
 	if groups() != 1 {
 		t.Fatalf("%d groups, want 1", groups())
 	}
-	m := hRecv(t, ch) // held, never acked
+	m := receive(t, ch) // held, never acked
 	if string(m.Payload) != "old" {
 		t.Fatalf("payload %q", m.Payload)
 	}
 	cancel()
-	hClosed(t, ch)
+	closedWithin(t, ch)
 	hDone(t, m.Context(), "after ctx cancel")
 	if n := groups(); n != 0 {
 		t.Fatalf("after ctx cancel: %d groups, want 0: %+v", n, hDescribe(t, c, "eph").Groups)
@@ -742,23 +666,23 @@ func TestHostileEphemeralGroupLifecycle(t *testing.T) {
 	if groups() != 2 {
 		t.Fatalf("%d groups, want 2", groups())
 	}
-	hRecv(t, ch1).Ack()
-	hRecv(t, ch2) // each group gets "old"
+	receive(t, ch1).Ack()
+	receive(t, ch2) // each group gets "old"
 	sub.Close()
-	hClosed(t, ch1)
-	hClosed(t, ch2)
+	closedWithin(t, ch1)
+	closedWithin(t, ch2)
 	if n := groups(); n != 0 {
 		t.Fatalf("after Subscriber.Close: %d groups, want 0", n)
 	}
 
 	// Cluster.Close.
-	sub3 := hSub(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
+	sub3 := newSubscriber(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
 	ch3, err := sub3.Subscribe(context.Background(), "eph")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	hClosed(t, ch3)
+	closedWithin(t, ch3)
 	if n := groups(); n != 0 {
 		t.Fatalf("after Cluster.Close: %d groups, want 0", n)
 	}
@@ -767,25 +691,25 @@ func TestHostileEphemeralGroupLifecycle(t *testing.T) {
 // A subscription whose ctx ends leaves its group; its held message goes to
 // the next member.
 func TestHostileCancelLeavesGroup(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("leave", hMsg("a")); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "g"})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "g"})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch, err := sub.Subscribe(ctx, "leave")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	member := hDelivery(t, m).Member
 	g, _ := hGroup(hDescribe(t, c, "leave"), "g")
 	if len(g.Members) != 1 || g.Members[0] != member {
 		t.Fatalf("members %v, want [%s]", g.Members, member)
 	}
 	cancel()
-	hClosed(t, ch)
+	closedWithin(t, ch)
 	g, _ = hGroup(hDescribe(t, c, "leave"), "g")
 	if len(g.Members) != 0 || g.Partitions[0].InFlight {
 		t.Fatalf("after cancel: %+v", g)
@@ -795,7 +719,7 @@ func TestHostileCancelLeavesGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2 := hRecv(t, ch2)
+	m2 := receive(t, ch2)
 	if m2.UUID != m.UUID || hDelivery(t, m2).Attempt != 2 {
 		t.Fatalf("redelivery %s attempt %d", m2.UUID, hDelivery(t, m2).Attempt)
 	}
@@ -806,20 +730,20 @@ func TestHostileCancelLeavesGroup(t *testing.T) {
 // rebalance is delivered again to the new owner; the old owner's Ack is
 // refused; nothing is lost.
 func TestHostileHeldMessageSurvivesRebalance(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 2})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 2})
 	a, b := hMsg("a"), hMsg("b")
 	if err := pub.Publish("reb", a, b); err != nil { // round-robin: p0, p1
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "g"})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "g"})
 	chA, err := sub.Subscribe(context.Background(), "reb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	held := map[int32]*message.Message{}
 	for i := 0; i < 2; i++ {
-		m := hRecv(t, chA)
+		m := receive(t, chA)
 		held[hDelivery(t, m).Partition] = m
 	}
 	if len(held) != 2 {
@@ -829,7 +753,7 @@ func TestHostileHeldMessageSurvivesRebalance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mb := hRecv(t, chB)
+	mb := receive(t, chB)
 	db := hDelivery(t, mb)
 	old := held[db.Partition]
 	if mb.UUID != old.UUID || db.Attempt != 2 {
@@ -854,8 +778,8 @@ func TestHostileHeldMessageSurvivesRebalance(t *testing.T) {
 		g, _ := hGroup(hDescribe(t, c, "reb"), "g")
 		return g.Partitions[db.Partition].Committed == 1
 	})
-	hNone(t, chA, 100*time.Millisecond)
-	hNone(t, chB, 100*time.Millisecond)
+	quiet(t, chA, 100*time.Millisecond)
+	quiet(t, chB, 100*time.Millisecond)
 }
 
 // ---------------------------------------------------------------------
@@ -865,8 +789,8 @@ func TestHostileHeldMessageSurvivesRebalance(t *testing.T) {
 // ErrClosed or returns a channel that is closed once Close returns; no
 // member is left in the group.
 func TestHostileSubscribeRacesClose(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 4})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4})
 	for i := 0; i < 8; i++ {
 		if err := pub.Publish("race", hMsg("m")); err != nil {
 			t.Fatal(err)
@@ -900,7 +824,7 @@ func TestHostileSubscribeRacesClose(t *testing.T) {
 			go func() { sub.Close(); close(closed) }()
 			select {
 			case <-closed:
-			case <-time.After(hWait):
+			case <-time.After(wait):
 				t.Fatal("Subscriber.Close hangs")
 			}
 			wg.Wait()
@@ -933,15 +857,15 @@ func TestHostileSubscribeRacesClose(t *testing.T) {
 // Cluster.Close while subscriptions run (held messages, unread channels):
 // every channel closes, Subscriber.Close does not hang.
 func TestHostileClusterCloseEndsSubscriptions(t *testing.T) {
-	c := hCluster(t, 100)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 4})
+	c := newCluster(t, 100)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4})
 	for i := 0; i < 40; i++ {
 		if err := pub.Publish("cc", hMsg("m")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
-	eph := hSub(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
+	eph := newSubscriber(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
 	var chans []<-chan *message.Message
 	for i := 0; i < 4; i++ {
 		for _, s := range []*tributarywm.Subscriber{sub, eph} {
@@ -952,22 +876,22 @@ func TestHostileClusterCloseEndsSubscriptions(t *testing.T) {
 			chans = append(chans, ch)
 		}
 	}
-	hRecv(t, chans[0]) // held, unacked; the others never read
+	receive(t, chans[0]) // held, unacked; the others never read
 	done := make(chan struct{})
 	go func() { c.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(hWait):
+	case <-time.After(wait):
 		t.Fatal("Cluster.Close hangs")
 	}
 	for _, ch := range chans {
-		hClosed(t, ch)
+		closedWithin(t, ch)
 	}
 	done = make(chan struct{})
 	go func() { sub.Close(); eph.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(hWait):
+	case <-time.After(wait):
 		t.Fatal("Subscriber.Close after Cluster.Close hangs")
 	}
 	if _, err := sub.Subscribe(context.Background(), "cc"); !errors.Is(err, tributarywm.ErrClosed) {
@@ -981,14 +905,14 @@ func TestHostileClusterCloseEndsSubscriptions(t *testing.T) {
 // A subscription whose consumer never reads its channel: Close must not
 // hang.
 func TestHostileUnreadChannelClose(t *testing.T) {
-	c := hCluster(t, 100)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 8})
+	c := newCluster(t, 100)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 8})
 	for i := 0; i < 64; i++ {
 		if err := pub.Publish("unread", hMsg("m")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	for i := 0; i < 3; i++ {
 		if _, err := sub.Subscribe(context.Background(), "unread"); err != nil {
 			t.Fatal(err)
@@ -1008,7 +932,7 @@ func TestHostileUnreadChannelClose(t *testing.T) {
 	go func() { sub.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(hWait):
+	case <-time.After(wait):
 		t.Fatal("Subscriber.Close hangs with unread channels")
 	}
 	g, _ := hGroup(hDescribe(t, c, "unread"), tributarywm.DefaultConsumerGroup)
@@ -1020,12 +944,12 @@ func TestHostileUnreadChannelClose(t *testing.T) {
 // A publish blocked on a full partition returns ErrClosed promptly on
 // Publisher.Close; one whose message context ends returns that error.
 func TestHostileBlockedPublishEndsOnClose(t *testing.T) {
-	c := hCluster(t, 2)
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	c := newCluster(t, 2)
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	if err := sub.SubscribeInitialize("full"); err != nil { // retention: nothing is removed
 		t.Fatal(err)
 	}
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("full", hMsg("1"), hMsg("2")); err != nil {
 		t.Fatal(err)
 	}
@@ -1066,8 +990,8 @@ func hResult(t *testing.T, ch <-chan error) error {
 	select {
 	case err := <-ch:
 		return err
-	case <-time.After(hWait):
-		t.Fatal("Publish did not return within", hWait)
+	case <-time.After(wait):
+		t.Fatal("Publish did not return within", wait)
 	}
 	return nil
 }
@@ -1093,9 +1017,9 @@ func hNoResult(t *testing.T, ch <-chan error, d time.Duration) {
 // context is live) to ErrClosed, on the TrySend path too (or re-check
 // p.closing before each message).
 func TestHostilePublishRacingCloseErrClosed(t *testing.T) {
-	c := hCluster(t, 100)
+	c := newCluster(t, 100)
 	var pub *tributarywm.Publisher
-	pub = hPub(t, c, tributarywm.PublisherConfig{PartitionKey: func(_ string, m *message.Message) (string, error) {
+	pub = newPublisher(t, c, tributarywm.PublisherConfig{PartitionKey: func(_ string, m *message.Message) (string, error) {
 		if string(m.Payload) == "close" {
 			pub.Close()
 		}
@@ -1113,9 +1037,9 @@ func TestHostilePublishRacingCloseErrClosed(t *testing.T) {
 // Stochastic version of the above: many publishers, Close in the middle.
 // Every error must be tributarywm.ErrClosed (see the BUG above).
 func TestHostilePublishRacingCloseStochastic(t *testing.T) {
-	c := hCluster(t, 1000)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 8})
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	c := newCluster(t, 1000)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 8})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	if err := sub.SubscribeInitialize("stoch"); err != nil {
 		t.Fatal(err)
 	}
@@ -1170,12 +1094,12 @@ func TestHostilePublishRacingCloseStochastic(t *testing.T) {
 // tributary.Producer a stop channel closed by Close and select on it in
 // Send's wait (or, in the adapter, end the wait when the producer closes).
 func TestHostileClusterCloseEndsBlockedPublish(t *testing.T) {
-	c := hCluster(t, 1)
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	c := newCluster(t, 1)
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	if err := sub.SubscribeInitialize("cfull"); err != nil {
 		t.Fatal(err)
 	}
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("cfull", hMsg("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -1201,16 +1125,16 @@ func TestHostileClusterCloseEndsBlockedPublish(t *testing.T) {
 // random Nacks and cancellations racing acks). Every published UUID must
 // reach the group, and per key, first deliveries keep publish order.
 func TestHostileRebalanceStorm(t *testing.T) {
-	c := hCluster(t, 1000)
+	c := newCluster(t, 1000)
 	const (
 		topic = "storm"
 		keys  = 16
 		total = 1200
 	)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 8, PartitionKey: func(_ string, m *message.Message) (string, error) {
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 8, PartitionKey: func(_ string, m *message.Message) (string, error) {
 		return m.Metadata.Get("key"), nil
 	}})
-	sub := hSub(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "storm", NackResendSleep: tributarywm.NoSleep})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "storm", NackResendSleep: tributarywm.NoSleep})
 	if err := sub.SubscribeInitialize(topic); err != nil {
 		t.Fatal(err)
 	}
@@ -1354,15 +1278,15 @@ func TestHostileRebalanceStorm(t *testing.T) {
 // Thousands of Subscribe / end cycles: goroutines return to the baseline,
 // no member or ephemeral group is left.
 func TestHostileSubscribeCycles(t *testing.T) {
-	c := hCluster(t, 100)
-	pub := hPub(t, c, tributarywm.PublisherConfig{Partitions: 4})
+	c := newCluster(t, 100)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4})
 	for i := 0; i < 20; i++ {
 		if err := pub.Publish("cycles", hMsg("m")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	named := hSub(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "cyc", NackResendSleep: time.Hour})
-	eph := hSub(t, c, tributarywm.SubscriberConfig{Ephemeral: true, NackResendSleep: time.Hour})
+	named := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "cyc", NackResendSleep: time.Hour})
+	eph := newSubscriber(t, c, tributarywm.SubscriberConfig{Ephemeral: true, NackResendSleep: time.Hour})
 	base := runtime.NumGoroutine()
 	n := 1000
 	if testing.Short() {
@@ -1380,14 +1304,14 @@ func TestHostileSubscribeCycles(t *testing.T) {
 		}
 		switch i % 4 {
 		case 0: // read one and nack it (the nack sleeps an hour)
-			if m := hRecv(t, ch); m != nil {
+			if m := receive(t, ch); m != nil {
 				m.Nack()
 			}
 		case 1: // read one and hold it
-			hRecv(t, ch)
+			receive(t, ch)
 		}
 		cancel()
-		hClosed(t, ch)
+		closedWithin(t, ch)
 	}
 	hEventually(t, fmt.Sprintf("goroutines back to %d", base), func() bool {
 		return runtime.NumGoroutine() <= base+2
@@ -1405,25 +1329,25 @@ func TestHostileSubscribeCycles(t *testing.T) {
 // deadlock (Close waits for the subscription, which waits for nothing the
 // handler holds).
 func TestHostileCloseFromHandler(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("inside", hMsg("a")); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	ch, err := sub.Subscribe(context.Background(), "inside")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	done := make(chan struct{})
 	go func() { sub.Close(); m.Ack(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(hWait):
+	case <-time.After(wait):
 		t.Fatal("Subscriber.Close from a handler holding a message hangs")
 	}
-	hClosed(t, ch)
+	closedWithin(t, ch)
 	g, _ := hGroup(hDescribe(t, c, "inside"), tributarywm.DefaultConsumerGroup)
 	if g.Partitions[0].Committed != 0 {
 		t.Fatalf("Ack after Close committed: %+v", g.Partitions[0])
@@ -1442,12 +1366,12 @@ func TestHostileCloseFromHandler(t *testing.T) {
 // map partition -> pending delivery in run and update its attempt/offset
 // rather than spawning another goroutine).
 func TestHostileAckTimeoutPilesUpCopies(t *testing.T) {
-	c := hCluster(t, 10, engine.WithAckTimeout(5*time.Millisecond))
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10, engine.WithAckTimeout(5*time.Millisecond))
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("ackto", hMsg("a")); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	base := runtime.NumGoroutine()
 	ch, err := sub.Subscribe(context.Background(), "ackto")
 	if err != nil {
@@ -1487,17 +1411,17 @@ func TestHostileAckTimeoutPilesUpCopies(t *testing.T) {
 // (Cluster.CloseConsumer) ends the subscription: its channel closes and
 // Subscriber.Close still returns; the held message goes to the next member.
 func TestHostileExternalCloseConsumer(t *testing.T) {
-	c := hCluster(t, 10)
-	pub := hPub(t, c, tributarywm.PublisherConfig{})
+	c := newCluster(t, 10)
+	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("ext", hMsg("a")); err != nil {
 		t.Fatal(err)
 	}
-	sub := hSub(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
+	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{Ephemeral: true})
 	ch, err := sub.Subscribe(context.Background(), "ext")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := hRecv(t, ch)
+	m := receive(t, ch)
 	d := hDelivery(t, m)
 	if _, err := c.DeleteGroup("ext", d.Group); !errors.Is(err, tributary.ErrGroupNotEmpty) {
 		t.Fatalf("DeleteGroup of a live ephemeral group: %v", err)
@@ -1505,7 +1429,7 @@ func TestHostileExternalCloseConsumer(t *testing.T) {
 	if err := c.CloseConsumer(d.Member); err != nil {
 		t.Fatal(err)
 	}
-	hClosed(t, ch)
+	closedWithin(t, ch)
 	hDone(t, m.Context(), "after the consumer was closed")
 	if n := len(hDescribe(t, c, "ext").Groups); n != 0 {
 		t.Fatalf("ephemeral group not deleted after CloseConsumer: %d groups", n)
@@ -1514,7 +1438,7 @@ func TestHostileExternalCloseConsumer(t *testing.T) {
 	go func() { sub.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(hWait):
+	case <-time.After(wait):
 		t.Fatal("Subscriber.Close hangs after CloseConsumer")
 	}
 }

@@ -46,12 +46,12 @@ var _ message.Publisher = (*Publisher)(nil)
 // Errors: tributary.ErrInvalidArgument (nil cluster, Partitions outside
 // 0..64), tributary.ErrClosed.
 func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publisher, error) {
-	ts, err := newTopics(cluster, cfg.Partitions)
-	if err != nil {
-		return nil, err
-	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
+	}
+	ts, err := newTopics(cluster, cfg.Partitions, logger)
+	if err != nil {
+		return nil, err
 	}
 	name := "wm-pub-" + watermill.NewShortUUID()
 	prod, err := tributary.NewProducer[[]byte](cluster, name, tributary.KeyHash())
@@ -71,7 +71,7 @@ func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger waterm
 // failure: the messages before it are published, the rest are not.
 // Errors: the message context's error or ErrClosed (that message not
 // published); tributary.ErrInvalidArgument (a topic name that is not an
-// identifier, metadata named HeaderUUID or tributary.HeaderPayloadType, a
+// identifier, a nil message, metadata named HeaderUUID or tributary.HeaderPayloadType, a
 // message over engine.WithMaxMessageBytes); tributary.ErrTypeMismatch (a
 // topic of another payload type); the PartitionKey function's error.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
@@ -82,7 +82,10 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	if err != nil {
 		return err
 	}
-	for _, msg := range msgs {
+	for i, msg := range msgs {
+		if msg == nil {
+			return fmt.Errorf("%w: publish to topic %q: message %d is nil", tributary.ErrInvalidArgument, topic, i)
+		}
 		if err := p.publish(t, msg); err != nil {
 			return fmt.Errorf("publish message %s to topic %q: %w", msg.UUID, topic, err)
 		}

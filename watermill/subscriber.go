@@ -86,7 +86,10 @@ var (
 // an identifier, or one set with Ephemeral; Partitions outside 0..64; a
 // negative NackResendSleep other than NoSleep).
 func NewSubscriber(cluster *tributary.Cluster, cfg SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
-	ts, err := newTopics(cluster, cfg.Partitions)
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	ts, err := newTopics(cluster, cfg.Partitions, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +109,6 @@ func NewSubscriber(cluster *tributary.Cluster, cfg SubscriberConfig, logger wate
 		cfg.NackResendSleep = DefaultNackResendSleep
 	case cfg.NackResendSleep < 0 && cfg.NackResendSleep != NoSleep:
 		return nil, fmt.Errorf("%w: NackResendSleep %v: want >= 0 or NoSleep", tributary.ErrInvalidArgument, cfg.NackResendSleep)
-	}
-	if logger == nil {
-		logger = watermill.NopLogger{}
 	}
 	return &Subscriber{cluster: cluster, cfg: cfg, topics: ts, logger: logger, subs: map[*subscription]struct{}{}}, nil
 }
@@ -184,6 +184,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		c:       c,
 		out:     make(chan *message.Message),
 		pending: map[int32]int64{},
+		ackedTo: map[int32]int64{},
 		logger:  s.logger.With(watermill.LogFields{"topic": topic, "consumer_group": group, "member": name}),
 	}
 	sub.ctx, sub.cancel = context.WithCancel(ctx)
@@ -248,12 +249,24 @@ type subscription struct {
 	ctx    context.Context // ends with Subscribe's ctx or Close
 	cancel context.CancelFunc
 
-	// mu guards pending: the offset each partition's unsettled delivery
-	// holds. A partition's record comes back from Poll while its delivery
-	// is unsettled only when an ack timeout (engine.WithAckTimeout)
-	// reserved it again; run then starts no second delivery of it.
+	// mu guards pending, ackedTo and acks, and is held across each settle
+	// (Ack or Retry) so that run sees a settle and its bookkeeping as one
+	// step.
+	//
+	// With an ack timeout (engine.WithAckTimeout) the broker may reserve a
+	// record again while its first copy is with the handler. pending is
+	// the offset each partition's unsettled delivery holds: no second
+	// delivery of it starts. The handler's Ack of the first copy is then
+	// accepted for the new reservation, so a poll (run's Poll or a
+	// worker's TryPollPartition) that returned that reservation before the
+	// Ack holds a stale record. ackedTo (per partition, the offset after
+	// the last record this subscription committed) and acks (how many it
+	// committed) let hold recognise it and hand it back (Retry) instead of
+	// delivering what was already acked.
 	mu      sync.Mutex
 	pending map[int32]int64
+	ackedTo map[int32]int64
+	acks    uint64
 }
 
 // run polls the consumer and hands each message to a worker goroutine
@@ -267,6 +280,7 @@ func (sub *subscription) run() {
 	var workers sync.WaitGroup
 	work := make(chan *tributary.Message[[]byte]) // to an idle worker
 	for {
+		acks := sub.ackCount()
 		msgs, err := sub.c.Poll(sub.ctx, engine.MaxPollRecords)
 		if err != nil {
 			if sub.ctx.Err() == nil {
@@ -276,8 +290,8 @@ func (sub *subscription) run() {
 		}
 		for i := range msgs {
 			m := &msgs[i]
-			if !sub.hold(m) {
-				continue // its delivery is still waiting for the handler
+			if !sub.hold(m, acks) {
+				continue
 			}
 			select {
 			case work <- m:
@@ -308,8 +322,11 @@ func (sub *subscription) worker(m *tributary.Message[[]byte], work <-chan *tribu
 	defer wg.Done()
 	for {
 		if sub.deliver(m) {
+			// With an ack timeout this poll too may re-reserve a record
+			// another worker still holds: hold checks it as run does.
+			acks := sub.ackCount()
 			next, ok, err := sub.c.TryPollPartition(m.Partition)
-			if err == nil && ok && sub.hold(&next) {
+			if err == nil && ok && sub.hold(&next, acks) {
 				m = &next
 				continue
 			}
@@ -322,26 +339,51 @@ func (sub *subscription) worker(m *tributary.Message[[]byte], work <-chan *tribu
 	}
 }
 
-// hold records m's delivery as its partition's pending one; false when
-// that partition already has a pending delivery of the same offset.
-func (sub *subscription) hold(m *tributary.Message[[]byte]) bool {
+// ackCount returns how many records the subscription has committed.
+func (sub *subscription) ackCount() uint64 {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.acks
+}
+
+// hold records m's delivery as its partition's pending one and reports
+// whether to deliver it. acks is ackCount from before the poll that
+// returned m. false, with nothing recorded, when the partition's pending delivery
+// already holds m's offset (an ack timeout reserved it again: the first
+// copy is still with the handler), and when a commit since that poll has
+// passed m's offset (m is a stale reservation; it is handed back, and the
+// broker refuses that unless m was in flight again by a Seek, which then
+// comes back to the next poll).
+func (sub *subscription) hold(m *tributary.Message[[]byte], acks uint64) bool {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if off, ok := sub.pending[m.Partition]; ok && off == m.Offset {
 		return false
 	}
+	if sub.acks != acks {
+		if to, ok := sub.ackedTo[m.Partition]; ok && m.Offset < to {
+			sub.c.Retry(*m) //nolint:errcheck // refused unless it is in flight to us
+			return false
+		}
+	}
 	sub.pending[m.Partition] = m.Offset
 	return true
 }
 
-// release ends m's hold, unless a later delivery of its partition has
-// replaced it.
-func (sub *subscription) release(m *tributary.Message[[]byte]) {
+// settle ends m's hold and applies settle (the consumer's Ack or Retry)
+// to it as one step under mu, noting a commit.
+func (sub *subscription) settle(m *tributary.Message[[]byte], settle func(tributary.Message[[]byte]) error, commit bool) error {
 	sub.mu.Lock()
+	defer sub.mu.Unlock()
 	if off, ok := sub.pending[m.Partition]; ok && off == m.Offset {
 		delete(sub.pending, m.Partition)
 	}
-	sub.mu.Unlock()
+	err := settle(*m)
+	if err == nil && commit {
+		sub.ackedTo[m.Partition] = m.Offset + 1
+		sub.acks++
+	}
+	return err
 }
 
 // deliver sends m on the subscription's channel and settles it, and
@@ -388,10 +430,9 @@ func (sub *subscription) deliver(m *tributary.Message[[]byte]) (committed bool) 
 	case <-sub.ctx.Done():
 		return false
 	}
-	// Release the hold first: after Retry the next Poll returns the same
-	// record, which must then start a new delivery.
-	sub.release(m)
-	if err := settle(*m); err != nil {
+	// The hold ends with the settle: after Retry the next Poll returns the
+	// same record, which must then start a new delivery.
+	if err := sub.settle(m, settle, !retried); err != nil {
 		sub.logger.Info("Broker refused the settle; the message will be delivered again", watermill.LogFields{
 			"message_uuid": wm.UUID, "partition": m.Partition, "offset": m.Offset, "error": err.Error(),
 		})

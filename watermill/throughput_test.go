@@ -73,54 +73,46 @@ func BenchmarkThroughput(b *testing.B) {
 					b.ReportMetric(ns/chanNs, "x-chan")
 				}
 			}
-			b.Run("channel", func(b *testing.B) {
-				b.ReportAllocs()
-				b.ResetTimer()
-				err := fanOutChannel(b.N, n)
-				b.StopTimer()
-				if err != nil {
-					b.Fatal(err)
-				}
-				report(b, true)
-			})
-			b.Run("tributary", func(b *testing.B) {
-				b.ReportAllocs()
-				r, err := newTributary(n)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ResetTimer()
-				err = r.deliver(b.N)
-				b.StopTimer()
-				if err != nil {
-					b.Fatal(err)
-				}
-				report(b, false)
-			})
-			b.Run("tributarywm", func(b *testing.B) {
-				b.ReportAllocs()
-				r, err := newAdapter(n)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ResetTimer()
-				err = r.deliver(b.N)
-				b.StopTimer()
-				if err != nil {
-					b.Fatal(err)
-				}
-				report(b, false)
-			})
-			b.Run("gochannel", func(b *testing.B) {
-				b.ReportAllocs()
-				b.ResetTimer()
-				err := goChannel(b.N, n)
-				b.StopTimer()
-				if err != nil {
-					b.Fatal(err)
-				}
-				report(b, false)
-			})
+			for _, c := range []struct {
+				name  string
+				setup func(consumers int) (deliver func(records int) error, err error) // untimed
+			}{
+				{"channel", func(n int) (func(int) error, error) {
+					return func(records int) error { return fanOutChannel(records, n) }, nil
+				}},
+				{"tributary", func(n int) (func(int) error, error) {
+					r, err := newTributary(n)
+					if err != nil {
+						return nil, err
+					}
+					return r.deliver, nil
+				}},
+				{"tributarywm", func(n int) (func(int) error, error) {
+					r, err := newAdapter(n)
+					if err != nil {
+						return nil, err
+					}
+					return r.deliver, nil
+				}},
+				{"gochannel", func(n int) (func(int) error, error) {
+					return func(records int) error { return goChannel(records, n) }, nil
+				}},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					b.ReportAllocs()
+					deliver, err := c.setup(n)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ResetTimer()
+					err = deliver(b.N)
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					report(b, c.name == "channel")
+				})
+			}
 		})
 	}
 }

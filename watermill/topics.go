@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/f91dcac0/tributary"
@@ -34,22 +35,25 @@ var ErrClosed = tributary.ErrClosed
 type topics struct {
 	cluster    *tributary.Cluster
 	partitions int32
+	explicit   bool // partitions came from the config, not DefaultPartitions
+	logger     watermill.LoggerAdapter
 	// mu guards byName.
 	mu     sync.RWMutex
 	byName map[string]*tributary.Topic[[]byte]
 }
 
-func newTopics(c *tributary.Cluster, partitions int32) (*topics, error) {
+func newTopics(c *tributary.Cluster, partitions int32, logger watermill.LoggerAdapter) (*topics, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil Cluster", tributary.ErrInvalidArgument)
 	}
+	explicit := partitions != 0
 	if partitions == 0 {
 		partitions = DefaultPartitions
 	}
 	if partitions < 1 || partitions > engine.MaxPartitionCount {
 		return nil, fmt.Errorf("%w: Partitions %d outside [1,%d]", tributary.ErrInvalidArgument, partitions, engine.MaxPartitionCount)
 	}
-	return &topics{cluster: c, partitions: partitions, byName: map[string]*tributary.Topic[[]byte]{}}, nil
+	return &topics{cluster: c, partitions: partitions, explicit: explicit, logger: logger, byName: map[string]*tributary.Topic[[]byte]{}}, nil
 }
 
 // open returns the Bytes topic name, creating it with t.partitions
@@ -77,6 +81,13 @@ func (t *topics) open(name string) (*tributary.Topic[[]byte], error) {
 	if err != nil {
 		return nil, fmt.Errorf("watermill topic %q: %w", name, err)
 	}
+	if n := tp.Partitions(); t.explicit && n != t.partitions {
+		// Someone else created it first; its count stands (logged once per
+		// topic: the handle is cached below).
+		t.logger.Info("Topic exists with another partition count; the configured Partitions does not apply", watermill.LogFields{
+			"topic": name, "partitions": n, "configured_partitions": t.partitions,
+		})
+	}
 	t.mu.Lock()
 	t.byName[name] = tp
 	t.mu.Unlock()
@@ -85,13 +96,16 @@ func (t *topics) open(name string) (*tributary.Topic[[]byte], error) {
 
 // toHeaders returns msg's UUID and metadata as headers: HeaderUUID first,
 // then the metadata in key order. Errors: tributary.ErrInvalidArgument for
-// metadata named HeaderUUID.
+// metadata named HeaderUUID or tributary.HeaderPayloadType.
 func toHeaders(msg *message.Message) ([]tributary.Header, error) {
 	h := make([]tributary.Header, 1, 1+len(msg.Metadata))
 	h[0] = tributary.Header{Key: HeaderUUID, Value: msg.UUID}
 	for k, v := range msg.Metadata {
-		if k == HeaderUUID {
+		switch k {
+		case HeaderUUID:
 			return nil, fmt.Errorf("%w: metadata key %q is reserved for the message UUID", tributary.ErrInvalidArgument, k)
+		case tributary.HeaderPayloadType:
+			return nil, fmt.Errorf("%w: metadata key %q is reserved for the topic's payload type", tributary.ErrInvalidArgument, k)
 		}
 		h = append(h, tributary.Header{Key: k, Value: v})
 	}
