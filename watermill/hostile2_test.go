@@ -957,7 +957,7 @@ func TestHostile2SubscribeOnClosedCluster(t *testing.T) {
 	}
 }
 
-// FINDING (ack timeout): the run loop's Poll can return a re-reservation
+// Regression (fixed: hold recognises a stale re-reservation from either poll, run's Poll or a worker's TryPollPartition): the run loop's Poll could return a re-reservation
 // of a record (its ack timeout expired while the handler held it) that the
 // handler then acks before run calls hold on it: the worker's release and
 // Ack consume that re-reservation, the worker takes the next record with

@@ -281,7 +281,7 @@ func TestHostileOddMessagesRoundTrip(t *testing.T) {
 	m.Ack()
 }
 
-// BUG (minor): a message whose UUID is "" comes back with the UUID
+// Regression (fixed in toWatermill): a message whose UUID is "" came back with the UUID
 // "<partition>-<offset>". The package doc says the UUID travels in
 // HeaderUUID; the header is there (with value ""), but toWatermill treats an
 // empty header value like an absent header.
@@ -502,8 +502,8 @@ func TestHostileNackResendSleep(t *testing.T) {
 	m3.Ack()
 }
 
-// BUG: the package doc (and deliver's doc) promise that a message's context
-// "is cancelled once the message is acked or nacked"; after a Nack it stays
+// Regression (fixed in subscription.deliver): the package doc (and deliver's doc) promise that a message's context
+// "is cancelled once the message is acked or nacked"; after a Nack it stayed
 // live for the whole NackResendSleep (deliver only cancels it when it
 // returns, after the sleep and the Retry). A handler that derived work
 // from msg.Context() keeps running for up to NackResendSleep. Fix: in
@@ -1005,7 +1005,7 @@ func hNoResult(t *testing.T, ch <-chan error, d time.Duration) {
 	}
 }
 
-// BUG (minor): a Publish racing Publisher.Close can fail with
+// Regression (fixed in Publisher.publish; ErrClosed is now tributary.ErrClosed): a Publish racing Publisher.Close could fail with
 // tributary.ErrClosed (the producer's) instead of tributarywm.ErrClosed:
 // Publish checks p.closing only once at the top, and publish() converts to
 // ErrClosed only on the blocking Send path, not when TrySend itself fails
@@ -1035,7 +1035,7 @@ func TestHostilePublishRacingCloseErrClosed(t *testing.T) {
 }
 
 // Stochastic version of the above: many publishers, Close in the middle.
-// Every error must be tributarywm.ErrClosed (see the BUG above).
+// Every error must be tributarywm.ErrClosed (see the regression above).
 func TestHostilePublishRacingCloseStochastic(t *testing.T) {
 	c := newCluster(t, 1000)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 8})
@@ -1085,8 +1085,8 @@ func TestHostilePublishRacingCloseStochastic(t *testing.T) {
 	}
 }
 
-// FINDING (core library, surfaced through the adapter): a Publish blocked
-// on a full partition is not ended by Cluster.Close, although Cluster.Close
+// Regression (fixed in the core: Producer.Close ends a waiting Send): a Publish blocked
+// on a full partition was not ended by Cluster.Close, although Cluster.Close
 // closes the publisher's producer: the engine wait (engineTopic.Publish)
 // selects only on room and ctx, and Producer.Close has no channel to wake
 // it. After Cluster.Close no consumer can be created, so nothing acks and
@@ -1354,7 +1354,7 @@ func TestHostileCloseFromHandler(t *testing.T) {
 	}
 }
 
-// FINDING: with engine.WithAckTimeout, a message the application has not
+// Regression (fixed: subscription.hold skips a re-reservation of a pending record): with engine.WithAckTimeout, a message the application has not
 // taken from the channel (or has not settled) is reserved again at every
 // ack-timeout expiry (SPEC rule 22: "the owner's next Poll delivers it
 // again"), and subscription.run starts one more deliver goroutine, each
