@@ -180,11 +180,7 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 
 // deadLetterTopic opens, or creates like t, the dead-letter topic name.
 func deadLetterTopic[T any](t *Topic[T], name string) (*Topic[T], error) {
-	d, err := CreateTopic(t.c, name, t.Partitions(), t.codec)
-	if errors.Is(err, ErrExists) {
-		return OpenTopic(t.c, name, t.codec)
-	}
-	return d, err
+	return OpenOrCreateTopic(t.c, name, t.Partitions(), t.codec)
 }
 
 // Name returns the consumer's name, its member id in the group.
@@ -354,8 +350,9 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 // WithDeadLetter, a message that has had its maximum attempts (m.Attempt ≥
 // maxAttempts) or whose payload does not decode (m.Err) is published to the
 // dead-letter topic with the HeaderDeadLetter* headers, waiting for room
-// until ctx ends or the consumer is closed (ErrClosed), then acked, and Nack returns true; otherwise it is
-// released like Retry (redelivered with Attempt + 1) and Nack returns false.
+// until ctx ends or the consumer is closed (ErrClosed), then acked, and
+// Nack returns true; otherwise it is released like Retry (redelivered with
+// Attempt + 1) and Nack returns false.
 // Errors: ErrNotInFlight (as Ack; nothing is published), ErrInvalidArgument
 // (nil ctx or cause), the dead-letter publish's error (m stays in flight).
 // Like Run's, the dead letter is at least once: a rebalance between the

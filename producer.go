@@ -67,9 +67,9 @@ func (p *Producer[T]) Close() error {
 // Send encodes m.Value with the topic's codec, picks a partition with the
 // producer's partitioner, and publishes, waiting while that partition is
 // full until records are removed (acks, trims, deletes wake it; it never
-// busy-waits), ctx ends or the producer is closed. It returns m as stored: ID, Topic, Partition,
-// Offset, Time (time.Now when m.Time was zero) and PayloadType set, Headers
-// the caller's slice. The partition is chosen once: a full partition is
+// busy-waits), ctx ends or the producer is closed. It returns m as stored:
+// ID, Topic, Partition, Offset, Time (time.Now when m.Time was zero) and
+// PayloadType set, Headers the caller's slice. The partition is chosen once: a full partition is
 // waited for, not skipped. Errors: ctx.Err() (nothing published);
 // ErrEncode; ErrInvalidArgument (a partition out of range from the
 // partitioner or a Manual m.Partition, a header named HeaderPayloadType, a

@@ -1,6 +1,7 @@
 package tributary
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -71,6 +72,24 @@ func OpenTopic[T any](c *Cluster, name string, codec Codec[T]) (*Topic[T], error
 		return nil, fmt.Errorf("%w: topic %q holds Go type %v, not %v", ErrTypeMismatch, name, gt, want)
 	}
 	return &Topic[T]{c: c, bt: bt, codec: codec, pt: pt}, nil
+}
+
+// OpenOrCreateTopic is OpenTopic, creating the topic with partitions
+// partitions (1..64) when the cluster has none of that name; a topic
+// another caller creates meanwhile is opened. An existing topic keeps its
+// own partition count. Errors: as OpenTopic (ErrTypeMismatch for a topic of
+// another payload type) and CreateTopic (ErrInvalidArgument for an invalid
+// name or partition count; ErrClosed).
+func OpenOrCreateTopic[T any](c *Cluster, name string, partitions int32, codec Codec[T]) (*Topic[T], error) {
+	t, err := OpenTopic(c, name, codec)
+	if !errors.Is(err, ErrUnknownTopic) {
+		return t, err
+	}
+	t, err = CreateTopic(c, name, partitions, codec)
+	if errors.Is(err, ErrExists) {
+		return OpenTopic(c, name, codec)
+	}
+	return t, err
 }
 
 // Name returns the topic's name.

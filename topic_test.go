@@ -2,10 +2,12 @@ package tributary_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -444,5 +446,55 @@ func TestMaxMessageBytes(t *testing.T) {
 				t.Fatalf("log end %d, want %d", got, wend)
 			}
 		})
+	}
+}
+
+func TestOpenOrCreateTopic(t *testing.T) {
+	c := testCluster(t, 10)
+	created, err := tributary.OpenOrCreateTopic(c, "t", 3, tributary.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := created.Partitions(); n != 3 {
+		t.Fatalf("created with %d partitions, want 3", n)
+	}
+	opened, err := tributary.OpenOrCreateTopic(c, "t", 5, tributary.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := opened.Partitions(); n != 3 {
+		t.Fatalf("an existing topic keeps its count: got %d, want 3", n)
+	}
+	if _, err := tributary.OpenOrCreateTopic(c, "t", 3, tributary.Bytes()); !errors.Is(err, tributary.ErrTypeMismatch) {
+		t.Fatalf("another payload type: %v, want ErrTypeMismatch", err)
+	}
+	for _, bad := range []struct {
+		name       string
+		partitions int32
+	}{{"bad name", 1}, {"u", 0}, {"u", 65}} {
+		if _, err := tributary.OpenOrCreateTopic(c, bad.name, bad.partitions, tributary.String()); !errors.Is(err, tributary.ErrInvalidArgument) {
+			t.Fatalf("%q with %d partitions: %v, want ErrInvalidArgument", bad.name, bad.partitions, err)
+		}
+	}
+	if got := c.Topics(); !slices.Equal(got, []string{"t"}) {
+		t.Fatalf("topics %v, want [t]: refused calls created nothing", got)
+	}
+	// Concurrent callers all get the one topic.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := tributary.OpenOrCreateTopic(c, "race", 2, tributary.String())
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,10 +1,9 @@
 package tributarywm
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -32,10 +31,7 @@ type Publisher struct {
 	topics   *topics
 	producer *tributary.Producer[[]byte]
 	logger   watermill.LoggerAdapter
-
-	closing   context.Context // cancelled by Close: ends waiting publishes
-	close     context.CancelFunc
-	closeOnce sync.Once
+	closed   atomic.Bool
 }
 
 var _ message.Publisher = (*Publisher)(nil)
@@ -58,9 +54,7 @@ func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger waterm
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{cfg: cfg, topics: ts, producer: prod, logger: logger.With(watermill.LogFields{"producer": name})}
-	p.closing, p.close = context.WithCancel(context.Background())
-	return p, nil
+	return &Publisher{cfg: cfg, topics: ts, producer: prod, logger: logger.With(watermill.LogFields{"producer": name})}, nil
 }
 
 // Publish publishes msgs to topic in order, creating the topic on first
@@ -75,7 +69,7 @@ func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger waterm
 // message over engine.WithMaxMessageBytes); tributary.ErrTypeMismatch (a
 // topic of another payload type); the PartitionKey function's error.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
-	if p.closing.Err() != nil {
+	if p.closed.Load() {
 		return fmt.Errorf("%w: publisher", ErrClosed)
 	}
 	t, err := p.topics.open(topic)
@@ -112,17 +106,11 @@ func (p *Publisher) publish(t *tributary.Topic[[]byte], msg *message.Message) er
 		return err
 	}
 	// The partition is full: send again, waiting for room until the
-	// message's context ends or Close. A key keeps its partition; a message
+	// message's context ends or Close (which closes the producer, ending
+	// the wait with ErrClosed). A key keeps its partition; a message
 	// without one goes to the next partition round-robin.
 	p.logger.Debug("Partition full: waiting for room", watermill.LogFields{"topic": t.Name(), "message_uuid": msg.UUID})
-	ctx, cancel := context.WithCancel(msg.Context())
-	defer cancel()
-	stop := context.AfterFunc(p.closing, cancel)
-	defer stop()
-	_, err = p.producer.Send(ctx, t, m)
-	if err != nil && p.closing.Err() != nil && msg.Context().Err() == nil {
-		err = fmt.Errorf("%w: publisher closed while waiting for room", ErrClosed)
-	}
+	_, err = p.producer.Send(msg.Context(), t, m)
 	return err
 }
 
@@ -130,9 +118,8 @@ func (p *Publisher) publish(t *tributary.Topic[[]byte], msg *message.Message) er
 // producer from the cluster; later Publish calls return ErrClosed.
 // Closing twice is a no-op.
 func (p *Publisher) Close() error {
-	p.closeOnce.Do(func() {
-		p.close()
+	if !p.closed.Swap(true) {
 		p.producer.Close() //nolint:errcheck // always nil
-	})
+	}
 	return nil
 }

@@ -2,7 +2,6 @@ package tributarywm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -71,13 +70,7 @@ func (t *topics) open(name string) (*tributary.Topic[[]byte], error) {
 	if err := engine.CheckIdentifier("topic", name); err != nil {
 		return nil, fmt.Errorf("watermill topic %q: %w", name, err)
 	}
-	tp, err := tributary.OpenTopic(t.cluster, name, tributary.Bytes())
-	if errors.Is(err, tributary.ErrUnknownTopic) {
-		tp, err = tributary.CreateTopic(t.cluster, name, t.partitions, tributary.Bytes())
-		if errors.Is(err, tributary.ErrExists) { // created meanwhile by someone else
-			tp, err = tributary.OpenTopic(t.cluster, name, tributary.Bytes())
-		}
-	}
+	tp, err := tributary.OpenOrCreateTopic(t.cluster, name, t.partitions, tributary.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("watermill topic %q: %w", name, err)
 	}
