@@ -63,3 +63,13 @@ func benchOwnPartition(b *testing.B, part func(int) *partitionState) {
 		}
 	})
 }
+
+// TestRecordSlotSize checks that a header-less record's ring slot is at
+// most 32 bytes (the payload's string header, the append time, and a nil
+// pointer to the rarely used key, headers and time): bench's
+// BenchmarkMemory measures what a record costs beyond it.
+func TestRecordSlotSize(t *testing.T) {
+	if sz := unsafe.Sizeof(entry{}); sz > 32 {
+		t.Errorf("unsafe.Sizeof(entry{}) = %d bytes, want at most 32", sz)
+	}
+}
