@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test test-watermill demo lincheck verify fmt bench profile bench-scaling
+.PHONY: all test test-watermill demo lincheck verify fmt bench profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -53,6 +53,20 @@ bench-scaling:
 	$(GO) run ./cmd/brokerbench -cpu 1,2,4,8,16 -benchtime 300ms -count 5 \
 		-json bench/results/bench-16core.json -plot bench/results/bench-16core.svg \
 		-markdown bench/results/bench-16core.md
+
+## bench-16-build: bench/out/scaling/, a folder to copy to a 16-core
+## machine without Go: bench/scaling.sh and the binaries it runs
+## (brokerbench, lincheck, the engine's and the typed library's tests built
+## with -race). There, ./scaling.sh runs brokerbench at GOMAXPROCS
+## 1,2,4,8,16, lincheck for 45 s and the race tests in about 4 minutes, and
+## writes Markdown, JSON, the plot and the logs to $$OUT (else ./out).
+bench-16-build:
+	rm -rf bench/out/scaling && mkdir -p bench/out/scaling
+	$(GO) build -o bench/out/scaling/brokerbench ./cmd/brokerbench
+	$(GO) build -o bench/out/scaling/lincheck ./cmd/lincheck
+	$(GO) test -c -race -o bench/out/scaling/engine.race.test ./engine
+	$(GO) test -c -race -o bench/out/scaling/tributary.race.test .
+	cp bench/scaling.sh bench/out/scaling/scaling.sh
 
 ## profile: CPU, mutex and block profiles of the Mixed workload on the engine
 ## (and CPU profiles of RoundTrip and Parallel/groups=3) in bench/out/profile/.

@@ -154,6 +154,17 @@ func ratiosText(rs []float64) string {
 // testing.AllocsPerRun.
 const strayAllocs = 1e-3
 
+// unitOf is the unit of scenario's rows ("record", "delivery", "call"),
+// "record" when it has none.
+func unitOf(rs []Result, scenario string) string {
+	for _, r := range rs {
+		if r.Scenario == scenario && r.Unit != "" {
+			return r.Unit
+		}
+	}
+	return "record"
+}
+
 // evaluateTargets computes the performance targets from the results, using only
 // figures from this run. Each ratio is the median of the per-repetition
 // (paired) ratios; the medians of the rows themselves appear in Measured.
@@ -181,16 +192,18 @@ func evaluateTargets(rs []Result) []Target {
 	costVsChan("single-goroutine publish → poll(1) → ack", "RoundTrip", 3)
 	costVsChan("the same with poll batches of 64, acks per record", "Batch64", 2)
 
-	scaling := func(name, scenario string, limit float64) {
-		t := Target{Name: name, Goal: fmt.Sprintf("engine records/s at 2 procs ≥ %g× at 1 proc", limit)}
-		if a, b := get(scenario, bench.KindEngine, 1), get(scenario, bench.KindEngine, 2); a != nil && b != nil {
-			v, pairs := pairedRatio(a, b) // ns at 1 ÷ ns at 2 = throughput at 2 ÷ at 1
+	// scalingAt is throughput at procs over throughput at 1 proc.
+	scalingAt := func(name, scenario string, procs int, limit float64) {
+		t := Target{Name: name, Goal: fmt.Sprintf("engine %ss/s at %d procs ≥ %g× at 1 proc", unitOf(rs, scenario), procs, limit)}
+		if a, b := get(scenario, bench.KindEngine, 1), get(scenario, bench.KindEngine, procs); a != nil && b != nil {
+			v, pairs := pairedRatio(a, b) // ns at 1 ÷ ns at procs = throughput at procs ÷ at 1
 			met := v >= limit
 			t.Ratio, t.Met = &v, &met
-			t.Measured = fmt.Sprintf("%s records/s at 2 procs, %s at 1%s", si(b.UnitsPerSec), si(a.UnitsPerSec), ratiosText(pairs))
+			t.Measured = fmt.Sprintf("%s %ss/s at %d procs, %s at 1%s", si(b.UnitsPerSec), b.Unit, procs, si(a.UnitsPerSec), ratiosText(pairs))
 		}
 		ts = append(ts, t)
 	}
+	scaling := func(name, scenario string, limit float64) { scalingAt(name, scenario, 2, limit) }
 	scaling("parallel pipelines on distinct partitions: 2 procs vs 1", "Parallel/groups=1", 1.7)
 
 	t := Target{Name: "pipelines with 3 groups at 2 procs vs the naive broker", Goal: "engine records/s ≥ 3× naive at 2 procs"}
@@ -237,6 +250,10 @@ func evaluateTargets(rs []Result) []Target {
 		}
 	}
 	ts = append(ts, t)
+
+	// Round two (16 procs: bench/scaling.sh on a 16-core machine).
+	scalingAt("fan-out: 16 groups reading one partition, 16 procs vs 1", "Contended/groups=16", 16, 6)
+	scalingAt("membership churn (Mixed, 1% join/leave), 16 procs vs 1", "Mixed", 16, 4)
 	return ts
 }
 
