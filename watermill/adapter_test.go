@@ -129,7 +129,7 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	bad := newPublisher(t, c, tributarywm.PublisherConfig{PartitionKey: func(string, *message.Message) (string, error) { return "", keyErr }})
 	assert.ErrorIs(t, bad.Publish("ok", message.NewMessage("u", nil)), keyErr)
 
-	//nolint:staticcheck // a nil context on purpose
+	//lint:ignore SA1012 a nil context on purpose: Subscribe must refuse it
 	_, err = sub.Subscribe(nil, "ok")
 	assert.ErrorIs(t, err, tributary.ErrInvalidArgument)
 

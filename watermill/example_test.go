@@ -31,7 +31,7 @@ func Example_router() {
 	sub, _ := tributarywm.NewSubscriber(cluster, tributarywm.SubscriberConfig{ConsumerGroup: "billing"}, nil)
 	router, _ := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
 	handled := make(chan struct{})
-	router.AddNoPublisherHandler("bill", "orders", sub, func(msg *message.Message) error {
+	router.AddConsumerHandler("bill", "orders", sub, func(msg *message.Message) error {
 		d, _ := tributarywm.DeliveryFromContext(msg.Context())
 		fmt.Printf("%s %s: partition %d offset %d attempt %d\n", msg.UUID, msg.Payload, d.Partition, d.Offset, d.Attempt)
 		handled <- struct{}{}
