@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/f91dcac0/tributary/engine/assign"
+	"github.com/f91dcac0/tributary/shard"
 )
 
 // The administrative calls: group lifecycle (SPEC rule 17), assignor
@@ -66,10 +67,7 @@ func (b *Broker) CreateGroup(topicName, groupName string, a Assignor) (bool, err
 	if t.groups.Load(groupName) != nil {
 		return false, nil
 	}
-	g := t.newGroupLocked(groupName, a, name)
-	n := t.lockAll()
-	t.addGroupAllLocked(g)
-	t.unlockAll(n)
+	t.addGroup(t.newGroupLocked(groupName, a, name))
 	return true, nil
 }
 
@@ -97,11 +95,13 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 	if len(g.members) > 0 {
 		return false, fmt.Errorf("%w: topic %q: group %q has %d members", ErrGroupNotEmpty, t.name, groupName, len(g.members))
 	}
+	// The group has no members, so none of its cursors is locked or
+	// written by anyone else; the partition locks keep retention exact.
 	n := t.lockAll()
 	t.groups.Delete(groupName)
 	g.deleted.Store(true)
 	for _, p := range t.parts[:n] {
-		p.cursors[g.slot] = freeCursor
+		p.cursors[g.slot] = nil
 		if !t.faults.on(faultDeleteSkipsRetention) {
 			t.retainLocked(p)
 		}
@@ -130,19 +130,17 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 	if g == nil {
 		return false, nil
 	}
-	next, err := t.plan(g, g.members, a, name, int(t.count.Load()))
+	next, err := t.plan(g, g.members, a, name, g.assign.Load().cursors)
 	if err != nil {
 		return false, err
 	}
 	g.assignor, g.assignorName = a, name
 	if len(g.members) > 0 {
-		n := t.lockAll()
 		if t.faults.on(faultSetAssignorKeepsInFlight) {
 			g.assign.Store(next)
 		} else {
-			t.applyAllLocked(g, next)
+			t.rebalance(g, next)
 		}
-		t.unlockAll(n)
 		g.ready.notify()
 	}
 	return true, nil
@@ -172,49 +170,63 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 		return 0, fmt.Errorf("%w: topic %q: adding %d partitions to %d: want 1..%d", ErrInvalidArgument, t.name, count, old, MaxPartitionCount-old)
 	}
 	total := old + count
-	groups := t.groups.AppendValues(nil)
-	plans := make([]*assignment, len(groups))
-	for i, g := range groups {
-		if plans[i], err = t.plan(g, g.members, g.assignor, g.assignorName, int(total)); err != nil {
-			return 0, err
-		}
-	}
 	start := int64(0)
 	if t.faults.on(faultAddedPartitionsWrongOffset) {
-		start = t.parts[0].log.EndOffset() // the bug: copies partition 0's position
-	}
-	low := int64(noLow)
-	if len(groups) > 0 {
-		low = start
+		start = t.parts[0].end.Load() // the bug: copies partition 0's position
 	}
 	added := make([]*partition, count)
 	for i := range added {
 		p := b.newPartition()
-		if t.slots > 0 {
-			p.cursors = make([]cursor, t.slots, (t.slots+cursorsPerLine-1)/cursorsPerLine*cursorsPerLine)
-			for s := range p.cursors {
-				p.cursors[s] = freeCursor
-			}
-			for _, g := range groups {
-				p.cursors[g.slot] = cursor{committed: start}
-			}
-		}
-		p.low = low
+		p.cursors = make([]*cursor, t.slots)
 		added[i] = p
 	}
-	n := t.lockAll()
+	groups := t.groups.AppendValues(nil)
+	plans := make([]*assignment, len(groups))
+	for i, g := range groups {
+		cs := slices.Grow(slices.Clone(g.assign.Load().cursors), int(count))
+		for _, p := range added {
+			c := new(cursor)
+			c.place(p, start, true)
+			p.cursors[g.slot] = c
+			p.low = start
+			p.atLow++
+			cs = append(cs, c)
+		}
+		if plans[i], err = t.plan(g, g.members, g.assignor, g.assignorName, cs); err != nil {
+			return 0, err
+		}
+	}
+	// Hold every group's cursors of the existing partitions whose owner
+	// changes, in the lock order (ascending partition), while all the new
+	// assignments and then the count are stored. A poll that sees a new
+	// assignment before the count waits for the count (poll).
+	type held struct {
+		a *assignment
+		m shard.Mask
+	}
+	hold := make([]held, len(groups))
+	for i, g := range groups {
+		hold[i].a = g.assign.Load()
+		hold[i].m = moved(hold[i].a, plans[i])
+	}
+	for p := range old {
+		for _, h := range hold {
+			if h.m.Has(p) {
+				h.a.cursors[p].mu.Lock()
+			}
+		}
+	}
 	for i, p := range added {
-		p.mu.Lock() // ascending, after every existing partition: the lock order
 		t.parts[old+int32(i)] = p
 	}
 	for i, g := range groups {
-		t.applyAllLocked(g, plans[i])
+		t.cancelMoved(hold[i].a, hold[i].m)
+		g.assign.Store(plans[i])
 	}
 	t.count.Store(total) // the linearization point: the partitions appear
-	for _, p := range added {
-		p.mu.Unlock()
+	for _, h := range hold {
+		unlockCursors(h.a, h.m)
 	}
-	t.unlockAll(n)
 	for _, g := range groups {
 		g.ready.notify()
 	}
@@ -252,13 +264,15 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 	if g == nil {
 		return false, nil
 	}
+	c := g.assign.Load().cursors[partition]
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	part.mu.Lock()
 	defer part.mu.Unlock()
 	if start, end := part.log.StartOffset(), part.log.EndOffset(); offset < start || offset > end {
 		return false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", ErrOffsetOutOfRange, t.name, partition, offset, start, end)
 	}
-	c := &part.cursors[g.slot]
-	c.committed = offset
+	c.place(part, offset, false) // retention pins it if it is the least
 	c.attempts = 0
 	if !t.faults.on(faultSeekKeepsInFlight) {
 		c.inFlight = false
@@ -320,15 +334,30 @@ func (b *Broker) snapshot(topicName string, records bool) (TopicSnapshot, error)
 	if records {
 		s.Records = make([][]Record, n)
 	}
-	defer t.unlockAll(t.lockAll())
+	// Every group's cursor on every partition, then the partition lock,
+	// partition by partition: the lock order. Only holders of t.mu take two
+	// cursors of one partition, so their order among groups is free.
+	assigns := make([]*assignment, len(groups))
+	for i, g := range groups {
+		assigns[i] = g.assign.Load()
+	}
+	for p, part := range t.parts[:n] {
+		for _, a := range assigns {
+			a.cursors[p].mu.Lock()
+			defer a.cursors[p].mu.Unlock()
+		}
+		part.mu.Lock()
+		defer part.mu.Unlock()
+	}
 	for p, part := range t.parts[:n] {
 		start, end := part.log.StartOffset(), part.log.EndOffset()
 		d.Partitions[p] = PartitionDescription{Partition: int32(p), LogStartOffset: start, LogEndOffset: end}
-		for i, g := range groups {
-			c := part.cursors[g.slot]
+		for i, a := range assigns {
+			c := a.cursors[p]
+			committed := c.committed()
 			d.Groups[i].Partitions[p] = GroupPartition{
-				Partition: int32(p), Owner: g.assign.Load().owner[p], Committed: c.committed,
-				InFlight: c.inFlight, Attempts: c.attempts, Lag: end - c.committed,
+				Partition: int32(p), Owner: a.owner[p], Committed: committed,
+				InFlight: c.inFlight, Attempts: c.attempts, Lag: end - committed,
 			}
 		}
 		if records {

@@ -34,11 +34,13 @@ var (
 		engine.FaultDeleteSkipsRetention,
 		engine.FaultAddedPartitionsWrongOffset,
 		engine.FaultRebalanceResetsAttempts,
+		engine.FaultAckIgnoresPin,
 	}
 	raceFaults = []engine.Fault{
 		engine.FaultPollReleasesEach,
 		engine.FaultPollStaleAssignment,
 		engine.FaultRebalanceSkipsLock,
+		engine.FaultPollSkipsRecheck,
 	}
 )
 

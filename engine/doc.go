@@ -71,10 +71,8 @@
 //
 //   - topic.count and topic.parts: the partition count, an atomic, and a
 //     fixed array of 64 partition pointers. AddPartitions writes the new
-//     entries, then raises count, while holding topic.mu and every partition
-//     lock (old and new); a reader loads count, then parts[p] for p < count.
-//     The hot path reads a pointer from the topic, as it read the slice
-//     before: adding partitions costs it no lock and no extra indirection.
+//     entries, then every group's new assignment, then raises count, under
+//     topic.mu; a reader loads count, then parts[p] for p < count.
 //
 //   - topic.mu (sync.Mutex), the topic's membership lock, serialises every
 //     membership and configuration change (Join, Leave, CreateGroup,
@@ -84,33 +82,72 @@
 //     it.
 //
 //   - topic.groups and group.assign: immutable snapshots (the set of groups;
-//     a group's owner per partition and partitions per member) behind
-//     atomic pointers. A writer replaces them only while holding topic.mu
-//     and every partition lock of the topic.
+//     a group's owner per partition, partitions per member and cursor per
+//     partition) behind atomic pointers, replaced under topic.mu. A new
+//     assignment is stored while holding the group's cursor lock of every
+//     partition whose owner changes.
+//
+//   - cursor.mu (sync.Mutex; one per group and partition, each cursor on a
+//     cache line of its own) guards that group's in-flight flag, attempts
+//     and delivery time on that partition and every write of its committed
+//     offset. Poll, Ack and Retry lock cursors, never a partition, except
+//     that an Ack of a pinned cursor also takes the partition lock (below).
+//     Groups reading one partition (fan-out) thus share no lock with each
+//     other, nor with Publish.
 //
 //   - partition.mu (sync.Mutex, padded to its own cache lines) guards the
-//     partition's log, every group's cursor on that partition (committed
-//     offset, in-flight flag, attempts, delivery time) and low, the least
-//     committed offset of the topic's groups there (noLow with no group). Keeping all groups' committed offsets for a
-//     partition under the partition lock is what lets Ack compute the
-//     retention trim, and Publish check capacity, atomically with each other
-//     and without touching other groups' state.
+//     partition's log, its slice of cursors (one per group slot) and low,
+//     the least committed offset of the topic's groups there (noLow with no
+//     group), and every write of a pinned cursor's committed offset.
+//     Publish takes it to append and to check capacity against retention.
+//
+//   - partition.end: the log end offset, an atomic on a cache line of its
+//     own, stored under partition.mu after each append. Poll reads it
+//     without the partition lock and reads the record at its committed
+//     offset with ringlog's EntryAt: a record below end is written, and the
+//     record at a group's committed offset cannot be trimmed (retention
+//     keeps everything from low on, and low ≤ that offset) nor its slot
+//     reused (that needs the record trimmed first) while the group's cursor
+//     lock is held.
+//
+//   - The pin: cursor.state holds committed<<1 | pinned, read atomically by
+//     retention without the cursor's lock. Retention (retainLocked, under
+//     partition.mu) computes low and pins every cursor at it, with a
+//     compare-and-swap that fails if the cursor moved meanwhile, so that
+//     whenever partition.mu is free every cursor at low is pinned. An Ack
+//     commits an unpinned cursor with a compare-and-swap under the cursor
+//     lock alone: that cursor is above low, so low, and with it retention
+//     and Publish's capacity, cannot change. A pinned cursor commits under
+//     the partition lock and re-applies retention. A new group's cursors
+//     start pinned; a Seek stores its cursor unpinned and re-applies
+//     retention; a stale pin (on a cursor above low) only sends its next
+//     Ack the slow way, which clears it.
 //
 //   - wallClock.mu serialises the default clock's resync; a leaf lock,
 //     taken with no other lock held (Publish and Poll read the clock before
-//     they lock a partition).
+//     they lock anything).
 //
 // Lock order, the only one used anywhere in this package:
 //
-//	topic.mu  →  partition.mu in ascending partition index
+//	topic.mu  →  for each partition p in ascending order:
+//	             cursor locks of p (one group's, or, under topic.mu, several)
+//	             →  partition.mu of p
 //
-// A call never takes topic.mu while holding a partition lock, and never takes
-// a lower-indexed partition lock while holding a higher one. AddPartitions
-// locks the new partitions after every existing one, which is ascending.
+// A call never takes topic.mu while holding another lock, never a lock of a
+// lower-indexed partition while holding one of a higher, and never a cursor
+// lock of p while holding partition p's lock. Poll locks one group's cursors
+// in ascending partition order; Ack locks one cursor, then perhaps its
+// partition; a rebalance locks one group's moved cursors in ascending order
+// (AddPartitions: every group's, partition by partition); Seek locks one
+// cursor, then its partition; Describe locks, partition by partition, every
+// group's cursor and then the partition; CreateGroup, a creating Join and
+// DeleteGroup lock every partition and no cursor (a new group is not
+// reachable yet, a deleted one has no members). Only holders of topic.mu
+// lock two cursors of one partition, so their order among groups is free.
 // Broker.createMu is taken alone (Create, Topics). A user's Assignor runs
-// under topic.mu but before any partition lock is taken, so a slow or
-// failing assignor never holds up Publish, Poll or Ack, and its answer is
-// validated before anything changes.
+// under topic.mu but before any other lock is taken, so a slow or failing
+// assignor never holds up Publish, Poll or Ack, and its answer is validated
+// before anything changes.
 //
 // # Wake-ups and handles
 //
@@ -120,13 +157,16 @@
 // (topic.ready); a group's Ack, Retry, rebalance, Seek or deletion
 // (group.ready); retention removing records from a partition
 // (partitionState.room). A signal is one atomic pointer, not a lock: it is
-// outside the lock order, and notifying it (possibly under a partition lock)
-// takes no lock. With nobody waiting a notify is one atomic load, so Publish
-// and Ack pay nothing measurable. A waiter takes the channel before it
-// checks the state, the notifier changes the state before it loads the
-// channel, and both are sequentially consistent atomics: a wake-up is
-// never lost (engine/handle_test.go races them). The ack timeout notifies
-// nobody; MemberHandle.NextTimeout tells a waiter when to look again.
+// outside the lock order, and notifying it (possibly under a lock) takes no
+// lock. With nobody waiting a notify is one atomic load, so Publish and Ack
+// pay nothing measurable. A waiter takes the channel before it checks the
+// state, the notifier changes the state before it loads the channel, and
+// both are sequentially consistent atomics: a wake-up is never lost
+// (engine/handle_test.go races them). Records are removed only under the
+// partition lock (an Ack of a pinned cursor, a Seek, DeleteGroup, a publish
+// giving up a replay-window record), which notifies room. The ack timeout
+// notifies nobody; MemberHandle.NextTimeout tells a waiter when to look
+// again.
 //
 // Broker.Topic and TopicHandle.Member resolve names once. A MemberHandle
 // caches its group and looks it up again only when the group was deleted
@@ -138,71 +178,99 @@
 //
 // The membership lock of a topic is read on every Poll, Ack and Retry; as a
 // sync.RWMutex its reader count is one cache line that every core writes, and
-// a hot topic stops scaling (golang/go#17973). Instead,
-// readers load the assignment snapshot, then lock the partition(s) they
-// need, then check that the snapshot is still the group's current one. A
-// rebalance stores a new snapshot only while holding every partition lock,
-// so once a reader holds any one partition lock and has seen its snapshot
-// current, no rebalance can complete until the reader lets go: the snapshot
-// is as stable as under a read lock. If the check fails, a rebalance ran in
-// between; the reader unlocks and starts again with the new snapshot (a
-// bounded retry that waits only for the rebalance's locks). The reader side
-// thus writes only the cache lines of the partitions it touches.
+// a hot topic stops scaling (golang/go#17973). Instead, readers load the
+// assignment snapshot, lock the cursors they need, and check that the
+// snapshot is still the group's current one. A rebalance stores a new
+// snapshot only while holding the cursor of every partition whose owner
+// changes, so once a reader holds a cursor and has seen its snapshot
+// current, that partition's owner cannot change until the reader lets go;
+// a partition whose owner stays is right under either snapshot. If the
+// check fails, a rebalance ran in between; the reader unlocks and starts
+// again with the new snapshot (a bounded retry that waits only for the
+// rebalance's locks). A rebalance stops nothing but the polls and acks of
+// the moved partitions of its own group: publishes, other groups and the
+// group's other partitions run on.
 //
-// Cost model of the membership scheme, for a topic of P partitions and a
-// group of M members:
+// Cost model, for a topic of P partitions and G groups, a group of M
+// members:
 //
-//   - Read (every Poll, Ack, Retry): two atomic pointer loads (the groups
-//     map, the assignment) and one more after the first partition lock, one
-//     map lookup for the group and, in Poll, one for the member; no write to
-//     any shared line besides the partition locks the call needs anyway.
+//   - Poll: two atomic pointer loads (the groups map, the assignment), one
+//     map lookup for the group and one for the member, per partition one
+//     cursor lock and one load of the log end, and one more load of the
+//     assignment after the last lock; no partition lock, and no write to any
+//     line but the group's own cursors.
+//   - Ack, Retry: the same loads, one cursor lock and, for a commit, one
+//     compare-and-swap on the cursor; an Ack of the group at the partition's
+//     least committed offset also takes the partition lock and scans the
+//     partition's G cursors (retention). With one group every commit is
+//     such an Ack; with G groups at the same pace, about one in G.
+//   - Publish: the partition lock, an append, one store of the log end.
 //   - Write (Join, Leave, SetAssignor): the topic's membership mutex, the
-//     assignor's run (O(P + M) for the built-ins), all P partition locks in
-//     ascending order, and a new assignment: one P-entry owner slice and one
-//     M-entry map allocated. Creating a group adds one registry entry
-//     (amortised O(1)) and one cursor (32 bytes) per partition, reusing a
-//     deleted group's slot when there is one, in cursor slices grown
-//     geometrically in whole 128-byte units.
-//   - Memory per topic: 64 partition pointers, P padded partitions (128
+//     assignor's run (O(P + M) for the built-ins), the group's cursor locks
+//     of the moved partitions in ascending order, and a new assignment: one
+//     P-entry owner slice and one M-entry map allocated (the cursor slice is
+//     shared). Creating a group adds one registry entry (amortised O(1)),
+//     takes every partition lock and allocates one 64-byte cursor per
+//     partition, reusing a deleted group's slot when there is one.
+//     Deleting one takes every partition lock and scans every cursor.
+//   - Memory per topic: 64 partition pointers, P padded partitions (192
 //     bytes each plus the ring buffer of 32-byte entries; a message's key,
 //     headers and own time sit behind one pointer, nil for a bare payload),
-//     per group one cursor per partition and one live assignment (older
-//     ones are garbage once no reader holds them).
+//     per group one 64-byte cursor and two pointers per partition, and one
+//     live assignment (older ones are garbage once no reader holds them).
 //
 // # Linearization points
 //
-//   - Publish: while holding its partition lock.
-//   - Poll: it locks the member's partitions in ascending order, inspecting
-//     each as it is locked, and releases none until it is done (two-phase
-//     locking); it takes effect once the last lock is taken, so a poll over
-//     several partitions is one atomic snapshot. A poll that locks nothing
-//     (absent group or member, no partitions) takes effect when it loads the
+//   - Publish: while holding its partition lock, at the store of the new
+//     log end; a publish refused as full, at its capacity check (low is
+//     exact under the lock: the pin).
+//   - Poll: it locks the member's cursors in ascending order, inspecting
+//     each (in-flight state under the lock; records by a load of the log
+//     end, which only grows), then checks the assignment is still current
+//     and made for the current partition count, then loads again the log end
+//     of every partition it found empty, but the one inspected last,
+//     starting again if one has grown; only then does it reserve, and it
+//     releases nothing until it is done. It takes effect just after its last
+//     inspection: every cursor is held then; a partition seen with a record
+//     still has it (it cannot be taken or trimmed while its cursor is held);
+//     one found empty was empty then, as the later load shows; and the
+//     assignment, current when loaded and when checked, was current
+//     throughout (snapshots are never reused). So a poll over several
+//     partitions is one atomic snapshot. A poll that locks nothing (absent
+//     group or member, no partitions) takes effect when it loads the
 //     snapshot that says so.
-//   - Ack, Retry: while holding the partition lock, with the owner check
-//     made against the assignment verified current under that lock.
+//   - Ack, Retry: while holding the cursor lock, with the owner check made
+//     against the assignment verified current under that lock; a commit at
+//     the compare-and-swap or, for a pinned cursor, at the store under the
+//     partition lock, where retention is applied in the same critical
+//     section.
 //   - PublishMessage: as Publish. The record's broker timestamp is read just
 //     before the partition lock, so it lies within the call's interval.
-//   - CreateGroup, DeleteGroup, SetAssignor: while holding every partition
-//     lock, when the group is added to (removed from) the registry or its
-//     new assignment is stored. A deleted group's slot is freed and
-//     retention re-applied in the same critical section.
-//   - AddPartitions: while holding every old and new partition lock, at the
-//     store of the new count, after every group's new assignment is stored:
-//     no reader can see the new partitions with an old assignment.
-//   - Seek: while holding topic.mu and the partition lock.
-//   - Describe: while holding topic.mu and every partition lock, so the
-//     snapshot is of one instant (lag is never negative). Snapshot is
-//     Describe copying each partition's retained records under the same
-//     locks: the records and the description are of that one instant.
+//   - CreateGroup, DeleteGroup: while holding every partition lock, when the
+//     group is added to (removed from) the registry. A deleted group's slot
+//     is freed and retention re-applied in the same critical section.
+//   - SetAssignor: at the store of the new assignment (rebalance).
+//   - AddPartitions: at the store of the new count, after every group's new
+//     assignment is stored while holding every group's cursors of the moved
+//     partitions; a poll that sees a new assignment before the new count
+//     starts again, so no reader sees the new partitions before that
+//     instant.
+//   - Seek: while holding topic.mu, the group's cursor and the partition
+//     lock.
+//   - Describe: while holding topic.mu, every group's cursors and every
+//     partition lock, so the snapshot is of one instant (lag is never
+//     negative). Snapshot is Describe copying each partition's retained
+//     records under the same locks: the records and the description are of
+//     that one instant.
 //   - MemberHandle.AppendPollPartition: as Poll, with only the named
-//     partition in the member's set: it locks that one partition (after the
-//     assignment check) and takes effect while holding it.
-//   - Join, Leave: while holding every partition lock, when the new
-//     assignment (and for a new group, its cursors at the log start offsets
-//     and the new set of groups) is stored. No Poll, Ack, Retry or Publish of
-//     the topic is in progress then, so the whole assignment changes at one
-//     instant (SPEC rule 9) and a new group's committed offsets are the log
-//     start offsets of that instant (rule 7).
+//     partition in the member's set.
+//   - Join, Leave of an existing group: at the store of the new assignment,
+//     while holding the group's cursors of every partition whose owner
+//     changes: the whole assignment changes at one instant (SPEC rule 9).
+//     A Join that creates the group: while holding every partition lock,
+//     at the registry store, with the group's cursors at the log start
+//     offsets of that instant (rule 7; they move only under the partition
+//     locks).
 //   - Create: the atomic store of the new topics map.
 //
 // # Allocation

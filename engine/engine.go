@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -68,8 +69,8 @@ var (
 	Sticky Assignor = assign.Sticky
 )
 
-// noLow is partition.low when the topic has no group, and the committed
-// offset of a free cursor slot: it never lowers a minimum.
+// noLow is partition.low when the topic has no group: it never lowers a
+// minimum.
 const noLow = math.MaxInt64
 
 // Broker is the event broker. Create one with New; a *Broker is safe for
@@ -97,9 +98,9 @@ type topic struct {
 	faults faultSet // the Broker's at Create; empty in a normal build
 
 	// count is the number of partitions, 1..64. It grows only in
-	// AddPartitions, under mu and every partition lock, after the new
-	// parts entries are written; readers load it, then read parts[p] for
-	// p < count.
+	// AddPartitions, under mu, after the new parts entries are written and
+	// every group's new assignment is stored; readers load it, then read
+	// parts[p] for p < count.
 	count atomic.Int32
 	// parts[p] is partition p for p < count; each entry is written once,
 	// before count covers it, and never changes after.
@@ -111,8 +112,7 @@ type topic struct {
 	// side of groups, each group's members and assignor, and freeSlots and
 	// slots. Poll, Ack, Retry and Publish never take it: they read groups
 	// and each group's assignment from the registry and immutable
-	// snapshots, which a writer replaces only while holding mu and every
-	// partition lock of the topic (package doc).
+	// snapshots (package doc).
 	mu     sync.Mutex
 	groups registry[group]
 	// slots is the length of every partition's cursors; freeSlots lists the
@@ -146,28 +146,60 @@ type group struct {
 	ready signal
 }
 
-// assignment is one immutable generation of a group's assignment.
+// assignment is one immutable generation of a group's assignment, with the
+// group's cursors.
 type assignment struct {
-	owner []string              // owner[p]: member owning partition p, "" if none; len = partition count when made
-	masks map[string]shard.Mask // every member → its partitions (possibly none)
+	owner   []string              // owner[p]: member owning partition p, "" if none; len = partition count when made
+	masks   map[string]shard.Mask // every member → its partitions (possibly none)
+	cursors []*cursor             // cursors[p]: the group's cursor on partition p; len(owner) entries, shared by generations
 }
 
-// cursor is one group's position on one partition.
-type cursor struct {
-	committed   int64 // next offset the group will be given; noLow for a free slot
+// cursorState is the part of a cursor its fields need; cursor pads it.
+type cursorState struct {
+	// mu guards deliveredAt, attempts and inFlight, and every write of
+	// state. It is the lock of one (group, partition) pair: Poll, Ack and
+	// Retry of different groups never share one.
+	mu sync.Mutex
+	// state is committed<<1 | pinned. committed is the next offset the
+	// group will be given. pinned is set by retention (retainLocked), under
+	// the partition lock, on a cursor at the partition's least committed
+	// offset; while it is set, committed changes only under the partition
+	// lock too. A cursor's state is read without mu by its partition's
+	// retention and written atomically for that reason (package doc: the
+	// pin).
+	state       atomic.Int64
 	deliveredAt int64 // broker clock, Unix ns, of the in-flight delivery (with an ack timeout)
 	attempts    int32 // deliveries of the record at committed so far (SPEC rule 16)
+	slot        int32 // the log's buffer slot of committed (ringlog.Log.Slot), kept so that Poll never divides
 	inFlight    bool  // the record at committed is reserved to the owner
-	_           [11]byte
 }
 
-// cursorsPerLine is how many cursors fill one padding unit; cursor slices
-// are allocated in whole units so that two partitions' cursors, written by
-// every Poll and Ack, never share a cache line.
-const cursorsPerLine = shard.CacheLineSize / int(unsafe.Sizeof(cursor{}))
+// cursor is one group's position on one partition, padded to a cache line so
+// that two groups' cursors, locked and written by different cores, never
+// share one.
+type cursor struct {
+	cursorState
+	_ [(shard.CacheLineSize - unsafe.Sizeof(cursorState{})%shard.CacheLineSize) % shard.CacheLineSize]byte
+}
 
-// freeCursor is the cursor of a slot no group uses.
-var freeCursor = cursor{committed: noLow}
+// pinned is the pin bit of cursorState.state.
+const pinned = 1
+
+// place puts a cursor that nobody else can reach yet, or whose lock and
+// partition lock the caller holds, at committed on part, pinned or not.
+func (c *cursor) place(part *partition, committed int64, pin bool) {
+	s := committed << 1
+	if pin {
+		s |= pinned
+	}
+	c.state.Store(s)
+	c.slot = int32(part.log.Slot(committed))
+}
+
+// committed returns the cursor's committed offset. Any goroutine may call
+// it; the caller holding c.mu or the partition lock of an unpinned cursor
+// gets a value that cannot change under it.
+func (c *cursor) committed() int64 { return c.state.Load() >> 1 }
 
 // entry is what a partition log stores per record: 32 bytes, the rarely
 // used parts of a message behind one pointer.
@@ -197,26 +229,39 @@ func (e *entry) record(t *topic, p int32, off int64, attempt int32) Record {
 	return r
 }
 
-// partitionState is the part of a partition that its mutex guards.
+// partitionState is a partition's log and retention state.
 type partitionState struct {
-	// mu guards log, cursors and low. cursors is indexed by group.slot.
-	mu      sync.Mutex
-	log     ringlog.Log[entry]
-	cursors []cursor
+	// mu, the partition lock, guards log, cursors and low, and every write
+	// of a pinned cursor's state. Publish takes it; Poll never does; Ack
+	// takes it only for a pinned cursor (package doc).
+	mu  sync.Mutex
+	log ringlog.Log[entry]
+	// cursors[slot] is the cursor of the group with that slot; nil for a
+	// free slot.
+	cursors []*cursor
 	// low is the least committed offset of the topic's groups on this
 	// partition, noLow when it has none. Records below low are fully
-	// committed; retention keeps at most Broker.window of them.
-	low int64
+	// committed; retention keeps at most Broker.window of them. Whenever mu
+	// is free, every cursor at low is pinned, and atLow counts them.
+	low   int64
+	atLow int
 	// room wakes producers waiting for space: notified, under mu, whenever
 	// retention removes records (trimLocked). It needs no lock of its own.
 	room signal
 }
 
-// partition pads partitionState to whole cache-line pairs so that two
-// partitions' locks never share a line.
+// partition pads partitionState to whole cache lines, and keeps the log end
+// offset, which every Poll reads, on a line of its own: so that two
+// partitions' locks never share a line and a poll's read of the end does
+// not contend with the partition lock.
 type partition struct {
 	partitionState
 	_ [(shard.CacheLineSize - unsafe.Sizeof(partitionState{})%shard.CacheLineSize) % shard.CacheLineSize]byte
+	// end is the log end offset, stored under mu after each append. A poll
+	// reads it without the partition lock: the entries below it are
+	// written (package doc).
+	end atomic.Int64
+	_   [shard.CacheLineSize - 8]byte
 }
 
 // New returns an empty broker whose partitions each retain at most
@@ -325,17 +370,17 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	}
 	if i, found := slices.BinarySearch(g.members, member); !found {
 		members := slices.Insert(slices.Clone(g.members), i, member)
-		next, err := t.plan(g, members, g.assignor, g.assignorName, int(t.count.Load()))
+		next, err := t.plan(g, members, g.assignor, g.assignorName, g.assign.Load().cursors)
 		if err != nil {
 			return nil, err
 		}
-		n := t.lockAll()
-		if created {
-			t.addGroupAllLocked(g)
-		}
 		g.members = members
-		t.applyAllLocked(g, next)
-		t.unlockAll(n)
+		if created {
+			g.assign.Store(next) // nobody can reach g before addGroup
+			t.addGroup(g)
+		} else {
+			t.rebalance(g, next)
+		}
 		g.ready.notify()
 	}
 	mask := g.assign.Load().masks[member]
@@ -367,14 +412,12 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 		return false, nil
 	}
 	members := slices.Delete(slices.Clone(g.members), i, i+1)
-	next, err := t.plan(g, members, g.assignor, g.assignorName, int(t.count.Load()))
+	next, err := t.plan(g, members, g.assignor, g.assignorName, g.assign.Load().cursors)
 	if err != nil {
 		return false, err
 	}
-	n := t.lockAll()
 	g.members = members
-	t.applyAllLocked(g, next)
-	t.unlockAll(n)
+	t.rebalance(g, next)
 	g.ready.notify()
 	return true, nil
 }
@@ -438,13 +481,17 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 
 // append is the locked part of a publish: it appends e to p and returns its
 // offset, or -1 when p is full and has no fully committed record the replay
-// window may give up.
+// window may give up. The new log end offset is published to polls (p.end)
+// before the partition lock is let go.
 func (t *topic) append(p *partition, e entry) int64 {
 	p.mu.Lock()
 	if t.b.window > 0 && p.log.Full() && p.low != noLow && (p.log.StartOffset() < p.low || t.faults.on(faultWindowEvictsNeeded)) {
 		p.log.TrimTo(p.log.StartOffset() + 1) // the oldest fully committed record (rule 21)
 	}
 	off, ok := p.log.Append(e)
+	if ok {
+		p.end.Store(off + 1)
+	}
 	if t.faults.on(faultPublishBurnsOffset) {
 		off, ok = t.burnOffset(p, off, ok)
 	}
@@ -497,7 +544,7 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 	if g == nil {
 		return dst, checkGroupMember(groupName, member)
 	}
-	return t.poll(dst, g, member, maxRecords, allPartitions)
+	return t.poll(dst, g, member, nil, maxRecords, allPartitions)
 }
 
 // allPartitions is poll's filter for Poll: every partition the member owns.
@@ -506,7 +553,15 @@ const allPartitions = ^shard.Mask(0)
 // poll is the part of Poll after the lookups: it reserves up to maxRecords
 // (already checked) records of g's partitions owned by member and in only,
 // appending them to dst. member is validated only when g does not know it.
-func (t *topic) poll(dst []Record, g *group, member string, maxRecords int32, only shard.Mask) ([]Record, error) {
+// h, when not nil, is member's handle, whose cache spares the lookup of the
+// member's partitions.
+//
+// It locks the group's cursors of the member's partitions in ascending
+// order and never a partition lock. What it sees of each partition's log is
+// the log end offset, an atomic that only grows; the package doc's
+// linearization points say why the checks below make the whole poll one
+// atomic step.
+func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask) ([]Record, error) {
 	b := t.b
 	var now int64 // broker clock in Unix ns, read only with an ack timeout
 	if b.ackTimeout > 0 {
@@ -514,7 +569,13 @@ func (t *topic) poll(dst []Record, g *group, member string, maxRecords int32, on
 	}
 retry:
 	a := g.assign.Load()
-	mask, ok := a.masks[member]
+	var mask shard.Mask
+	var ok bool
+	if h != nil {
+		mask, ok = h.maskIn(a)
+	} else {
+		mask, ok = a.masks[member]
+	}
 	if !ok {
 		return dst, checkID("member", member)
 	}
@@ -522,46 +583,101 @@ retry:
 	if t.faults.on(faultPollStaleAssignment) {
 		t.faultYield() // widen (f)'s window: let a rebalance run now
 	}
-	var locked shard.Mask
+	// locked: cursors held; picked: partitions with a record to reserve;
+	// empty: partitions seen with nothing at the committed offset; last:
+	// the partition inspected last.
+	var locked, picked, empty shard.Mask
+	last := int32(-1)
 	taken := int32(0)
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
-		if t.faults.on(faultPollReleasesEach) {
-			locked = t.releasePolled(locked)
-		}
-		part := t.parts[p]
-		part.mu.Lock()
-		if locked == 0 && g.assign.Load() != a && !t.faults.on(faultPollStaleAssignment) {
-			// A rebalance replaced the assignment after we read it. It held
-			// every partition lock to do so, so holding this one, the
-			// current assignment cannot change again until we let go.
-			part.mu.Unlock()
-			goto retry
-		}
-		if t.faults.on(faultRebalanceSkipsLock) {
-			t.faultYield() // widen (g)'s window: hold the lock a while
-		}
+		c := a.cursors[p]
+		c.mu.Lock()
 		locked = locked.With(p)
-		c := &part.cursors[g.slot]
+		last = p
 		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
 			continue
 		}
-		e := part.log.At(c.committed)
-		if e == nil {
-			continue
+		if c.committed() < t.parts[p].end.Load() {
+			picked = picked.With(p)
+			taken++
+		} else {
+			empty = empty.With(p)
+			if t.faults.on(faultPollSkipsRecheck) {
+				t.faultYield() // widen (n)'s window: let a publish land now
+			}
 		}
-		if dst == nil {
-			dst = make([]Record, 0, min(int(maxRecords), mask.Len()))
+		if t.faults.on(faultPollReleasesEach) {
+			dst = t.reserve(dst, a, picked&shard.Mask(0).With(p), now, maxRecords)
+			locked = t.releasePolled(a, locked)
+		}
+	}
+	if t.faults.on(faultPollReleasesEach) {
+		unlockCursors(a, locked) // those skipped since the last release
+		return dst, nil
+	}
+	// The assignment must still be current, and made for the current
+	// partition count (AddPartitions stores every group's new assignment
+	// before the count).
+	if (g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) && !t.faults.on(faultPollStaleAssignment) {
+		unlockCursors(a, locked)
+		goto retry
+	}
+	// A partition seen empty before the last one inspected must still be
+	// empty, so that the instant after the last inspection is one at which
+	// the poll saw every partition as it was.
+	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
+		recheck := empty &^ shard.Mask(0).With(last) // empty ≠ 0: some partition was inspected
+		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
+			if t.parts[p].end.Load() > a.cursors[p].committed() {
+				unlockCursors(a, locked)
+				goto retry
+			}
+		}
+	}
+	if t.faults.on(faultRebalanceSkipsLock) {
+		t.faultYield() // widen (g)'s window: hold the locks a while
+	}
+	dst = t.reserve(dst, a, picked, now, maxRecords)
+	unlockCursors(a, locked)
+	return dst, nil
+}
+
+// reserve makes the record at the committed offset of each partition in
+// picked an in-flight delivery at now and appends it to dst; with dst nil
+// it allocates room for up to maxRecords. The caller holds the cursors of
+// picked and has seen a record at each committed offset: the record stays
+// retained, and its slot unwritten, while the group's cursor holds it back
+// (package doc), so it is read without the partition lock.
+func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int64, maxRecords int32) []Record {
+	if picked == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make([]Record, 0, min(int(maxRecords), picked.Len()))
+	}
+	for p, rest, ok := picked.First(); ok; p, rest, ok = rest.First() {
+		c := a.cursors[p]
+		off := c.committed()
+		e := t.parts[p].log.InSlot(int(c.slot))
+		if t.faults.checked() {
+			// A faulty broker may have trimmed the record: read it under the lock.
+			if e = t.lockedAt(p, off); e == nil {
+				continue
+			}
 		}
 		c.inFlight = true
 		c.attempts++
 		c.deliveredAt = now
-		dst = append(dst, e.record(t, p, c.committed, c.attempts))
-		taken++
+		dst = append(dst, e.record(t, p, off, c.attempts))
 	}
+	return dst
+}
+
+// unlockCursors unlocks a's cursors of the partitions in locked.
+func unlockCursors(a *assignment, locked shard.Mask) {
 	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
-		t.parts[p].mu.Unlock()
+		a.cursors[p].mu.Unlock()
 	}
-	return dst, nil
 }
 
 // Ack acknowledges the in-flight delivery (partition, offset) of member in
@@ -609,68 +725,144 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 }
 
 // settle is the part of Ack and Retry after the lookups and argument checks:
-// the owner check, then settleLocked under the partition lock.
+// the owner check, then settleLocked under the group's cursor lock.
 func (t *topic) settle(g *group, member string, part *partition, partition int32, offset int64, commit bool) (bool, error) {
 	if member == "" {
 		// The one invalid id an owner check could pass: a partition with no
 		// owner has owner "". Every other owner is a validated member id.
 		return false, checkID("member", member)
 	}
+	var c *cursor
 	for {
 		a := g.assign.Load()
 		// A deleted group's last assignment may predate AddPartitions.
 		if int(partition) >= len(a.owner) || a.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
 			return false, checkID("member", member)
 		}
-		part.mu.Lock()
+		c = a.cursors[partition]
+		c.mu.Lock()
 		if g.assign.Load() == a {
-			break // holding the partition lock, the assignment is a's until we let go
+			break // a rebalance moving this partition needs c.mu: the owner stands until we let go
 		}
-		part.mu.Unlock()
+		c.mu.Unlock()
 	}
-	ok := t.settleLocked(g, part, offset, commit)
-	part.mu.Unlock()
+	ok := t.settleLocked(g, c, part, offset, commit)
+	c.mu.Unlock()
 	if ok {
 		g.ready.notify()
 	}
 	return ok, nil
 }
 
-// settleLocked applies an Ack or Retry to g's cursor on part, whose lock the
-// caller holds, once the owner check has passed.
-func (t *topic) settleLocked(g *group, part *partition, offset int64, commit bool) bool {
-	c := &part.cursors[g.slot]
-	if !c.inFlight || c.committed != offset {
+// settleLocked applies an Ack or Retry to g's cursor c on part, whose lock
+// c.mu the caller holds, once the owner check has passed.
+//
+// A commit of an unpinned cursor changes only the cursor: the partition's
+// least committed offset, and so retention, cannot move (package doc). A
+// pinned cursor commits under the partition lock and applies retention.
+func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64, commit bool) bool {
+	s := c.state.Load()
+	if !c.inFlight || s>>1 != offset {
 		return false
 	}
 	c.inFlight = false
 	if !commit {
 		return true
 	}
-	c.committed++
 	c.attempts = 0
-	// Only a group that was at the partition's least committed offset can
-	// move it.
-	if offset == part.low {
-		if t.faults.on(faultTrimIgnoresMemberless) {
-			part.low = t.lowIgnoringMemberless(part, g, c.committed)
-			t.trimLocked(part)
+	if c.slot++; int(c.slot) == part.log.Cap() {
+		c.slot = 0
+	}
+	next := (offset + 1) << 1
+	if s&pinned == 0 || t.faults.on(faultAckIgnoresPin) {
+		// Retention may pin c meanwhile, under the partition lock: then
+		// the swap fails and the commit takes the partition lock below.
+		if c.state.CompareAndSwap(s, next) {
 			return true
 		}
-		t.retainLocked(part)
 	}
+	part.mu.Lock()
+	switch {
+	case t.faults.on(faultTrimIgnoresMemberless):
+		c.state.Store(next)
+		part.low, part.atLow = t.lowIgnoringMemberless(part, g, offset+1), 0
+		t.trimLocked(part)
+	case offset != part.low:
+		c.state.Store(next) // a stale pin (package doc): c was above low, so low stays
+	case part.atLow > 1:
+		c.state.Store(next)
+		part.atLow-- // another cursor is still at low: low stays
+	default:
+		// c was the last at low: low moves, to offset+1 if no other cursor
+		// is that low (one group: always), which c keeps pinned.
+		if t.leastOther(part, c) > offset+1 {
+			c.state.Store(next | pinned)
+			part.low, part.atLow = offset+1, 1
+			t.trimLocked(part)
+		} else {
+			c.state.Store(next) // unpinned: retention pins it if it is among the least
+			t.retainLocked(part)
+		}
+	}
+	part.mu.Unlock()
 	return true
 }
 
-// retainLocked recomputes part.low from the cursors and applies retention
-// (SPEC rules 13, 21): the log keeps at most the window's number of fully
-// committed records. The caller holds part.mu.
-func (t *topic) retainLocked(part *partition) {
+// leastOther returns the least committed offset on part of the cursors other
+// than c (noLow when there are none). The caller holds part.mu; a result
+// above some offset stays above it, as unpinned cursors only grow.
+func (t *topic) leastOther(part *partition, c *cursor) int64 {
 	low := int64(noLow)
-	for i := range part.cursors {
-		low = min(low, part.cursors[i].committed)
+	for _, o := range part.cursors {
+		if o != nil && o != c {
+			low = min(low, o.committed())
+		}
 	}
-	part.low = low
+	return low
+}
+
+// retainLocked recomputes part.low, pins every cursor at it and applies
+// retention (SPEC rules 13, 21): the log keeps at most the window's number
+// of fully committed records. The caller holds part.mu.
+//
+// The cursors are read without their locks: a pinned one cannot move (its
+// commits need part.mu), an unpinned one only grows. The second pass pins
+// the cursors still at the least offset seen; if none is (each moved on
+// meanwhile), it looks again. Once one cursor at low is pinned, low is the
+// least committed offset until part.mu is let go.
+func (t *topic) retainLocked(part *partition) {
+	for {
+		low := int64(noLow)
+		for _, c := range part.cursors {
+			if c != nil {
+				low = min(low, c.committed())
+			}
+		}
+		part.low, part.atLow = low, 0
+		if low == noLow {
+			break
+		}
+		atLow := 0
+		for _, c := range part.cursors {
+			if c == nil {
+				continue
+			}
+			for {
+				s := c.state.Load()
+				if s>>1 != low {
+					break
+				}
+				if s&pinned != 0 || c.state.CompareAndSwap(s, s|pinned) {
+					atLow++
+					break
+				}
+			}
+		}
+		if atLow > 0 {
+			part.atLow = atLow
+			break
+		}
+	}
 	t.trimLocked(part)
 }
 
@@ -686,18 +878,26 @@ func (t *topic) trimLocked(part *partition) {
 }
 
 // newGroupLocked returns a group named name, not yet in the topic, with no
-// members and no slot. The caller holds t.mu.
+// members, no slot and a cursor per partition not yet placed. The caller
+// holds t.mu.
 func (t *topic) newGroupLocked(name string, a Assignor, assignorName string) *group {
 	g := &group{name: name, slot: -1, assignor: a, assignorName: assignorName}
-	g.assign.Store(&assignment{owner: make([]string, t.count.Load()), masks: map[string]shard.Mask{}})
+	n := t.count.Load()
+	cs := make([]*cursor, n)
+	for p := range cs {
+		cs[p] = new(cursor)
+	}
+	g.assign.Store(&assignment{owner: make([]string, n), masks: map[string]shard.Mask{}, cursors: cs})
 	return g
 }
 
-// addGroupAllLocked gives g a cursor slot on every partition at its log
-// start offset (SPEC rule 7) and adds it to the registry. The caller holds
-// t.mu and every partition lock, so the log start offsets cannot move and
-// the group appears at one instant.
-func (t *topic) addGroupAllLocked(g *group) {
+// addGroup places g's cursors at the log start offsets (SPEC rule 7), gives
+// g a slot on every partition and adds it to the registry, while holding
+// every partition lock: the log start offsets cannot move meanwhile (they
+// move only under the partition lock) and the group appears at one instant.
+// A new cursor is pinned: it may be its partition's least. The caller holds
+// t.mu.
+func (t *topic) addGroup(g *group) {
 	if n := len(t.freeSlots); n > 0 {
 		g.slot = t.freeSlots[n-1]
 		t.freeSlots = t.freeSlots[:n-1]
@@ -705,25 +905,34 @@ func (t *topic) addGroupAllLocked(g *group) {
 		g.slot = t.slots
 		t.slots++
 	}
-	for _, p := range t.parts[:t.count.Load()] {
-		start := p.log.StartOffset()
-		c := cursor{committed: start}
+	cs := g.assign.Load().cursors
+	n := t.lockAll()
+	for i, p := range t.parts[:n] {
+		start := p.log.StartOffset() // ≤ low: the records from low on are retained
+		cs[i].place(p, start, true)
 		if g.slot < len(p.cursors) {
-			p.cursors[g.slot] = c
+			p.cursors[g.slot] = cs[i]
 		} else {
-			p.cursors = appendCursor(p.cursors, c)
+			p.cursors = append(p.cursors, cs[i])
 		}
-		p.low = min(p.low, start)
+		if start < p.low {
+			p.low, p.atLow = start, 1
+		} else {
+			p.atLow++
+		}
 	}
 	t.groups.Store(g.name, g)
+	t.unlockAll(n)
 }
 
-// plan computes g's next assignment for members over partitions partitions
-// with assignor a (named name), from g's current owners (SPEC rule 18). It changes
-// nothing; the caller holds t.mu, so the current owners are stable. Errors:
-// ErrInvalidAssignment from a user's assignor.
-func (t *topic) plan(g *group, members []string, a Assignor, name string, partitions int) (*assignment, error) {
-	next := &assignment{owner: make([]string, partitions), masks: make(map[string]shard.Mask, len(members))}
+// plan computes g's next assignment for members over the partitions of
+// cursors (one per partition) with assignor a (named name), from g's
+// current owners (SPEC rule 18). It changes nothing; the caller holds t.mu,
+// so the current owners are stable. Errors: ErrInvalidAssignment from a
+// user's assignor.
+func (t *topic) plan(g *group, members []string, a Assignor, name string, cursors []*cursor) (*assignment, error) {
+	partitions := len(cursors)
+	next := &assignment{owner: make([]string, partitions), masks: make(map[string]shard.Mask, len(members)), cursors: cursors}
 	for _, m := range members {
 		next.masks[m] = 0
 	}
@@ -743,18 +952,51 @@ func (t *topic) plan(g *group, members []string, a Assignor, name string, partit
 	return next, nil
 }
 
-// applyAllLocked makes next g's assignment (SPEC rule 9): a partition whose
-// owner changes loses its in-flight delivery; committed offsets and attempts
-// are kept. The caller holds t.mu and every partition lock, so no Poll, Ack
-// or Retry of the topic is in progress and the whole assignment changes at
-// one instant.
-func (t *topic) applyAllLocked(g *group, next *assignment) {
-	old := g.assign.Load()
-	for p := range next.owner {
-		if p < len(old.owner) && old.owner[p] == next.owner[p] {
-			continue
+// moved returns the partitions of old whose owner differs in next: the
+// cursors a rebalance from old to next must hold.
+func moved(old, next *assignment) shard.Mask {
+	var m shard.Mask
+	for p := range min(len(old.owner), len(next.owner)) {
+		if old.owner[p] != next.owner[p] {
+			m = m.With(int32(p))
 		}
-		c := &t.parts[p].cursors[g.slot]
+	}
+	return m
+}
+
+// rebalance makes next g's assignment (SPEC rule 9) while holding the
+// group's cursors of the partitions whose owner changes, in ascending order:
+// such a partition loses its in-flight delivery; committed offsets and
+// attempts are kept. A Poll, Ack or Retry of one of those partitions is
+// either over or not yet begun, and one of a partition whose owner stays is
+// right under either assignment, so the whole assignment changes at one
+// instant. Publishes and other groups run on. The caller holds t.mu.
+func (t *topic) rebalance(g *group, next *assignment) {
+	old := g.assign.Load()
+	m := moved(old, next)
+	held := t.lockCursors(old, m)
+	t.cancelMoved(old, m)
+	g.assign.Store(next)
+	unlockCursors(old, held)
+}
+
+// lockCursors locks a's cursors of the partitions in m, ascending, and
+// returns the ones it locked (all of m; with fault (g), all but the last).
+func (t *topic) lockCursors(a *assignment, m shard.Mask) shard.Mask {
+	if t.faults.on(faultRebalanceSkipsLock) && m.Len() > 1 {
+		m &^= shard.Mask(0).With(int32(63 - bits.LeadingZeros64(uint64(m)))) // the highest
+	}
+	for p, rest, ok := m.First(); ok; p, rest, ok = rest.First() {
+		a.cursors[p].mu.Lock()
+	}
+	return m
+}
+
+// cancelMoved cancels the in-flight deliveries of a's cursors of the
+// partitions in m, whose owner changes. The caller holds their locks.
+func (t *topic) cancelMoved(a *assignment, m shard.Mask) {
+	for p, rest, ok := m.First(); ok; p, rest, ok = rest.First() {
+		c := a.cursors[p]
 		if !t.faults.on(faultRebalanceKeepsInFlight) {
 			c.inFlight = false
 		}
@@ -762,7 +1004,6 @@ func (t *topic) applyAllLocked(g *group, next *assignment) {
 			c.attempts = 0
 		}
 	}
-	g.assign.Store(next)
 }
 
 // lockAll locks every partition of t in ascending order (the lock order)
@@ -770,10 +1011,7 @@ func (t *topic) applyAllLocked(g *group, next *assignment) {
 // the partition count cannot change meanwhile.
 func (t *topic) lockAll() int {
 	n := int(t.count.Load())
-	for i, p := range t.parts[:n] {
-		if t.faults.on(faultRebalanceSkipsLock) && i == n-1 && i > 0 {
-			continue
-		}
+	for _, p := range t.parts[:n] {
 		p.mu.Lock()
 	}
 	return n
@@ -781,26 +1019,9 @@ func (t *topic) lockAll() int {
 
 // unlockAll unlocks what lockAll locked; n is lockAll's result.
 func (t *topic) unlockAll(n int) {
-	for i, p := range t.parts[:n] {
-		if t.faults.on(faultRebalanceSkipsLock) && i == n-1 && i > 0 {
-			continue
-		}
+	for _, p := range t.parts[:n] {
 		p.mu.Unlock()
 	}
-}
-
-// appendCursor appends c to cs, growing the backing array geometrically in
-// whole padding units (cursorsPerLine) so that it shares no cache line with
-// another partition's cursors and adding the N-th group costs amortised
-// O(1) per partition.
-func appendCursor(cs []cursor, c cursor) []cursor {
-	if len(cs) == cap(cs) {
-		want := max(2*cap(cs), cursorsPerLine)
-		grown := make([]cursor, len(cs), (want+cursorsPerLine-1)/cursorsPerLine*cursorsPerLine)
-		copy(grown, cs)
-		cs = grown
-	}
-	return append(cs, c)
 }
 
 // lookup returns the named topic or ErrInvalidArgument.

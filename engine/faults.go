@@ -18,7 +18,7 @@ type fault uint8
 const (
 	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultNone fault = iota
-	// (a) Poll releases each partition lock before taking the next one, so
+	// (a) Poll releases each cursor lock before taking the next one, so
 	// a poll over several partitions is no longer one atomic snapshot.
 	faultPollReleasesEach
 	// (b) A rebalance keeps the in-flight delivery of a partition whose
@@ -31,13 +31,14 @@ const (
 	faultPublishBurnsOffset
 	// (e) The retention trim ignores groups that have no members.
 	faultTrimIgnoresMemberless
-	// (f) Poll does not check, once it holds a partition lock, that the
+	// (f) Poll does not check, once it holds its cursor locks, that the
 	// assignment it read is still current, so a concurrent Join or Leave is
 	// not atomic with respect to it.
 	faultPollStaleAssignment
-	// (g) A rebalance skips the lock of the topic's last partition while it
-	// replaces the assignment, so a Poll or Ack holding only that partition
-	// can act on the old assignment after the new one is in place.
+	// (g) A rebalance skips the cursor lock of the last partition whose
+	// owner changes while it replaces the assignment, so a Poll or Ack
+	// holding only that cursor can act on the old assignment after the new
+	// one is in place.
 	faultRebalanceSkipsLock
 	// (h) Seek moves the committed offset but keeps the in-flight delivery.
 	faultSeekKeepsInFlight
@@ -56,5 +57,13 @@ const (
 	// (m) A rebalance that cancels an in-flight delivery also resets its
 	// attempts, so the redelivery says Attempt 1 again.
 	faultRebalanceResetsAttempts
+	// (n) Poll does not check again, after seeing a record on a later
+	// partition, that a partition it saw empty is still empty, so a poll
+	// over several partitions can miss a record published meanwhile.
+	faultPollSkipsRecheck
+	// (o) Ack commits a pinned cursor without the partition lock, as an
+	// unpinned one, so the group at the least committed offset moves
+	// without applying retention.
+	faultAckIgnoresPin
 	faultCount
 )

@@ -11,10 +11,14 @@ type faultSet struct{}
 // engine.go is dead code that the compiler removes.
 func (faultSet) on(fault) bool { return false }
 
+// checked is the constant false in a normal build.
+func (faultSet) checked() bool { return false }
+
 // The fault hooks below are referenced only inside branches guarded by on,
 // which a normal build never takes.
 
-func (t *topic) releasePolled(shard.Mask) shard.Mask { panic(noFaults) }
+func (t *topic) releasePolled(*assignment, shard.Mask) shard.Mask { panic(noFaults) }
+func (t *topic) lockedAt(int32, int64) *entry                     { panic(noFaults) }
 
 func (t *topic) faultYield() { panic(noFaults) }
 

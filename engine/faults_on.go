@@ -5,6 +5,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/f91dcac0/tributary/shard"
@@ -20,7 +21,7 @@ type Fault uint8
 const (
 	// FaultNone is the correct engine ("none").
 	FaultNone = Fault(faultNone)
-	// FaultPollReleasesEach (a): Poll releases each partition lock before
+	// FaultPollReleasesEach (a): Poll releases each cursor lock before
 	// taking the next one and yields in between, so a poll over several
 	// partitions is no longer one atomic snapshot ("poll-releases-each").
 	FaultPollReleasesEach = Fault(faultPollReleasesEach)
@@ -72,6 +73,15 @@ const (
 	// delivery resets its attempts, so the redelivery is Attempt 1 again
 	// ("rebalance-resets-attempts").
 	FaultRebalanceResetsAttempts = Fault(faultRebalanceResetsAttempts)
+	// FaultPollSkipsRecheck (n): a poll over several partitions does not
+	// check again that a partition it saw empty, before one where it found
+	// a record, is still empty, so it can miss a record published meanwhile
+	// ("poll-skips-recheck").
+	FaultPollSkipsRecheck = Fault(faultPollSkipsRecheck)
+	// FaultAckIgnoresPin (o): Ack commits the group at a partition's least
+	// committed offset without the partition lock, as any other, so
+	// retention is not applied ("ack-ignores-pin").
+	FaultAckIgnoresPin = Fault(faultAckIgnoresPin)
 )
 
 var faultNames = [faultCount]string{
@@ -89,6 +99,8 @@ var faultNames = [faultCount]string{
 	"delete-skips-retention",
 	"added-partitions-wrong-offset",
 	"rebalance-resets-attempts",
+	"poll-skips-recheck",
+	"ack-ignores-pin",
 }
 
 // String returns the fault's name, as ParseFault accepts it.
@@ -136,6 +148,20 @@ type burnTable struct {
 
 func (s faultSet) on(f fault) bool { return s.f == f }
 
+// checked reports whether a fault is on. Poll then reads a record under the
+// partition lock, with the bounds check, since a faulty broker may have
+// trimmed a record some group still needs.
+func (s faultSet) checked() bool { return s.f != faultNone }
+
+// lockedAt returns partition p's entry at off, or nil when it is not
+// retained, reading under the partition lock.
+func (t *topic) lockedAt(p int32, off int64) *entry {
+	part := t.parts[p]
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	return part.log.At(off)
+}
+
 // InjectFault switches fault f on for every topic created after the call
 // (FaultNone switches faults off for them); topics created before keep the
 // fault they were created with. Call it before the first Create. It returns
@@ -153,13 +179,11 @@ func (b *Broker) InjectFault(f Fault) error {
 	return nil
 }
 
-// releasePolled is fault (a): it unlocks every partition in locked and
-// yields, so that other calls run between two partitions of one poll. It
-// returns the empty mask.
-func (t *topic) releasePolled(locked shard.Mask) shard.Mask {
-	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
-		t.parts[p].mu.Unlock()
-	}
+// releasePolled is fault (a): it unlocks a's cursors of every partition in
+// locked and yields, so that other calls run between two partitions of one
+// poll. It returns the empty mask.
+func (t *topic) releasePolled(a *assignment, locked shard.Mask) shard.Mask {
+	unlockCursors(a, locked)
 	runtime.Gosched()
 	return 0
 }
@@ -185,14 +209,16 @@ func (t *topic) burnOffset(p *partition, off int64, ok bool) (int64, bool) {
 
 // lowIgnoringMemberless is fault (e): the lowest committed offset on part of
 // the topic's groups that have members, and of g, starting from low. The
-// caller holds part.mu; each group's membership is read from its current
-// assignment snapshot.
+// caller holds part.mu; each group's membership and cursors are read from
+// its current assignment snapshot.
 func (t *topic) lowIgnoringMemberless(part *partition, g *group, low int64) int64 {
+	p := slices.Index(t.parts[:], part)
 	for _, o := range t.groups.AppendValues(nil) {
-		if o != g && len(o.assign.Load().masks) == 0 {
+		a := o.assign.Load()
+		if o != g && len(a.masks) == 0 || p >= len(a.cursors) {
 			continue
 		}
-		low = min(low, part.cursors[o.slot].committed)
+		low = min(low, a.cursors[p].committed())
 	}
 	return low
 }

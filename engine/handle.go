@@ -29,6 +29,29 @@ type MemberHandle struct {
 	// g caches the live group named group, nil until one is seen; a group
 	// marked deleted is looked up again.
 	g atomic.Pointer[group]
+	// mask caches the member's partitions in one assignment, so that a poll
+	// under an unchanged assignment does no map lookup; nil until the first
+	// poll. Replaced (one small allocation) when the assignment changes.
+	mask atomic.Pointer[maskCache]
+}
+
+// maskCache is a member's entry in one assignment: its partitions, and
+// whether it is a member at all.
+type maskCache struct {
+	a      *assignment
+	mask   shard.Mask
+	joined bool
+}
+
+// maskIn returns the member's partitions in a and whether it is a member of
+// a, from the cache when it is of a.
+func (m *MemberHandle) maskIn(a *assignment) (shard.Mask, bool) {
+	if c := m.mask.Load(); c != nil && c.a == a {
+		return c.mask, c.joined
+	}
+	mask, ok := a.masks[m.member]
+	m.mask.Store(&maskCache{a: a, mask: mask, joined: ok})
+	return mask, ok
 }
 
 // Topic returns a handle on topic. Errors (ErrInvalidArgument): an unknown
@@ -153,7 +176,7 @@ func (m *MemberHandle) AppendPoll(dst []Record, maxRecords int32) ([]Record, err
 	if g == nil {
 		return dst, nil
 	}
-	return m.t.poll(dst, g, m.member, maxRecords, allPartitions)
+	return m.t.poll(dst, g, m.member, m, maxRecords, allPartitions)
 }
 
 // AppendPollPartition is AppendPoll restricted to one partition, with
@@ -174,7 +197,7 @@ func (m *MemberHandle) AppendPollPartition(dst []Record, partition int32) ([]Rec
 	if g == nil {
 		return dst, nil
 	}
-	return m.t.poll(dst, g, m.member, 1, shard.Mask(0).With(partition))
+	return m.t.poll(dst, g, m.member, m, 1, shard.Mask(0).With(partition))
 }
 
 // Ack is Broker.Ack for this member (SPEC rules 11, 13, 21). It allocates
@@ -241,14 +264,15 @@ func (m *MemberHandle) NextTimeout() (d time.Duration, ok bool) {
 		return 0, false
 	}
 	oldest := int64(0)
-	mask := g.assign.Load().masks[m.member]
+	a := g.assign.Load()
+	mask := a.masks[m.member]
 	for p, rest, more := mask.First(); more; p, rest, more = rest.First() {
-		part := m.t.parts[p]
-		part.mu.Lock()
-		c := part.cursors[g.slot]
-		part.mu.Unlock()
-		if c.inFlight && (!ok || c.deliveredAt < oldest) {
-			oldest, ok = c.deliveredAt, true
+		c := a.cursors[p]
+		c.mu.Lock()
+		inFlight, at := c.inFlight, c.deliveredAt
+		c.mu.Unlock()
+		if inFlight && (!ok || at < oldest) {
+			oldest, ok = at, true
 		}
 	}
 	if !ok {

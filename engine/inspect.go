@@ -75,28 +75,36 @@ func (b *Broker) InFlight(topicName, groupName string, partition int32) (bool, e
 	return c.inFlight, err
 }
 
-// cursor returns a copy of group's cursor on partition.
-func (b *Broker) cursor(topicName, groupName string, partition int32) (cursor, error) {
+// cursorCopy is a copy of a cursor's fields, for the inspection methods.
+type cursorCopy struct {
+	committed int64
+	attempts  int32
+	inFlight  bool
+}
+
+// cursor returns a copy of group's cursor on partition, read under the
+// cursor's lock.
+func (b *Broker) cursor(topicName, groupName string, partition int32) (cursorCopy, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
-		return cursor{}, err
+		return cursorCopy{}, err
 	}
 	if err := checkID("group", groupName); err != nil {
-		return cursor{}, err
+		return cursorCopy{}, err
 	}
-	p, err := t.partition(partition)
-	if err != nil {
-		return cursor{}, err
+	if _, err := t.partition(partition); err != nil {
+		return cursorCopy{}, err
 	}
-	// The membership lock keeps the group from being deleted (and its slot
-	// reused) while we read its cursor.
+	// The membership lock keeps the group from being deleted, and its
+	// partitions from being added to, while we read its cursor.
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	g := t.groups.Load(groupName)
 	if g == nil {
-		return cursor{}, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topicName, groupName)
+		return cursorCopy{}, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topicName, groupName)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cursors[g.slot], nil
+	c := g.assign.Load().cursors[partition]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cursorCopy{committed: c.committed(), attempts: c.attempts, inFlight: c.inFlight}, nil
 }

@@ -8,22 +8,25 @@ import (
 	"github.com/f91dcac0/tributary/shard"
 )
 
-// TestHotStateIsPadded checks the layout that keeps two partitions' hot
-// state off each other's cache lines: the partition struct is whole padding
-// units, and cursor slices grow in whole units.
+// TestHotStateIsPadded checks the layout that keeps hot state of different
+// cores off each other's cache lines: a partition is whole cache lines,
+// with its log end offset (read by every poll) on a line of its own, apart
+// from the partition lock (taken by every publish); and a cursor (one
+// group's lock and position on one partition) is whole cache lines.
 func TestHotStateIsPadded(t *testing.T) {
-	if sz := unsafe.Sizeof(partition{}); sz%shard.CacheLineSize != 0 {
-		t.Errorf("unsafe.Sizeof(partition{}) = %d, want a multiple of %d", sz, shard.CacheLineSize)
+	const line = shard.CacheLineSize
+	var p partition
+	if sz := unsafe.Sizeof(p); sz%line != 0 {
+		t.Errorf("unsafe.Sizeof(partition{}) = %d, want a multiple of %d", sz, line)
 	}
-	var cs []cursor
-	for i := 0; i < 3*cursorsPerLine; i++ {
-		cs = appendCursor(cs, cursor{committed: int64(i)})
-		if bytes := uintptr(cap(cs)) * unsafe.Sizeof(cursor{}); bytes%shard.CacheLineSize != 0 {
-			t.Fatalf("after %d cursors: capacity %d cursors = %d bytes, want a multiple of %d", i+1, cap(cs), bytes, shard.CacheLineSize)
-		}
-		if cs[i].committed != int64(i) || len(cs) != i+1 {
-			t.Fatalf("appendCursor lost data: len %d, cs[%d] = %+v", len(cs), i, cs[i])
-		}
+	if off := unsafe.Offsetof(p.end); off%line != 0 || unsafe.Sizeof(p)-off != line {
+		t.Errorf("partition.end at offset %d of %d bytes, want the start of the last %d-byte line", off, unsafe.Sizeof(p), line)
+	}
+	if unsafe.Offsetof(p.mu)/line == unsafe.Offsetof(p.end)/line {
+		t.Error("partition.mu and partition.end share a cache line")
+	}
+	if sz := unsafe.Sizeof(cursor{}); sz%line != 0 {
+		t.Errorf("unsafe.Sizeof(cursor{}) = %d, want a multiple of %d", sz, line)
 	}
 }
 

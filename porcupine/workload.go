@@ -216,6 +216,8 @@ var faultMixes = map[string]string{
 	"delete-skips-retention":        "lifecycle",
 	"added-partitions-wrong-offset": "addpartitions",
 	"rebalance-resets-attempts":     "rebalance",
+	"poll-skips-recheck":            "multipoll",
+	"ack-ignores-pin":               "groups",
 }
 
 // FaultMix returns the name of the mix that exposes the deliberate engine

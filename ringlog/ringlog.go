@@ -8,9 +8,14 @@
 // log start offset; appending fails, without using up an offset, while the log
 // holds Cap entries.
 //
-// A Log does no locking: it is not safe for concurrent use. The engine guards
-// each partition's Log with that partition's mutex. Append, At and TrimTo
-// allocate nothing.
+// A Log does no locking: it is not safe for concurrent use, with one
+// exception, InSlot. The engine guards each partition's Log with that
+// partition's mutex. Append, At, InSlot and TrimTo allocate nothing.
+//
+// The entry at offset off always sits in buffer slot off mod Cap: a log
+// starts at offset 0 in slot 0, and Append and TrimTo advance the offsets and
+// the slots together. Slot and InSlot rely on it to read an entry without
+// reading the log start offset, which TrimTo writes.
 package ringlog
 
 import "unsafe"
@@ -95,6 +100,24 @@ func (l *Log[T]) At(off int64) *T {
 	}
 	return &l.buf[l.slot(int(off-l.start))]
 }
+
+// Slot returns the buffer slot of offset off, off mod Cap, in [0, Cap): the
+// slot where the entry at off is, or will be, stored. It reads nothing that
+// Append or TrimTo write. off must not be negative.
+func (l *Log[T]) Slot(off int64) int { return int(uint64(off) % uint64(len(l.buf))) }
+
+// InSlot returns a pointer to buffer slot i, 0 ≤ i < Cap, without any
+// bounds check on offsets and without reading any field that Append or
+// TrimTo write: a reader may call it while another goroutine appends or
+// trims, provided the caller knows, by its own synchronisation, that the
+// entry at the offset off it wants is retained (StartOffset ≤ off <
+// EndOffset, with EndOffset published to it after the Append that wrote
+// off), stays retained while it reads, and that i is Slot(off). The slot
+// cannot be overwritten meanwhile: it is reused only by the append at
+// off + Cap, which needs off trimmed first. A reader that walks offsets one
+// by one keeps i itself (the next offset's slot is i+1, or 0 after Cap−1)
+// and never divides.
+func (l *Log[T]) InSlot(i int) *T { return &l.buf[i] }
 
 // TrimTo removes every retained entry with an offset below off and returns
 // how many it removed. The log start offset becomes max(StartOffset, off),

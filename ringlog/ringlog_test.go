@@ -3,6 +3,8 @@ package ringlog_test
 import (
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"weak"
 
@@ -176,6 +178,7 @@ func TestLogWrapAroundManyTimes(t *testing.T) {
 					e := l.At(o)
 					require.NotNil(t, e)
 					require.Equal(t, o*10, *e, "offset %d", o)
+					require.Same(t, e, l.InSlot(l.Slot(o)), "InSlot(Slot(%d)) is At's slot", o)
 				}
 				k := 1 + round%capacity
 				require.Equal(t, k, l.TrimTo(l.StartOffset()+int64(k)))
@@ -184,6 +187,49 @@ func TestLogWrapAroundManyTimes(t *testing.T) {
 			require.Greater(t, next, int64(10*capacity), "the ring wrapped many times")
 		})
 	}
+}
+
+// TestLogInSlotWhileAppending has one goroutine append and trim under a
+// mutex, publishing the log end offset through an atomic, while another
+// reads every published, untrimmed offset with InSlot and no lock, keeping
+// the slot itself: under -race this checks that InSlot reads nothing that
+// Append or TrimTo write
+// (the engine's Poll reads records this way). The reader holds back trimming
+// past its position, as a consumer group's committed offset does.
+func TestLogInSlotWhileAppending(t *testing.T) {
+	const capacity, total = 7, 20000
+	l := ringlog.New[int64](capacity)
+	var mu sync.Mutex
+	var end, reader atomic.Int64 // published log end; the reader's next offset
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for off, slot := int64(0), 0; off < total; {
+			if off >= end.Load() {
+				runtime.Gosched()
+				continue
+			}
+			if got := *l.InSlot(slot); got != off*3 {
+				t.Errorf("InSlot(%d) at offset %d = %d, want %d", slot, off, got, off*3)
+				return
+			}
+			off++
+			if slot++; slot == l.Cap() {
+				slot = 0
+			}
+			reader.Store(off)
+		}
+	}()
+	for next := int64(0); next < total; {
+		mu.Lock()
+		l.TrimTo(reader.Load())
+		if _, ok := l.Append(next * 3); ok {
+			next++
+			end.Store(next)
+		}
+		mu.Unlock()
+	}
+	<-done
 }
 
 // TestLogTrimZeroesSlots checks that a trimmed entry is no longer kept
