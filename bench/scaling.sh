@@ -22,7 +22,7 @@ out=${OUT:-$here/out}
 cpus=${CPUS:-1,2,4,8,16}
 benchtime=${BENCHTIME:-200ms}
 lincheck=${LINCHECK:-45s}
-scenarios=${SCENARIOS:-'^(RoundTrip|HotTopic/partitions=16|Parallel/groups=1|Contended/members=64|Contended/groups=16|Mixed)$'}
+scenarios=${SCENARIOS:-'^(RoundTrip|RoundTrip/handles|HotTopic/partitions=16|Parallel/groups=1|Contended/members=64|Contended/groups=16|Mixed)$'}
 mkdir -p "$out"
 : > "$out/status.txt"
 failed=0

@@ -124,6 +124,9 @@ func Scenarios() []Scenario {
 		{Name: "RoundTrip", Unit: "record", Subjects: all,
 			Doc: "one goroutine: publish, poll(1), ack",
 			Run: runRoundTrip},
+		{Name: "RoundTrip/handles", Unit: "record", Subjects: []string{KindEngine, KindChanRaw},
+			Doc: "one goroutine: publish, poll(1), ack through bound handles (engine.TopicHandle, MemberHandle): no name lookups",
+			Run: runRoundTripHandles},
 		{Name: "Batch64", Unit: "record", Subjects: all,
 			Doc: "one goroutine: publish one record to each of 64 partitions, one poll(64), 64 acks",
 			Run: runBatch64},
@@ -276,6 +279,45 @@ func runRoundTrip(b *testing.B, s Subject) {
 			b.Fatalf("Poll = %v, %v; want offset %d", buf, err, off)
 		}
 		if ok, err := s.Ack(topicName, g, m, 0, off); err != nil || !ok {
+			b.Fatalf("Ack(0, %d) = %v, %v", off, ok, err)
+		}
+	}
+	Report(b, "record", int64(b.N))
+}
+
+// runRoundTripHandles is RoundTrip through the engine's handles, which
+// resolve the topic, group and member names once: TopicHandle.Publish,
+// MemberHandle.AppendPoll into a reused buffer, MemberHandle.Ack.
+func runRoundTripHandles(b *testing.B, s Subject) {
+	if _, ok := s.(*RawChan); ok {
+		runRawChan(b, 1)
+		return
+	}
+	e, ok := s.(Engine)
+	if !ok {
+		b.Fatalf("RoundTrip/handles runs on the engine and chan-raw only, not %T", s)
+	}
+	b.ReportAllocs()
+	setup(b, s, 1, 1, 1)
+	th, err := e.Topic(topicName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mh, err := th.Member(groupNames[0], memberNames[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]engine.Record, 0, 1)
+	for b.Loop() {
+		off, err := th.Publish(0, Payload)
+		if err != nil || off < 0 {
+			b.Fatalf("Publish = %d, %v", off, err)
+		}
+		buf, err = mh.AppendPoll(buf[:0], 1)
+		if err != nil || len(buf) != 1 || buf[0].Offset != off {
+			b.Fatalf("AppendPoll = %v, %v; want offset %d", buf, err, off)
+		}
+		if ok, err := mh.Ack(0, off); err != nil || !ok {
 			b.Fatalf("Ack(0, %d) = %v, %v", off, ok, err)
 		}
 	}

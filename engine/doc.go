@@ -88,12 +88,12 @@
 //     partition whose owner changes.
 //
 //   - cursor.mu (sync.Mutex; one per group and partition, each cursor on a
-//     cache line of its own) guards that group's in-flight flag, attempts
-//     and delivery time on that partition and every write of its committed
-//     offset. Poll, Ack and Retry lock cursors, never a partition, except
-//     that an Ack of a pinned cursor also takes the partition lock (below).
-//     Groups reading one partition (fan-out) thus share no lock with each
-//     other, nor with Publish.
+//     128-byte padding unit of its own) guards that group's in-flight flag,
+//     attempts, delivery time and buffer slot on that partition and every
+//     write of its committed offset. Poll, Ack and Retry lock cursors, never
+//     a partition, except that an Ack of a pinned cursor also takes the
+//     partition lock (below). Groups reading one partition (fan-out) thus
+//     share no lock with each other, nor with Publish.
 //
 //   - partition.mu (sync.Mutex, padded to its own cache lines) guards the
 //     partition's log, its slice of cursors (one per group slot) and low,
@@ -210,13 +210,13 @@
 //     of the moved partitions in ascending order, and a new assignment: one
 //     P-entry owner slice and one M-entry map allocated (the cursor slice is
 //     shared). Creating a group adds one registry entry (amortised O(1)),
-//     takes every partition lock and allocates one 64-byte cursor per
+//     takes every partition lock and allocates one 128-byte cursor per
 //     partition, reusing a deleted group's slot when there is one.
 //     Deleting one takes every partition lock and scans every cursor.
-//   - Memory per topic: 64 partition pointers, P padded partitions (192
+//   - Memory per topic: 64 partition pointers, P padded partitions (256
 //     bytes each plus the ring buffer of 32-byte entries; a message's key,
 //     headers and own time sit behind one pointer, nil for a bare payload),
-//     per group one 64-byte cursor and two pointers per partition, and one
+//     per group one 128-byte cursor and two pointers per partition, and one
 //     live assignment (older ones are garbage once no reader holds them).
 //
 // # Linearization points

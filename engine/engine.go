@@ -174,9 +174,10 @@ type cursorState struct {
 	inFlight    bool  // the record at committed is reserved to the owner
 }
 
-// cursor is one group's position on one partition, padded to a cache line so
-// that two groups' cursors, locked and written by different cores, never
-// share one.
+// cursor is one group's position on one partition, padded to whole padding
+// units (shard.CacheLineSize, two 64-byte lines) so that two groups'
+// cursors, locked and written by different cores, never share a line or a
+// prefetched pair.
 type cursor struct {
 	cursorState
 	_ [(shard.CacheLineSize - unsafe.Sizeof(cursorState{})%shard.CacheLineSize) % shard.CacheLineSize]byte

@@ -59,6 +59,9 @@ func fixture() []Result {
 		r("Contended/groups=16", "engine", 16, true, 500, 0),
 		r("Mixed", "engine", 1, true, 100, 0),
 		r("Mixed", "engine", 16, true, 20, 0),
+		r("Contended/groups=16", "engine", 2, true, 80, 0),
+		r("RoundTrip/handles", "engine", 1, false, 70, 0),
+		r("RoundTrip/handles", "chan-raw", 1, false, 40, 0),
 	}
 }
 
@@ -72,11 +75,11 @@ func TestTargets(t *testing.T) {
 	require.InDelta(t, 2.0, *rs[6].Scaling, 1e-9, "Parallel 2 procs vs 1")
 
 	ts := evaluateTargets(rs)
-	require.Len(t, ts, 9)
+	require.Len(t, ts, 11)
 	want := []struct {
 		ratio float64
 		met   bool
-	}{{2.5, true}, {2.25, false}, {2, true}, {4, true}, {100.0 / 60, false}, {100.0 / 80, false}, {0, true}, {0.2, false}, {5, true}}
+	}{{2.5, true}, {2.25, false}, {2, true}, {4, true}, {100.0 / 60, false}, {100.0 / 80, false}, {0, true}, {0.2, false}, {5, true}, {1.25, true}, {1.75, false}}
 	for i, w := range want {
 		require.NotNil(t, ts[i].Ratio, ts[i].Name)
 		require.InDelta(t, w.ratio, *ts[i].Ratio, 1e-9, ts[i].Name)
@@ -90,6 +93,8 @@ func TestTargets(t *testing.T) {
 	require.Nil(t, ts[5].Met)
 	require.Nil(t, ts[7].Met, "no 16-proc fan-out row")
 	require.Nil(t, ts[8].Met, "no 16-proc Mixed row")
+	require.Nil(t, ts[9].Met, "no 2-proc fan-out row")
+	require.Nil(t, ts[10].Met, "no handle round-trip row")
 	var buf bytes.Buffer
 	writeText(&buf, Report{Results: rs[:5], Targets: ts})
 	require.Contains(t, buf.String(), "not measured")

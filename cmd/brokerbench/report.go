@@ -254,6 +254,8 @@ func evaluateTargets(rs []Result) []Target {
 	// Round two (16 procs: bench/scaling.sh on a 16-core machine).
 	scalingAt("fan-out: 16 groups reading one partition, 16 procs vs 1", "Contended/groups=16", 16, 6)
 	scalingAt("membership churn (Mixed, 1% join/leave), 16 procs vs 1", "Mixed", 16, 4)
+	scalingAt("fan-out: 16 groups reading one partition, 2 procs vs 1", "Contended/groups=16", 2, 1.2)
+	costVsChan("publish → poll(1) → ack through bound handles", "RoundTrip/handles", 1.5)
 	return ts
 }
 
