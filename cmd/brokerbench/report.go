@@ -194,12 +194,12 @@ func evaluateTargets(rs []Result) []Target {
 
 	// scalingAt is throughput at procs over throughput at 1 proc.
 	scalingAt := func(name, scenario string, procs int, limit float64) {
-		t := Target{Name: name, Goal: fmt.Sprintf("engine %ss/s at %d procs ≥ %g× at 1 proc", unitOf(rs, scenario), procs, limit)}
+		t := Target{Name: name, Goal: fmt.Sprintf("engine %s/s at %d procs ≥ %g× at 1 proc", bench.Plural(unitOf(rs, scenario)), procs, limit)}
 		if a, b := get(scenario, bench.KindEngine, 1), get(scenario, bench.KindEngine, procs); a != nil && b != nil {
 			v, pairs := pairedRatio(a, b) // ns at 1 ÷ ns at procs = throughput at procs ÷ at 1
 			met := v >= limit
 			t.Ratio, t.Met = &v, &met
-			t.Measured = fmt.Sprintf("%s %ss/s at %d procs, %s at 1%s", si(b.UnitsPerSec), b.Unit, procs, si(a.UnitsPerSec), ratiosText(pairs))
+			t.Measured = fmt.Sprintf("%s %s/s at %d procs, %s at 1%s", si(b.UnitsPerSec), bench.Plural(b.Unit), procs, si(a.UnitsPerSec), ratiosText(pairs))
 		}
 		ts = append(ts, t)
 	}
