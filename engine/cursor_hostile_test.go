@@ -242,20 +242,31 @@ func TestCursorHostileFanOut(t *testing.T) {
 	}
 }
 
-func cxFanOut(t *testing.T, G int, capacity, window int32, pollers int) {
-	const topic = "fan"
+// cxGroupsOnOnePartition returns a broker of the given capacity and replay
+// window with topic of one partition and G groups named by format from
+// 0 (their names, in order), each with the one member "m".
+func cxGroupsOnOnePartition(t *testing.T, topic, format string, G int, capacity, window int32) (*engine.Broker, []string) {
+	t.Helper()
 	b, err := hNew(capacity, engine.WithReplayWindow(window))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Create(topic, 1)
+	if _, err := b.Create(topic, 1); err != nil {
+		t.Fatal(err)
+	}
 	names := make([]string, G)
 	for g := range names {
-		names[g] = fmt.Sprintf("g%02d", g)
+		names[g] = fmt.Sprintf(format, g)
 		if _, err := b.Join(topic, names[g], "m"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return b, names
+}
+
+func cxFanOut(t *testing.T, G int, capacity, window int32, pollers int) {
+	const topic = "fan"
+	b, names := cxGroupsOnOnePartition(t, topic, "g%02d", G, capacity, window)
 	var f hFailures
 	var stop atomic.Bool
 	ackStarted := make([]atomic.Int64, G)  // highest offset whose Ack was called
@@ -421,18 +432,7 @@ func TestCursorHostileRoomAfterLastAck(t *testing.T) {
 
 func cxRoom(t *testing.T, G int, capacity, window int32, holder bool) {
 	const topic = "room"
-	b, err := hNew(capacity, engine.WithReplayWindow(window))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Create(topic, 1)
-	names := make([]string, G)
-	for g := range names {
-		names[g] = fmt.Sprintf("r%02d", g)
-		if _, err := b.Join(topic, names[g], "m"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b, names := cxGroupsOnOnePartition(t, topic, "r%02d", G, capacity, window)
 	C := int64(capacity)
 	for off := range C {
 		if got, _ := b.Publish(topic, 0, cxPayload(0, off)); got != off {
@@ -1340,16 +1340,7 @@ func TestCursorHostileSeekRacingAcks(t *testing.T) {
 
 func cxSeek(t *testing.T, window int32) {
 	const topic, G, capacity = "seek", 8, int32(2)
-	b, err := hNew(capacity, engine.WithReplayWindow(window))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Create(topic, 1)
-	names := make([]string, G)
-	for g := range names {
-		names[g] = fmt.Sprintf("k%d", g)
-		b.Join(topic, names[g], "m")
-	}
+	b, names := cxGroupsOnOnePartition(t, topic, "k%d", G, capacity, window)
 	// Per group, written only by the seeker: seeks begun and finished
 	// (whatever the outcome), and the last one that returned true.
 	type okSeek struct {
