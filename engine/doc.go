@@ -104,7 +104,8 @@
 //   - partition.end: the log end offset, an atomic on a cache line of its
 //     own, stored under partition.mu after each append. Poll reads it
 //     without the partition lock and reads the record at its committed
-//     offset with ringlog's EntryAt: a record below end is written, and the
+//     offset with ringlog's InSlot (the cursor keeps the record's buffer
+//     slot, so no division): a record below end is written, and the
 //     record at a group's committed offset cannot be trimmed (retention
 //     keeps everything from low on, and low ≤ that offset) nor its slot
 //     reused (that needs the record trimmed first) while the group's cursor
