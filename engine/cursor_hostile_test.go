@@ -242,6 +242,38 @@ func TestCursorHostileFanOut(t *testing.T) {
 	}
 }
 
+// cxPublisher returns a goroutine body that, until stop or a failure,
+// publishes cxPayload records to each of parts in turn, yielding after each
+// round; it must be their only publisher, so each offset must be the next
+// (or -1 for a full partition).
+func cxPublisher(b *engine.Broker, topic string, parts []int32, f *hFailures, stop *atomic.Bool) func() {
+	return func() {
+		next := make([]int64, len(parts))
+		for !stop.Load() && !f.stop.Load() {
+			for i, p := range parts {
+				off, err := b.Publish(topic, p, cxPayload(p, next[i]))
+				if err != nil || off != -1 && off != next[i] {
+					f.fail("p%d: publish %d %v, want %d", p, off, err, next[i])
+					return
+				}
+				if off >= 0 {
+					next[i]++
+				}
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// cxPartitions returns partitions 0..n-1.
+func cxPartitions(n int32) []int32 {
+	ps := make([]int32, n)
+	for i := range ps {
+		ps[i] = int32(i)
+	}
+	return ps
+}
+
 // cxGroupsOnOnePartition returns a broker of the given capacity and replay
 // window with topic of one partition and G groups named by format from
 // 0 (their names, in order), each with the one member "m".
@@ -802,22 +834,11 @@ func TestCursorHostileSameMemberManyGoroutines(t *testing.T) {
 	}
 	var fs []func()
 	for w := range int32(2) {
-		fs = append(fs, func() {
-			var next [P]int64
-			for !stop.Load() && !f.stop.Load() {
-				for p := w; p < P; p += 2 {
-					off, err := b.Publish(topic, p, cxPayload(p, next[p]))
-					if err != nil || off != -1 && off != next[p] {
-						f.fail("p%d: publish %d %v, want %d", p, off, err, next[p])
-						return
-					}
-					if off >= 0 {
-						next[p]++
-					}
-				}
-				runtime.Gosched()
-			}
-		})
+		var mine []int32
+		for p := w; p < P; p += 2 {
+			mine = append(mine, p)
+		}
+		fs = append(fs, cxPublisher(b, topic, mine, &f, &stop))
 	}
 	for w := range 4 {
 		fs = append(fs, func() {
@@ -1197,22 +1218,7 @@ func TestCursorHostileAckTimeout(t *testing.T) {
 		}
 	}
 	var fs []func()
-	fs = append(fs, func() {
-		var next [P]int64
-		for !stop.Load() && !f.stop.Load() {
-			for p := range P {
-				off, err := b.Publish(topic, p, cxPayload(p, next[p]))
-				if err != nil || off != -1 && off != next[p] {
-					f.fail("p%d: publish %d %v", p, off, err)
-					return
-				}
-				if off >= 0 {
-					next[p]++
-				}
-			}
-			runtime.Gosched()
-		}
-	})
+	fs = append(fs, cxPublisher(b, topic, cxPartitions(P), &f, &stop))
 	fs = append(fs, func() {
 		rng := rand.New(rand.NewPCG(1, 1))
 		for !stop.Load() && !f.stop.Load() {
@@ -1522,22 +1528,7 @@ func TestCursorHostileRebalanceCancels(t *testing.T) {
 		committedTo[p].Store(-1)
 	}
 	var fs []func()
-	fs = append(fs, func() {
-		var next [P]int64
-		for !stop.Load() && !f.stop.Load() {
-			for p := range P {
-				off, err := b.Publish(topic, p, cxPayload(p, next[p]))
-				if err != nil || off != -1 && off != next[p] {
-					f.fail("p%d: publish %d %v", p, off, err)
-					return
-				}
-				if off >= 0 {
-					next[p]++
-				}
-			}
-			runtime.Gosched()
-		}
-	})
+	fs = append(fs, cxPublisher(b, topic, cxPartitions(P), &f, &stop))
 	fs = append(fs, func() {
 		rangeOn, withC := false, false
 		for i := 0; !stop.Load() && !f.stop.Load(); i++ {
