@@ -810,7 +810,7 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 }
 
 // leastOther returns the least committed offset on part of the cursors other
-// than c (noLow when there are none). The caller holds part.mu; a result
+// than c (of all of them with c nil; noLow when there are none). The caller holds part.mu; a result
 // above some offset stays above it, as unpinned cursors only grow.
 func (t *topic) leastOther(part *partition, c *cursor) int64 {
 	low := int64(noLow)
@@ -833,12 +833,7 @@ func (t *topic) leastOther(part *partition, c *cursor) int64 {
 // least committed offset until part.mu is let go.
 func (t *topic) retainLocked(part *partition) {
 	for {
-		low := int64(noLow)
-		for _, c := range part.cursors {
-			if c != nil {
-				low = min(low, c.committed())
-			}
-		}
+		low := t.leastOther(part, nil)
 		part.low, part.atLow = low, 0
 		if low == noLow {
 			break
