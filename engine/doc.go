@@ -2,7 +2,7 @@
 // partitioned topics, consumer groups, per-record acknowledgement and retry,
 // switchable assignors, deterministic rebalancing, replay and shared
 // retention. It implements SPEC rules 1–23 (the core contract, rules 1–14,
-// and the Tributary features, rules 15–23; both in README.md). Package model
+// and the Tributary features, rules 15–23; both in docs/contract.md). Package model
 // is the sequential reference model of the same contract, and package
 // porcupine checks the engine against it.
 //
