@@ -85,9 +85,21 @@ func (r *Recorder) Client() *Client { return r.ClientFor(r.b, nil) }
 // without locking, so each Client must be used by one goroutine at a time;
 // use one per goroutine.
 func (r *Recorder) ClientFor(b *engine.Broker, clock *TestClock) *Client {
+	return r.add(&Client{b: b, t: engineTarget{b}, clock: clock})
+}
+
+// ClientOn returns a new client, with the next client id, whose calls go
+// to t (another backend: see Target and BackendTarget). It has no test
+// clock. Like every Client it must be used by one goroutine at a time.
+func (r *Recorder) ClientOn(t Target) *Client {
+	return r.add(&Client{t: t})
+}
+
+// add gives c the next id and registers it.
+func (r *Recorder) add(c *Client) *Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := &Client{r: r, b: b, clock: clock, id: len(r.clients)}
+	c.r, c.id = r, len(r.clients)
 	r.clients = append(r.clients, c)
 	return c
 }
@@ -106,14 +118,17 @@ func (r *Recorder) Ops() []Op {
 	return ops
 }
 
-// Client makes recorded calls on its broker. Its methods are the engine's
-// calls, with the same arguments and results except that an Assignor is
-// named (see LookupAssignor), plus Advance; each records one Op. Not safe
-// for concurrent use.
+// Client makes recorded calls on its broker (or, made with ClientOn, on
+// another Target). Its methods are the engine's calls, with the same
+// arguments and results except that an Assignor is named (see
+// LookupAssignor), plus Advance; each records one Op. The doc of each
+// method names the engine's call; a Target's method of the same name stands
+// in for it. Not safe for concurrent use.
 type Client struct {
 	r     *Recorder
-	b     *engine.Broker
-	clock *TestClock // nil: no test clock
+	b     *engine.Broker // nil for a client made with ClientOn
+	t     Target         // the calls go here: b, or ClientOn's target
+	clock *TestClock     // nil: no test clock
 	id    int
 	ops   []Op
 }
@@ -121,7 +136,7 @@ type Client struct {
 // ID returns the client's id, as recorded in Op.Client.
 func (c *Client) ID() int { return c.id }
 
-// Broker returns the client's broker.
+// Broker returns the client's broker; nil for a client made with ClientOn.
 func (c *Client) Broker() *engine.Broker { return c.b }
 
 // record appends one call, with the clock readings taken immediately before
@@ -143,7 +158,7 @@ func (c *Client) readClock() func() {
 // Create calls engine.Broker.Create and records it.
 func (c *Client) Create(topic string, partitionCount int32) (bool, error) {
 	call := c.r.now()
-	ok, err := c.b.Create(topic, partitionCount)
+	ok, err := c.t.Create(topic, partitionCount)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -154,7 +169,7 @@ func (c *Client) Create(topic string, partitionCount int32) (bool, error) {
 // Join calls engine.Broker.Join and records it.
 func (c *Client) Join(topic, group, member string) ([]int32, error) {
 	call := c.r.now()
-	parts, err := c.b.Join(topic, group, member)
+	parts, err := c.t.Join(topic, group, member)
 	ret := c.r.now()
 	out := Output{Partitions: slices.Clone(parts)}
 	out.setErr(err, engineErrs)
@@ -165,7 +180,7 @@ func (c *Client) Join(topic, group, member string) ([]int32, error) {
 // Leave calls engine.Broker.Leave and records it.
 func (c *Client) Leave(topic, group, member string) (bool, error) {
 	call := c.r.now()
-	ok, err := c.b.Leave(topic, group, member)
+	ok, err := c.t.Leave(topic, group, member)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -177,7 +192,7 @@ func (c *Client) Leave(topic, group, member string) (bool, error) {
 func (c *Client) Publish(topic string, partition int32, payload string) (int64, error) {
 	defer c.readClock()()
 	call := c.r.now()
-	off, err := c.b.Publish(topic, partition, payload)
+	off, err := c.t.Publish(topic, partition, payload)
 	ret := c.r.now()
 	out := Output{Offset: off}
 	out.setErr(err, engineErrs)
@@ -190,7 +205,7 @@ func (c *Client) PublishMessage(topic string, partition int32, m engine.Message)
 	in := Input{Kind: KindPublishMessage, Topic: topic, Partition: partition, Payload: m.Payload, Key: m.Key, Headers: fromEngineHeaders(m.Headers), Time: m.Time}
 	defer c.readClock()()
 	call := c.r.now()
-	off, err := c.b.PublishMessage(topic, partition, m)
+	off, err := c.t.PublishMessage(topic, partition, m)
 	ret := c.r.now()
 	out := Output{Offset: off}
 	out.setErr(err, engineErrs)
@@ -202,7 +217,7 @@ func (c *Client) PublishMessage(topic string, partition int32, m engine.Message)
 func (c *Client) Poll(topic, group, member string, maxRecords int32) ([]engine.Record, error) {
 	done := c.readClock()
 	call := c.r.now()
-	recs, err := c.b.Poll(topic, group, member, maxRecords)
+	recs, err := c.t.Poll(topic, group, member, maxRecords)
 	ret := c.r.now()
 	done()
 	out := Output{Records: c.records(recs)}
@@ -211,21 +226,15 @@ func (c *Client) Poll(topic, group, member string, maxRecords int32) ([]engine.R
 	return recs, err
 }
 
-// PollPartition calls MemberHandle.AppendPollPartition (on a handle of
-// topic, group and member, resolved within the recorded interval, into a
-// new buffer) and records it as KindPollPartition. Resolving the handle
-// changes nothing, so the call takes effect where AppendPollPartition does.
+// PollPartition calls the target's PollPartition and records it as
+// KindPollPartition. On the engine that is MemberHandle.AppendPollPartition
+// on a handle of topic, group and member, resolved within the recorded
+// interval, into a new buffer; resolving the handle changes nothing, so the
+// call takes effect where AppendPollPartition does.
 func (c *Client) PollPartition(topic, group, member string, partition int32) ([]engine.Record, error) {
 	done := c.readClock()
 	call := c.r.now()
-	var recs []engine.Record
-	th, err := c.b.Topic(topic)
-	if err == nil {
-		var m *engine.MemberHandle
-		if m, err = th.Member(group, member); err == nil {
-			recs, err = m.AppendPollPartition(nil, partition)
-		}
-	}
+	recs, err := c.t.PollPartition(topic, group, member, partition)
 	ret := c.r.now()
 	done()
 	out := Output{Records: c.records(recs)}
@@ -251,7 +260,7 @@ func (c *Client) records(recs []engine.Record) []Record {
 // Ack calls engine.Broker.Ack and records it.
 func (c *Client) Ack(topic, group, member string, partition int32, offset int64) (bool, error) {
 	call := c.r.now()
-	ok, err := c.b.Ack(topic, group, member, partition, offset)
+	ok, err := c.t.Ack(topic, group, member, partition, offset)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -262,7 +271,7 @@ func (c *Client) Ack(topic, group, member string, partition int32, offset int64)
 // Retry calls engine.Broker.Retry and records it.
 func (c *Client) Retry(topic, group, member string, partition int32, offset int64) (bool, error) {
 	call := c.r.now()
-	ok, err := c.b.Retry(topic, group, member, partition, offset)
+	ok, err := c.t.Retry(topic, group, member, partition, offset)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -276,7 +285,7 @@ func (c *Client) Retry(topic, group, member string, partition int32, offset int6
 func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
 	a := mustAssignor(assignor)
 	call := c.r.now()
-	ok, err := c.b.CreateGroup(topic, group, a)
+	ok, err := c.t.CreateGroup(topic, group, a)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -287,7 +296,7 @@ func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
 // DeleteGroup calls engine.Broker.DeleteGroup and records it.
 func (c *Client) DeleteGroup(topic, group string) (bool, error) {
 	call := c.r.now()
-	ok, err := c.b.DeleteGroup(topic, group)
+	ok, err := c.t.DeleteGroup(topic, group)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -301,7 +310,7 @@ func (c *Client) DeleteGroup(topic, group string) (bool, error) {
 func (c *Client) SetAssignor(topic, group, assignor string) (bool, error) {
 	a := mustAssignor(assignor)
 	call := c.r.now()
-	ok, err := c.b.SetAssignor(topic, group, a)
+	ok, err := c.t.SetAssignor(topic, group, a)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -312,7 +321,7 @@ func (c *Client) SetAssignor(topic, group, assignor string) (bool, error) {
 // AddPartitions calls engine.Broker.AddPartitions and records it.
 func (c *Client) AddPartitions(topic string, count int32) (int32, error) {
 	call := c.r.now()
-	n, err := c.b.AddPartitions(topic, count)
+	n, err := c.t.AddPartitions(topic, count)
 	ret := c.r.now()
 	out := Output{N: n}
 	out.setErr(err, engineErrs)
@@ -323,7 +332,7 @@ func (c *Client) AddPartitions(topic string, count int32) (int32, error) {
 // Seek calls engine.Broker.Seek and records it.
 func (c *Client) Seek(topic, group string, partition int32, offset int64) (bool, error) {
 	call := c.r.now()
-	ok, err := c.b.Seek(topic, group, partition, offset)
+	ok, err := c.t.Seek(topic, group, partition, offset)
 	ret := c.r.now()
 	out := Output{OK: ok}
 	out.setErr(err, engineErrs)
@@ -334,7 +343,7 @@ func (c *Client) Seek(topic, group string, partition int32, offset int64) (bool,
 // Describe calls engine.Broker.Describe and records the whole description.
 func (c *Client) Describe(topic string) (engine.TopicDescription, error) {
 	call := c.r.now()
-	d, err := c.b.Describe(topic)
+	d, err := c.t.Describe(topic)
 	ret := c.r.now()
 	var out Output
 	if err == nil {

@@ -63,11 +63,10 @@ func Run(w Workload, newBroker NewBroker) (History, error) {
 	if err != nil {
 		return History{}, err
 	}
-	mix, _ := LookupMix(w.Mix)
 	if newBroker == nil {
 		newBroker = engine.New
 	}
-	opts := w.Options.engineOptions()
+	opts := w.Options.EngineOptions()
 	var shared *engine.Broker
 	if !w.Options.TestClock {
 		if shared, err = newBroker(w.Capacity, opts...); err != nil {
@@ -75,6 +74,44 @@ func Run(w Workload, newBroker NewBroker) (History, error) {
 		}
 	}
 	rec := NewRecorder(shared)
+	return run(w, rec, func() (func() *Client, error) {
+		if !w.Options.TestClock {
+			return func() *Client { return rec.ClientFor(shared, nil) }, nil
+		}
+		clock := new(TestClock)
+		b, err := newBroker(w.Capacity, append(slices.Clone(opts), engine.WithClock(clock.Now))...)
+		if err != nil {
+			return nil, err
+		}
+		return func() *Client { return rec.ClientFor(b, clock) }, nil
+	})
+}
+
+// RunOn runs w, resolved, on t (BackendTarget of another backend, say) and
+// returns the recorded history, to be checked with Check like one of Run's.
+// t must be fresh (no topics) and made with w.Capacity and the options of
+// w.Options (replay window, ack timeout, maximum message bytes), since the
+// history is checked against a model made with them. Errors: an invalid
+// workload, and a workload with Options.TestClock, which needs a clock
+// per topic that only Run can give the engine.
+func RunOn(w Workload, t Target) (History, error) {
+	w, err := w.Resolve()
+	if err != nil {
+		return History{}, err
+	}
+	if w.Options.TestClock {
+		return History{}, fmt.Errorf("porcupine: RunOn cannot drive a test clock (workload %s)", w)
+	}
+	rec := NewRecorder(nil)
+	return run(w, rec, func() (func() *Client, error) {
+		return func() *Client { return rec.ClientOn(t) }, nil
+	})
+}
+
+// run runs the resolved workload w, recording into rec. For each topic it
+// calls topicClients once for a function that makes that topic's clients.
+func run(w Workload, rec *Recorder, topicClients func() (func() *Client, error)) (History, error) {
+	mix, _ := LookupMix(w.Mix)
 	type client struct {
 		tr *topicRun
 		cl *Client
@@ -91,15 +128,12 @@ func Run(w Workload, newBroker NewBroker) (History, error) {
 			tr.assignors = []string{"round-robin", "range", "sticky"}
 		}
 		tr.parts.Store(w.Partitions)
-		b, clock := shared, (*TestClock)(nil)
-		if w.Options.TestClock {
-			clock = new(TestClock)
-			if b, err = newBroker(w.Capacity, append(slices.Clone(opts), engine.WithClock(clock.Now))...); err != nil {
-				return History{}, err
-			}
+		newClient, err := topicClients()
+		if err != nil {
+			return History{}, err
 		}
 		for ci := 0; ci < w.Clients; ci++ {
-			clients = append(clients, client{tr, rec.ClientFor(b, clock), ci})
+			clients = append(clients, client{tr, newClient(), ci})
 		}
 		if _, err := clients[len(clients)-w.Clients].cl.Create(tr.name, w.Partitions); err != nil {
 			return History{}, fmt.Errorf("porcupine: creating %s: %w", tr.name, err)

@@ -341,8 +341,9 @@ func (o Options) String() string {
 	return s
 }
 
-// engineOptions returns the engine options of o, but for the clock.
-func (o Options) engineOptions() []engine.Option {
+// EngineOptions returns the engine options of o, but for the clock: what a
+// broker or backend given to RunOn must be made with, besides the capacity.
+func (o Options) EngineOptions() []engine.Option {
 	var opts []engine.Option
 	if o.ReplayWindow > 0 {
 		opts = append(opts, engine.WithReplayWindow(o.ReplayWindow))
