@@ -26,8 +26,10 @@ var (
 // Errors of the typed library. Each is returned wrapped with context; a
 // call that returns one changed nothing unless its doc says otherwise.
 var (
-	// ErrUnknownTopic is returned by OpenTopic and the admin calls for a
-	// topic the cluster does not have.
+	// ErrUnknownTopic is returned by OpenTopic (and Backend.OpenTopic) for
+	// a topic the cluster does not have. The admin calls (CreateGroup,
+	// Seek, Describe, …) return ErrInvalidArgument for it instead, as the
+	// engine does (SPEC rule 4).
 	ErrUnknownTopic = errors.New("tributary: unknown topic")
 	// ErrExists is returned by CreateTopic for a topic that exists, and by
 	// NewProducer and NewConsumer for a name a live producer or consumer of

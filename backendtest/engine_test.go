@@ -1,0 +1,36 @@
+package backendtest_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/backendtest"
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// engineFactory makes the in-process engine backend of NewCluster,
+// honouring every field of cfg.
+func engineFactory(t *testing.T, cfg backendtest.Config) tributary.Backend {
+	t.Helper()
+	var opts []engine.Option
+	if cfg.AckTimeout > 0 {
+		opts = append(opts, engine.WithAckTimeout(cfg.AckTimeout))
+	}
+	if cfg.Clock != nil {
+		opts = append(opts, engine.WithClock(cfg.Clock))
+	}
+	if cfg.MaxMessageBytes > 0 {
+		opts = append(opts, engine.WithMaxMessageBytes(cfg.MaxMessageBytes))
+	}
+	c, err := tributary.NewCluster(cfg.Capacity, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return c.Backend()
+}
+
+// TestEngineBackend runs the whole suite against the in-process engine.
+func TestEngineBackend(t *testing.T) {
+	backendtest.Run(t, engineFactory, nil)
+}
