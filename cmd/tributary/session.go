@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/jetstream"
 )
 
 // The program's error classes (docs/cli.md). Every command error wraps one of these
@@ -34,8 +36,9 @@ var (
 // topic, producers and consumers. Commands run one at a time (a parallel
 // command runs its parts concurrently inside one command).
 type session struct {
-	c   *tributary.Cluster
-	out io.Writer
+	c       *tributary.Cluster
+	release func() // closes what the backend started (jetstream: its connection, an embedded server)
+	out     io.Writer
 	// now stamps produced events (Message.Time); fixed by --clock.
 	now func() time.Time
 	// readFile reads an event file; a relative name is relative to the
@@ -50,21 +53,70 @@ type session struct {
 }
 
 // newSession returns a session on a new cluster with f's capacity and
-// replay window.
+// replay window, on f's backend.
 func newSession(out io.Writer, readFile func(string) ([]byte, error), f sessionFlags) (*session, error) {
-	c, err := tributary.NewCluster(int32(f.capacity), engine.WithReplayWindow(int32(f.window)))
+	c, release, err := newCluster(f)
 	if err != nil {
 		return nil, err
 	}
 	return &session{
-		c: c, out: out, now: f.now, readFile: readFile,
+		c: c, release: release, out: out, now: f.now, readFile: readFile,
 		topics: map[string]topicRef{}, parts: map[string][]string{}, groups: map[string]string{},
 		producers: map[string]producerRef{}, consumers: map[string]consumerRef{},
 	}, nil
 }
 
-// close closes every consumer and producer and the cluster.
-func (s *session) close() error { return s.c.Close() }
+// newCluster returns a cluster on f's backend and a function that releases
+// what it started. With -backend jetstream and no -nats URL it starts an
+// embedded NATS server whose store is a new temporary directory, removed
+// by the release.
+func newCluster(f sessionFlags) (*tributary.Cluster, func(), error) {
+	if f.backend != "jetstream" {
+		c, err := tributary.NewCluster(int32(f.capacity), engine.WithReplayWindow(int32(f.window)))
+		return c, func() {}, err
+	}
+	cfg := jetstream.Config{URL: f.natsURL, Capacity: int32(f.capacity), ReplayWindow: int32(f.window)}
+	var cleanups []func()
+	release := func() {
+		for _, c := range slices.Backward(cleanups) {
+			c()
+		}
+	}
+	if f.natsURL == "" {
+		dir, err := os.MkdirTemp("", "tributary-nats-")
+		if err != nil {
+			return nil, nil, err
+		}
+		cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
+		srv, err := jetstream.StartServer(dir)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("starting an embedded NATS server: %w", err)
+		}
+		cleanups = append(cleanups, srv.Shutdown)
+		cfg.Server = srv
+	}
+	b, err := jetstream.Open(cfg)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, func() { _ = b.Close() })
+	c, err := tributary.NewClusterOn(b)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return c, release, nil
+}
+
+// close closes every consumer and producer and the cluster, then what its
+// backend started.
+func (s *session) close() error {
+	err := s.c.Close()
+	s.release()
+	return err
+}
 
 // consumerOpts are the options of `create consumer`.
 type consumerOpts struct {

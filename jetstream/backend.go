@@ -1,0 +1,508 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/engine/assign"
+	"github.com/nats-io/nats.go"
+	njs "github.com/nats-io/nats.go/jetstream"
+)
+
+// Errors of this package. Each is returned wrapped with context; test with
+// errors.Is. The engine's and the typed library's sentinels
+// (engine.ErrInvalidArgument, tributary.ErrPartitionFull, …) are returned
+// as the in-process backend returns them.
+var (
+	// ErrUnavailable is returned by Open, StartServer and StartCluster when
+	// the server cannot be reached or started within the configured timeout,
+	// and by any call whose request to the server failed or timed out
+	// (Config.RequestTimeout). The call may or may not have taken effect.
+	ErrUnavailable = errors.New("tributary/jetstream: server unavailable")
+	// ErrUnknownAssignor is returned by a rebalancing call (Join, Leave,
+	// SetAssignor, AddPartitions) on a group whose assignor, named in the
+	// shared state, was never registered in this process: a user assignor
+	// given to CreateGroup or SetAssignor in another process. Nothing
+	// changed.
+	ErrUnknownAssignor = errors.New("tributary/jetstream: assignor not registered in this process")
+	// ErrContention is returned when a compare-and-set loop lost more than
+	// maxRetries races in a row; the call changed nothing of its own (a
+	// helping migration it made may stay). Retrying is safe.
+	ErrContention = errors.New("tributary/jetstream: too much contention")
+)
+
+// errStale is internal: a cursor is at a newer group generation than the
+// caller's view of the group; re-read the group.
+var errStale = errors.New("stale group view")
+
+// maxRetries bounds every compare-and-set loop.
+const maxRetries = 1000
+
+// Storage selects where JetStream keeps the streams.
+type Storage int
+
+const (
+	// FileStorage keeps streams on disk: they survive a server restart.
+	// The default.
+	FileStorage Storage = iota
+	// MemoryStorage keeps streams in server memory: lost on restart.
+	MemoryStorage
+)
+
+// Config configures Open. The zero value of each field but Capacity and
+// one of URL or Server means its default.
+type Config struct {
+	// URL is the nats:// URL (several separated by commas) of the server
+	// or cluster. Exactly one of URL and Server is set.
+	URL string
+	// Server, when set, is an embedded server to connect to in-process,
+	// without a socket; the connection follows its Restart.
+	Server *Server
+	// Capacity is the most records a partition retains, 1..1000 (SPEC rule
+	// 1). It is set on each partition's stream when the topic is created;
+	// a topic keeps the capacity it was created with.
+	Capacity int32
+	// AckTimeout is rule 22's ack timeout; 0 means none. Must be >= 0. It
+	// is measured by Clock between deliverer and poller, so the processes
+	// sharing a group must agree on the time.
+	AckTimeout time.Duration
+	// MaxMessageBytes bounds key + header keys + header values + payload,
+	// in bytes (SPEC rule 15); 0 means no limit (the server's max_payload,
+	// 1 MiB by default, still applies). Must be >= 0.
+	MaxMessageBytes int
+	// Replicas is each stream's replication factor: 1 (default) or 3 (a
+	// JetStream cluster of at least 3 nodes).
+	Replicas int
+	// Storage is FileStorage (default) or MemoryStorage.
+	Storage Storage
+	// Prefix names this backend's streams (<Prefix>_STATE and
+	// <Prefix>_<topic>_<partition>) and, lowercased, its subjects: 1 to 32
+	// of A-Z a-z 0-9 _ -; default "TRIB". Two backends with different
+	// prefixes share a server without seeing each other, provided the
+	// prefixes differ in more than letter case.
+	Prefix string
+	// ConnectTimeout bounds Open's connection attempt; default 5 s.
+	ConnectTimeout time.Duration
+	// RequestTimeout bounds each request to the server; default 5 s.
+	RequestTimeout time.Duration
+	// Clock is the broker clock: record times and ack-timeout ages. Default
+	// time.Now. Tests inject one.
+	Clock func() time.Time
+	// ReplayWindow is SPEC rule 21's window. Not supported: any value but
+	// 0 makes Open fail with an error wrapping errors.ErrUnsupported.
+	ReplayWindow int32
+}
+
+// Backend is a tributary.Backend on NATS JetStream: every partition is a
+// stream, and all group and topic state lives in one key-value state stream
+// updated by compare-and-set (see the package doc). Any number of Backends,
+// in any number of processes, may share a server and prefix; they then form
+// one broker. Its methods are safe for concurrent use.
+type Backend struct {
+	cfg   Config
+	nc    *nats.Conn
+	js    njs.JetStream
+	state njs.Stream
+	sp    string // subject prefix: lowercased Prefix
+	now   func() time.Time
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by Close
+
+	// mu guards assignors (name → Assignor, the process-local registry),
+	// streams (stream name → handle, a cache) and counts (topic → its
+	// partition-count cache, shared by the topic's handles).
+	mu        sync.Mutex
+	assignors map[string]engine.Assignor
+	streams   map[string]njs.Stream
+	counts    map[string]*partCount
+}
+
+var _ tributary.Backend = (*Backend)(nil)
+
+// Open connects to the server of cfg, creates the state stream if missing,
+// and returns the Backend. It fails within cfg.ConnectTimeout (plus one
+// RequestTimeout for the stream) with an error wrapping ErrUnavailable
+// when the server cannot be reached or has no JetStream, never hanging.
+// Once connected, the Backend reconnects forever after a server restart or
+// a lost connection; calls made meanwhile fail with ErrUnavailable after
+// RequestTimeout. Errors: engine.ErrInvalidArgument for a Config field out
+// of range; errors.ErrUnsupported for ReplayWindow != 0; ErrUnavailable.
+func Open(cfg Config) (*Backend, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	opts := []nats.Option{
+		nats.Name("tributary"),
+		nats.Timeout(cfg.ConnectTimeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(100 * time.Millisecond),
+		nats.NoCallbacksAfterClientClose(),
+	}
+	url := cfg.URL
+	if cfg.Server != nil {
+		opts = append(opts, nats.InProcessServer(cfg.Server))
+		url = cfg.Server.ClientURL()
+	}
+	nc, err := connect(url, cfg.ConnectTimeout, opts)
+	if err != nil {
+		return nil, err
+	}
+	js, err := njs.New(nc, njs.WithDefaultTimeout(cfg.RequestTimeout))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	b := &Backend{
+		cfg: cfg, nc: nc, js: js,
+		sp:        strings.ToLower(cfg.Prefix),
+		now:       cfg.Clock,
+		closed:    make(chan struct{}),
+		assignors: map[string]engine.Assignor{},
+		streams:   map[string]njs.Stream{},
+		counts:    map[string]*partCount{},
+	}
+	for _, n := range assign.Names() {
+		a, _ := assign.Lookup(n)
+		b.assignors[n] = a
+	}
+	b.state, err = b.ensureStream(njs.StreamConfig{
+		Name:              cfg.Prefix + "_STATE",
+		Subjects:          []string{b.sp + ".state.>"},
+		Retention:         njs.LimitsPolicy,
+		MaxMsgsPerSubject: 1,
+		Discard:           njs.DiscardOld,
+		AllowDirect:       false, // reads go to the leader: linearizable
+	})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// connect dials url, giving up after timeout even where the client would
+// wait longer.
+func connect(url string, timeout time.Duration, opts []nats.Option) (*nats.Conn, error) {
+	type result struct {
+		nc  *nats.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		nc, err := nats.Connect(url, opts...)
+		ch <- result{nc, err}
+	}()
+	t := time.NewTimer(timeout + time.Second)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: connecting to %s: %v", ErrUnavailable, url, r.err)
+		}
+		return r.nc, nil
+	case <-t.C:
+		go func() { // close the connection if it ever completes
+			if r := <-ch; r.nc != nil {
+				r.nc.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w: connecting to %s: no answer within %v", ErrUnavailable, url, timeout)
+	}
+}
+
+// fill checks cfg and sets its defaults.
+func (cfg *Config) fill() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: jetstream config: "+format, append([]any{engine.ErrInvalidArgument}, args...)...)
+	}
+	switch {
+	case cfg.ReplayWindow != 0:
+		return fmt.Errorf("tributary/jetstream: replay window (SPEC rule 21): %w", errors.ErrUnsupported)
+	case (cfg.URL == "") == (cfg.Server == nil):
+		return bad("set exactly one of URL and Server")
+	case cfg.Capacity < 1 || cfg.Capacity > 1000:
+		return bad("capacity %d outside 1..1000", cfg.Capacity)
+	case cfg.AckTimeout < 0:
+		return bad("ack timeout %v < 0", cfg.AckTimeout)
+	case cfg.MaxMessageBytes < 0:
+		return bad("max message bytes %d < 0", cfg.MaxMessageBytes)
+	case cfg.Replicas != 0 && cfg.Replicas != 1 && cfg.Replicas != 3:
+		return bad("replicas %d, want 1 or 3", cfg.Replicas)
+	case cfg.Storage != FileStorage && cfg.Storage != MemoryStorage:
+		return bad("unknown storage %d", cfg.Storage)
+	case cfg.ConnectTimeout < 0 || cfg.RequestTimeout < 0:
+		return bad("negative timeout")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "TRIB"
+	}
+	if len(cfg.Prefix) > 32 || engine.CheckIdentifier("prefix", cfg.Prefix) != nil {
+		return bad("prefix %q: want 1 to 32 of A-Z a-z 0-9 _ -", cfg.Prefix)
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 5 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return nil
+}
+
+// Close closes the connection. Blocked Polls and Publishes return
+// ErrClosed; later calls fail with tributary.ErrClosed. The server and its
+// streams are untouched. Closing twice is a no-op.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		b.nc.Close()
+	})
+	return nil
+}
+
+// ctx returns a context bounded by the request timeout.
+func (b *Backend) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), b.cfg.RequestTimeout)
+}
+
+// fail maps a NATS error: a closed Backend gives tributary.ErrClosed, any
+// other failure ErrUnavailable, both wrapping err.
+func (b *Backend) fail(err error) error {
+	select {
+	case <-b.closed:
+		return fmt.Errorf("%w: backend: %w", tributary.ErrClosed, err)
+	default:
+	}
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return fmt.Errorf("%w: backend: %w", tributary.ErrClosed, err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// apiCode returns the JetStream API error code in err, or 0.
+func apiCode(err error) njs.ErrorCode {
+	var je njs.JetStreamError
+	if errors.As(err, &je) {
+		if a := je.APIError(); a != nil {
+			return a.ErrorCode
+		}
+	}
+	return 0
+}
+
+// ensureStream creates the stream of cfg (storage and replicas from the
+// Backend's Config) or returns the existing one of that name.
+func (b *Backend) ensureStream(cfg njs.StreamConfig) (njs.Stream, error) {
+	b.mu.Lock()
+	s, ok := b.streams[cfg.Name]
+	b.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	cfg.Replicas = b.cfg.Replicas
+	cfg.Storage = njs.FileStorage
+	if b.cfg.Storage == MemoryStorage {
+		cfg.Storage = njs.MemoryStorage
+	}
+	ctx, cancel := b.ctx()
+	defer cancel()
+	s, err := b.js.CreateStream(ctx, cfg)
+	if errors.Is(err, njs.ErrStreamNameAlreadyInUse) {
+		s, err = b.js.Stream(ctx, cfg.Name)
+	}
+	if err != nil {
+		return nil, b.fail(fmt.Errorf("stream %s: %w", cfg.Name, err))
+	}
+	b.mu.Lock()
+	b.streams[cfg.Name] = s
+	b.mu.Unlock()
+	return s, nil
+}
+
+// partName and partSubject name partition p's stream and subject.
+func (b *Backend) partName(topic string, p int32) string {
+	return b.cfg.Prefix + "_" + topic + "_" + strconv.Itoa(int(p))
+}
+
+func (b *Backend) partSubject(topic string, p int32) string {
+	return b.sp + ".rec." + topic + "." + strconv.Itoa(int(p))
+}
+
+// roomSubject carries a core NATS notice after each purge of a partition.
+func (b *Backend) roomSubject(topic string, p int32) string {
+	return b.sp + ".room." + topic + "." + strconv.Itoa(int(p))
+}
+
+// partStream returns partition p's stream, creating it if missing: the
+// stream holds offsets as sequences − 1, MaxMsgs = capacity, DiscardNew,
+// so a full partition refuses a publish without using a sequence.
+func (b *Backend) partStream(topic string, p int32) (njs.Stream, error) {
+	return b.ensureStream(njs.StreamConfig{
+		Name:      b.partName(topic, p),
+		Subjects:  []string{b.partSubject(topic, p)},
+		Retention: njs.LimitsPolicy,
+		MaxMsgs:   int64(b.cfg.Capacity),
+		Discard:   njs.DiscardNew,
+	})
+}
+
+// invalid returns an engine.ErrInvalidArgument error.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{engine.ErrInvalidArgument}, args...)...)
+}
+
+// lookupTopic validates topic and reads it. Errors: ErrInvalidArgument
+// (also wrapping tributary.ErrUnknownTopic for an absent topic, rule 4).
+func (b *Backend) lookupTopic(topic string) (topicVal, uint64, error) {
+	if err := engine.CheckIdentifier("topic", topic); err != nil {
+		return topicVal{}, 0, err
+	}
+	var tv topicVal
+	rev, ok, err := b.get(topicKey(topic), &tv)
+	if err != nil {
+		return tv, 0, err
+	}
+	if !ok {
+		return tv, 0, fmt.Errorf("%w: %w: %q", engine.ErrInvalidArgument, tributary.ErrUnknownTopic, topic)
+	}
+	return tv, rev, nil
+}
+
+// CreateTopic creates topic with partitions streams (1..64, SPEC rule 2)
+// and records payloadType, returning true; false, changing nothing, when
+// the topic exists. The topic key's compare-and-set is the commit point:
+// streams made by a losing concurrent call stay, unused. Errors:
+// engine.ErrInvalidArgument (invalid identifier or count), ErrUnavailable.
+func (b *Backend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
+	if err := engine.CheckIdentifier("topic", topic); err != nil {
+		return false, err
+	}
+	if partitions < 1 || partitions > engine.MaxPartitionCount {
+		return false, invalid("topic %q: partition count %d outside 1..%d", topic, partitions, engine.MaxPartitionCount)
+	}
+	var tv topicVal
+	rev, ok, err := b.get(topicKey(topic), &tv)
+	if err != nil || ok {
+		return false, err
+	}
+	for p := range partitions {
+		if _, err := b.partStream(topic, p); err != nil {
+			return false, err
+		}
+	}
+	_, ok, err = b.put(topicKey(topic), topicVal{Partitions: partitions, PayloadType: payloadType}, rev)
+	return ok, err
+}
+
+// OpenTopic returns topic's handle and payload type. Errors:
+// tributary.ErrUnknownTopic, engine.ErrInvalidArgument (invalid
+// identifier), ErrUnavailable.
+func (b *Backend) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
+	if err := engine.CheckIdentifier("topic", topic); err != nil {
+		return nil, "", err
+	}
+	var tv topicVal
+	_, ok, err := b.get(topicKey(topic), &tv)
+	if err != nil {
+		return nil, "", err
+	}
+	if !ok {
+		return nil, "", fmt.Errorf("%w: %q", tributary.ErrUnknownTopic, topic)
+	}
+	t := &Topic{b: b, name: topic, count: b.partCount(topic)}
+	t.count.set(tv.Partitions)
+	return t, tv.PayloadType, nil
+}
+
+// partCount returns the Backend's partition-count cache of topic.
+func (b *Backend) partCount(topic string) *partCount {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.counts[topic]
+	if !ok {
+		c = &partCount{}
+		b.counts[topic] = c
+	}
+	return c
+}
+
+// Topics returns the topic names, sorted, in a new slice; empty when the
+// server cannot be reached.
+func (b *Backend) Topics() []string {
+	names, _ := b.listKeys("topic.*", 3)
+	slices.Sort(names)
+	return names
+}
+
+// listKeys returns token i of the subjects of the state keys matching
+// pattern (a key pattern, e.g. "group.T.*").
+func (b *Backend) listKeys(pattern string, i int) ([]string, error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	info, err := b.state.Info(ctx, njs.WithSubjectFilter(b.sp+".state."+pattern))
+	if err != nil {
+		return nil, b.fail(err)
+	}
+	names := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		if toks := strings.Split(subj, "."); len(toks) > i {
+			names = append(names, toks[i])
+		}
+	}
+	return names, nil
+}
+
+// checkAssignor validates a and registers it under its name (rule 18).
+// Errors: engine.ErrInvalidArgument for a nil a or one whose name is a
+// built-in's but is not that built-in; engine.ErrInvalidAssignment when
+// Name panics.
+func (b *Backend) checkAssignor(a engine.Assignor) (string, error) {
+	if assign.IsNil(a) {
+		return "", invalid("nil Assignor")
+	}
+	name, err := assign.Name(a)
+	if err != nil {
+		return "", err
+	}
+	if builtin, ok := assign.Lookup(name); ok {
+		if reflect.TypeOf(builtin) != reflect.TypeOf(a) {
+			return "", invalid("assignor name %q is a built-in's", name)
+		}
+		return name, nil
+	}
+	b.mu.Lock()
+	b.assignors[name] = a
+	b.mu.Unlock()
+	return name, nil
+}
+
+// assignor returns the registered assignor called name.
+func (b *Backend) assignor(name string) (engine.Assignor, error) {
+	b.mu.Lock()
+	a, ok := b.assignors[name]
+	b.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownAssignor, name)
+	}
+	return a, nil
+}
+
+var (
+	_ tributary.BackendTopic  = (*Topic)(nil)
+	_ tributary.BackendMember = (*Member)(nil)
+)

@@ -1,0 +1,33 @@
+package jetstream_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/backendtest"
+	"github.com/f91dcac0/tributary/jetstream"
+)
+
+// TestConformance runs the backend-agnostic suite on one embedded server,
+// each backend under its own prefix (a fresh, empty broker).
+func TestConformance(t *testing.T) {
+	srv, err := jetstream.StartServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	var n atomic.Int64
+	backendtest.Run(t, func(t *testing.T, cfg backendtest.Config) tributary.Backend {
+		b, err := jetstream.Open(jetstream.Config{
+			Server: srv, Prefix: fmt.Sprintf("C%d", n.Add(1)), Storage: jetstream.MemoryStorage,
+			Capacity: cfg.Capacity, AckTimeout: cfg.AckTimeout, Clock: cfg.Clock, MaxMessageBytes: cfg.MaxMessageBytes,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}, nil)
+}

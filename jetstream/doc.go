@@ -1,0 +1,99 @@
+// Package jetstream is a tributary.Backend on NATS JetStream: the typed
+// library (producers, consumers, typed topics) runs unchanged on a broker
+// whose state is replicated by NATS and shared by any number of processes.
+//
+// Usage:
+//
+//	srv, _ := jetstream.StartServer(dir) // or a NATS server/cluster of your own
+//	defer srv.Shutdown()
+//	b, _ := jetstream.Open(jetstream.Config{Server: srv, Capacity: 1000})
+//	defer b.Close()
+//	cluster, _ := tributary.NewClusterOn(b)
+//	orders, _ := tributary.CreateTopic(cluster, "orders", 4, tributary.JSON[Order]())
+//
+// With Config.URL instead of Server, processes on other machines share the
+// same broker; Replicas 3 on a cluster of three nodes (StartCluster, or
+// your own) survives the loss of one.
+//
+// # Layout on the server
+//
+// Records: one stream per (topic, partition), named <Prefix>_<topic>_<p>,
+// subject <prefix>.rec.<topic>.<p> (prefix lowercased), Limits retention,
+// MaxMsgs = Capacity, DiscardNew: a full partition refuses a publish (API
+// error 10077, no sequence used; tributary.ErrPartitionFull), and a
+// record's offset is its stream sequence − 1. The key, user headers and
+// time travel in NATS headers, encoded so no user header collides with
+// them (order and duplicates kept).
+//
+// State: one stream <Prefix>_STATE, subjects <prefix>.state.>, one message
+// per subject, AllowDirect off (reads go to the stream leader), used as a
+// key-value store with compare-and-set: a key's revision is its message's
+// stream sequence, and a write names the revision it replaces
+// (Nats-Expected-Last-Subject-Sequence). Values are JSON:
+//
+//	topic.<T>            partitions, payload type
+//	group.<T>.<G>        incarnation, generation, assignor name, members, owner and
+//	                     owner-since generation per partition
+//	cursor.<T>.<G>.<p>   incarnation, owner, generation, committed offset,
+//	                     in flight, attempts, delivery time
+//	low.<T>.<p>          the partition's log start: the retention fence
+//
+// Deleting a key writes the tombstone {"deleted":true}; its revision stays,
+// so re-creating the key is a compare-and-set like any other. A deleted and
+// re-created group is a new incarnation (the revision of its creating
+// write); cursors of an older incarnation are ignored and replaced.
+//
+// # Protocols
+//
+// Rebalance (Join, Leave, SetAssignor, AddPartitions): read the group,
+// compute owners with assign.Run over the previous owners, write the group
+// with generation+1 (the commit point), then migrate each partition whose
+// owner changed: its cursor gets the new owner and generation and loses its
+// in-flight delivery (attempts kept, rule 16). Any member that finds a
+// cursor behind the group's generation migrates it itself first (helping),
+// so a rebalancer that dies after its commit strands nothing; one that
+// finds a cursor ahead re-reads the group.
+//
+// Poll, Ack, Retry: read the group, then the cursor, then compare-and-set
+// the cursor on the revision read. Ack requires the member to own the
+// partition in the current generation and exactly that offset in flight;
+// a stale owner fails because migration rewrote the cursor.
+//
+// Retention (rule 13), after an Ack, a Seek or a DeleteGroup: read low
+// (revision q), read every live cursor of the partition, and if their least
+// committed offset M exceeds low, compare-and-set low q → M and purge the
+// stream below M, then send a room notice (core NATS) to waiting
+// publishers. A group creation or Seek that places a cursor reads low
+// (revision r), writes the cursor at or above it, then compare-and-sets low
+// r → the same value as a fence; if that fails it starts again. The two
+// compare-and-sets on low are serialised, so either the purger saw the new
+// cursor or the placer saw the new low: no cursor is ever below the log
+// start.
+//
+// # Differences from the in-process engine
+//
+//   - Rule 21 (replay window) is not supported: Open refuses
+//     Config.ReplayWindow != 0 with errors.ErrUnsupported.
+//   - Rule 14 is weakened. Each call is a sequence of requests, each atomic;
+//     the compare-and-sets make Poll, Ack, Retry and membership changes
+//     behave as if atomic for the cursor or group they change, but a
+//     rebalance's migrations and AddPartitions' per-group rebalances follow
+//     their commit one by one, and Describe and Snapshot are not one atomic
+//     instant across partitions (each partition's figures are consistent:
+//     lag is never negative).
+//   - Calls wait on the network. Each request is bounded by
+//     Config.RequestTimeout; a failure returns an error wrapping
+//     ErrUnavailable, and the call may or may not have taken effect.
+//   - Blocking Poll and Publish are woken by core NATS messages (record
+//     publishes, state changes, room notices), which a reconnect can lose;
+//     they also re-check at most every 2 s.
+//   - A user assignor lives in the process that registered it (by passing
+//     it to CreateGroup or SetAssignor); a rebalance elsewhere returns
+//     ErrUnknownAssignor. The ack timeout (rule 22) compares clocks of the
+//     processes sharing a group.
+//   - Admin calls on an unknown topic return an error wrapping both
+//     engine.ErrInvalidArgument (rule 4) and tributary.ErrUnknownTopic.
+//   - A purge interrupted by a crash after its compare-and-set leaves the
+//     records below low in the stream (invisible, but using capacity) until
+//     the next retention on that partition purges further.
+package jetstream

@@ -1,0 +1,555 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/engine/assign"
+	njs "github.com/nats-io/nats.go/jetstream"
+)
+
+// cursorFor returns group g's cursor on partition p brought up to the view
+// gv, and its revision. This is the helping step every reader of a cursor
+// takes: a cursor missing or of an older incarnation is placed at the log
+// start (place); one at an older generation is migrated: its generation
+// raised and, if p changed owner since the cursor's generation, its owner
+// set and its in-flight delivery cancelled (attempts kept: rule 16 counts
+// the redelivery). errStale: the cursor is newer than gv; re-read the group.
+func (b *Backend) cursorFor(t, g string, gv *groupVal, p int32) (cursorVal, uint64, error) {
+	key := cursorKey(t, g, p)
+	for range maxRetries {
+		var c cursorVal
+		rev, ok, err := b.get(key, &c)
+		if err != nil {
+			return c, 0, err
+		}
+		switch {
+		case ok && c.Inc > gv.Inc:
+			return c, rev, errStale
+		case !ok || c.Inc < gv.Inc:
+			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
+				switch {
+				case ok && cur.Inc > gv.Inc:
+					return *cur, false, errStale
+				case ok && cur.Inc == gv.Inc && cur.Committed >= low:
+					return *cur, false, nil // placed meanwhile
+				case ok && cur.Inc == gv.Inc: // our own placement, overtaken by a purge
+					n := *cur
+					n.Committed, n.InFlight, n.Attempts = low, false, 0
+					return n, true, nil
+				}
+				return cursorVal{Inc: gv.Inc, Owner: gv.owner(p), Gen: gv.Gen, Committed: low}, true, nil
+			})
+			if err != nil {
+				return c, rev, err
+			}
+			if c.Gen != gv.Gen {
+				continue // migrate (or find it stale) on the next round
+			}
+			return c, rev, nil
+		case c.Gen > gv.Gen:
+			return c, rev, errStale
+		case c.Gen < gv.Gen:
+			n := c
+			n.Gen = gv.Gen
+			if o := gv.owner(p); c.Owner != o || c.Gen < gv.since(p) {
+				n.Owner, n.InFlight = o, false
+			}
+			nrev, ok, err := b.put(key, n, rev)
+			if err != nil {
+				return c, 0, err
+			}
+			if ok {
+				return n, nrev, nil
+			}
+		default:
+			return c, rev, nil
+		}
+	}
+	return cursorVal{}, 0, fmt.Errorf("%w: cursor %s", ErrContention, key)
+}
+
+// place writes group g's cursor on p as f decides, fenced against
+// retention (the low protocol, package doc): read low (revision r), read
+// the cursor, write f's answer, then compare-and-set low r → same value.
+// If the fence fails a purge may have raced the write, so it starts again
+// and f sees the new low. f gets the cursor (ok false: missing or deleted)
+// and the log start; it returns the new cursor, whether to write it, or an
+// error that ends place. The answer must not be below low.
+func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error)) (cursorVal, uint64, error) {
+	key := cursorKey(t, g, p)
+	for range maxRetries {
+		lv, lrev, err := b.readLow(t, p)
+		if err != nil {
+			return cursorVal{}, 0, err
+		}
+		var c cursorVal
+		crev, ok, err := b.get(key, &c)
+		if err != nil {
+			return c, 0, err
+		}
+		n, write, err := f(&c, ok, lv.Low)
+		if err != nil {
+			return c, crev, err
+		}
+		if write {
+			if crev, ok, err = b.put(key, n, crev); err != nil {
+				return n, 0, err
+			} else if !ok {
+				continue
+			}
+		}
+		if _, ok, err = b.put(lowKey(t, p), lv, lrev); err != nil {
+			return n, 0, err
+		} else if ok {
+			return n, crev, nil
+		}
+	}
+	return cursorVal{}, 0, fmt.Errorf("%w: placing cursor %s", ErrContention, key)
+}
+
+// retain applies retention to partition p (SPEC rule 13): it raises the
+// log start to the least committed offset of the topic's groups (none: no
+// change) by compare-and-set on low, then purges the stream below it and
+// sends a room notice. Two retentions, or a retention and a placement,
+// serialise on low's revision, so low never passes a live cursor.
+func (b *Backend) retain(t string, p int32) error {
+	for range maxRetries {
+		lv, lrev, err := b.readLow(t, p)
+		if err != nil {
+			return err
+		}
+		groups, err := b.listKeys("cursor."+t+".*."+strconv.Itoa(int(p)), 4)
+		if err != nil {
+			return err
+		}
+		least := int64(-1)
+		for _, g := range groups {
+			var c cursorVal
+			_, ok, err := b.get(cursorKey(t, g, p), &c)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			gv, _, gok, err := b.readGroup(t, g)
+			if err != nil {
+				return err
+			}
+			if !gok || gv.Inc != c.Inc {
+				continue // an orphan of a deleted incarnation
+			}
+			if least < 0 || c.Committed < least {
+				least = c.Committed
+			}
+		}
+		if least <= lv.Low {
+			return nil
+		}
+		_, ok, err := b.put(lowKey(t, p), lowVal{Low: least}, lrev)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		s, err := b.partStream(t, p)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := b.ctx()
+		err = s.Purge(ctx, njs.WithPurgeSequence(uint64(least)+1))
+		cancel()
+		if err != nil {
+			return b.fail(err)
+		}
+		b.nc.Publish(b.roomSubject(t, p), nil) //nolint:errcheck // a notice; waiters also time out
+		return nil
+	}
+	return fmt.Errorf("%w: retention of %s/%d", ErrContention, t, p)
+}
+
+// rebalance is every membership or assignor change (rules 8, 9, 18, 19):
+// it reads the topic and the group, lets change edit a copy (members,
+// assignor; exists false: the group is absent and change may create it),
+// recomputes the owners with the group's assignor over the topic's
+// partitions, writes the group with the next generation by compare-and-set
+// (the commit point) and then migrates every partition whose owner changed.
+// changed is false, nothing written, when change says so.
+func (b *Backend) rebalance(t, g string, change func(next *groupVal, exists bool, parts int32) (bool, error)) (groupVal, bool, error) {
+	for range maxRetries {
+		tv, _, err := b.lookupTopic(t)
+		if err != nil {
+			return groupVal{}, false, err
+		}
+		gv, rev, exists, err := b.readGroup(t, g)
+		if err != nil {
+			return gv, false, err
+		}
+		next := groupVal{Inc: gv.Inc, Gen: gv.Gen, Assignor: gv.Assignor, Members: slices.Clone(gv.Members), Owners: gv.Owners}
+		ok, err := change(&next, exists, tv.Partitions)
+		if err != nil || !ok {
+			return gv, false, err
+		}
+		owners, err := b.owners(&next, &gv, tv.Partitions)
+		if err != nil {
+			return gv, false, err
+		}
+		n := len(owners)
+		next.Gen++
+		next.Owners = owners
+		next.Since = make([]uint64, n)
+		copy(next.Since, gv.Since)
+		for p := range n {
+			if !exists || p >= len(gv.Owners) || owners[p] != gv.Owners[p] {
+				next.Since[p] = next.Gen
+			}
+		}
+		nrev, ok, err := b.put(groupKey(t, g), next, rev)
+		if err != nil {
+			return gv, false, err
+		}
+		if !ok {
+			continue
+		}
+		if next.Inc == 0 {
+			next.Inc = nrev
+		}
+		for p := range n {
+			if next.Since[p] == next.Gen {
+				if _, _, err := b.cursorFor(t, g, &next, int32(p)); err != nil && !errors.Is(err, errStale) {
+					return next, true, err
+				}
+			}
+		}
+		return next, true, nil
+	}
+	return groupVal{}, false, fmt.Errorf("%w: rebalancing %s/%s", ErrContention, t, g)
+}
+
+// owners computes next's owners over max(parts, len(prev.Owners))
+// partitions with next's assignor, prev's owners as the previous ones.
+// Errors: ErrUnknownAssignor, engine.ErrInvalidAssignment.
+func (b *Backend) owners(next, prev *groupVal, parts int32) ([]string, error) {
+	n := max(int(parts), len(prev.Owners))
+	previous := make([]string, n)
+	copy(previous, prev.Owners)
+	if len(next.Members) == 0 {
+		return make([]string, n), nil
+	}
+	a, err := b.assignor(next.Assignor)
+	if err != nil {
+		return nil, err
+	}
+	return assign.Run(a, next.Members, previous)
+}
+
+// grow rebalances g if the topic has more partitions than its last
+// rebalance saw: the creator's duty after creating a group, which may
+// have raced AddPartitions.
+func (b *Backend) grow(t, g string, gv groupVal) (groupVal, error) {
+	tv, _, err := b.lookupTopic(t)
+	if err != nil || int(tv.Partitions) <= len(gv.Owners) {
+		return gv, err
+	}
+	next, changed, err := b.rebalance(t, g, func(next *groupVal, exists bool, parts int32) (bool, error) {
+		return exists && len(next.Owners) < int(parts), nil
+	})
+	if !changed {
+		next, _, _, err = b.readGroup(t, g)
+	}
+	return next, err
+}
+
+// CreateGroup creates group with no members and assignor a, its committed
+// offsets at each partition's log start (SPEC rules 7, 17); false, nothing
+// changed, if it exists. a is registered in this process under its Name.
+// Errors: engine.ErrInvalidArgument (unknown topic, invalid identifier,
+// nil a), engine.ErrInvalidAssignment (a's Name panics), ErrUnavailable.
+func (b *Backend) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
+	if _, _, err := b.lookupTopic(topic); err != nil {
+		return false, err
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return false, err
+	}
+	name, err := b.checkAssignor(a)
+	if err != nil {
+		return false, err
+	}
+	gv, created, err := b.rebalance(topic, group, func(next *groupVal, exists bool, _ int32) (bool, error) {
+		if exists {
+			return false, nil
+		}
+		next.Assignor, next.Members = name, []string{}
+		return true, nil
+	})
+	if err != nil || !created {
+		return false, err
+	}
+	_, err = b.grow(topic, group, gv)
+	return true, err
+}
+
+// DeleteGroup deletes group, which must have no members (SPEC rule 17): it
+// writes a tombstone on the group key, then on its cursors, then applies
+// retention to every partition (the group no longer counts). A name used
+// again is a fresh incarnation: cursors of the old one are ignored. False
+// when absent. Errors: engine.ErrInvalidArgument (unknown topic, invalid
+// identifier), engine.ErrGroupNotEmpty (nothing changed), ErrUnavailable.
+func (b *Backend) DeleteGroup(topic, group string) (bool, error) {
+	tv, _, err := b.lookupTopic(topic)
+	if err != nil {
+		return false, err
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return false, err
+	}
+	for range maxRetries {
+		gv, rev, ok, err := b.readGroup(topic, group)
+		if err != nil || !ok {
+			return false, err
+		}
+		if len(gv.Members) > 0 {
+			return false, fmt.Errorf("%w: topic %q: group %q has %d members", engine.ErrGroupNotEmpty, topic, group, len(gv.Members))
+		}
+		_, ok, err = b.put(groupKey(topic, group), nil, rev)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		n := max(int(tv.Partitions), len(gv.Owners))
+		for p := range int32(n) {
+			if err := b.deleteCursor(topic, group, p, gv.Inc); err != nil {
+				return true, err
+			}
+			if err := b.retain(topic, p); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: deleting group %s/%s", ErrContention, topic, group)
+}
+
+// deleteCursor writes a tombstone on group's cursor on p if it belongs to
+// incarnation inc or an older one.
+func (b *Backend) deleteCursor(t, g string, p int32, inc uint64) error {
+	for range maxRetries {
+		var c cursorVal
+		rev, ok, err := b.get(cursorKey(t, g, p), &c)
+		if err != nil || !ok || c.Inc > inc {
+			return err
+		}
+		if _, ok, err = b.put(cursorKey(t, g, p), nil, rev); err != nil || ok {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: deleting cursor %s/%s/%d", ErrContention, t, g, p)
+}
+
+// SetAssignor sets group's assignor to a and rebalances with it (SPEC
+// rule 18); false when the group is absent. a is registered in this
+// process under its Name. Errors: engine.ErrInvalidArgument (unknown
+// topic, invalid identifier, nil a), engine.ErrInvalidAssignment (a
+// answers wrongly or panics; nothing changed), ErrUnavailable.
+func (b *Backend) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
+	if _, _, err := b.lookupTopic(topic); err != nil {
+		return false, err
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return false, err
+	}
+	name, err := b.checkAssignor(a)
+	if err != nil {
+		return false, err
+	}
+	_, changed, err := b.rebalance(topic, group, func(next *groupVal, exists bool, _ int32) (bool, error) {
+		next.Assignor = name
+		return exists, nil
+	})
+	return changed, err
+}
+
+// AddPartitions adds count empty partitions to topic and returns the new
+// count (SPEC rule 19). It creates their streams, places every existing
+// group's cursor on them at 0, checks every group's assignor on the new
+// count, commits the count on the topic key by compare-and-set, then
+// rebalances every group. Weakened: the groups rebalance one after another
+// after the commit, not at its instant; a group created during the call may
+// start the new partitions at their log start rather than 0. Errors:
+// engine.ErrInvalidArgument (unknown topic, count < 1, new total > 64),
+// engine.ErrInvalidAssignment, ErrUnknownAssignor (both before any change),
+// ErrUnavailable.
+func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
+	for range maxRetries {
+		tv, trev, err := b.lookupTopic(topic)
+		if err != nil {
+			return 0, err
+		}
+		old := tv.Partitions
+		if count < 1 || count > engine.MaxPartitionCount-old {
+			return 0, invalid("topic %q: adding %d partitions to %d: want 1..%d", topic, count, old, engine.MaxPartitionCount-old)
+		}
+		total := old + count
+		groups, err := b.listKeys("group."+topic+".*", 4)
+		if err != nil {
+			return 0, err
+		}
+		for _, g := range groups {
+			gv, _, ok, err := b.readGroup(topic, g)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				continue
+			}
+			next := gv
+			if _, err := b.owners(&next, &gv, total); err != nil {
+				return 0, fmt.Errorf("group %q: %w", g, err)
+			}
+		}
+		for p := old; p < total; p++ {
+			if _, err := b.partStream(topic, p); err != nil {
+				return 0, err
+			}
+		}
+		for _, g := range groups {
+			gv, _, ok, err := b.readGroup(topic, g)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				continue
+			}
+			for p := old; p < total; p++ {
+				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
+					if ok && cur.Inc >= gv.Inc && cur.Committed >= low {
+						return *cur, false, nil
+					}
+					return cursorVal{Inc: gv.Inc, Gen: gv.Gen, Committed: low}, true, nil
+				})
+				if err != nil {
+					return 0, err
+				}
+			}
+		}
+		_, ok, err := b.put(topicKey(topic), topicVal{Partitions: total, PayloadType: tv.PayloadType}, trev)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		b.partCount(topic).set(total)
+		if groups, err = b.listKeys("group."+topic+".*", 4); err != nil {
+			return total, err
+		}
+		for _, g := range groups {
+			_, _, err := b.rebalance(topic, g, func(next *groupVal, exists bool, parts int32) (bool, error) {
+				return exists && len(next.Owners) < int(parts), nil
+			})
+			if err != nil {
+				return total, err
+			}
+		}
+		return total, nil
+	}
+	return 0, fmt.Errorf("%w: adding partitions to %s", ErrContention, topic)
+}
+
+// logEnd returns partition p's log end offset: the next offset a publish
+// gets (the stream's last sequence).
+func (b *Backend) logEnd(t string, p int32) (int64, error) {
+	s, err := b.partStream(t, p)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := b.ctx()
+	defer cancel()
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, b.fail(err)
+	}
+	return int64(info.State.LastSeq), nil
+}
+
+// Seek sets group's committed offset on partition to offset, cancels its
+// in-flight delivery there and resets attempts, then applies retention
+// (SPEC rule 20). The write is fenced against retention like a group
+// creation; if a purge overtakes it the cursor is left at the new log start
+// and Seek reports ErrOffsetOutOfRange. False when the group is absent.
+// Errors, in this order: engine.ErrInvalidArgument (unknown topic, invalid
+// identifier, partition out of range, negative offset);
+// engine.ErrOffsetOutOfRange unless log start <= offset <= log end
+// (nothing changed); ErrUnavailable.
+func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool, error) {
+	tv, _, err := b.lookupTopic(topic)
+	if err != nil {
+		return false, err
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return false, err
+	}
+	if partition < 0 || partition >= tv.Partitions {
+		return false, invalid("topic %q: partition %d outside [0,%d)", topic, partition, tv.Partitions)
+	}
+	if offset < 0 {
+		return false, invalid("negative offset %d", offset)
+	}
+	for range maxRetries {
+		gv, _, ok, err := b.readGroup(topic, group)
+		if err != nil || !ok {
+			return false, err
+		}
+		if _, _, err := b.cursorFor(topic, group, &gv, partition); errors.Is(err, errStale) {
+			continue
+		} else if err != nil {
+			return false, err
+		}
+		end, err := b.logEnd(topic, partition)
+		if err != nil {
+			return false, err
+		}
+		wrote, overtaken := false, false
+		_, _, err = b.place(topic, group, partition, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
+			switch {
+			case !ok || cur.Inc != gv.Inc:
+				return *cur, false, errStale
+			case !wrote && (offset < low || offset > end):
+				return *cur, false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", engine.ErrOffsetOutOfRange, topic, partition, offset, low, end)
+			case !wrote:
+				wrote = true
+				n := *cur
+				n.Committed, n.InFlight, n.Attempts, n.DeliveredAt = offset, false, 0, 0
+				return n, true, nil
+			case cur.Committed < low:
+				overtaken = true
+				n := *cur
+				n.Committed, n.InFlight, n.Attempts, n.DeliveredAt = low, false, 0, 0
+				return n, true, nil
+			}
+			return *cur, false, nil
+		})
+		if errors.Is(err, errStale) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if err := b.retain(topic, partition); err != nil {
+			return true, err
+		}
+		if overtaken {
+			return false, fmt.Errorf("%w: topic %q: partition %d: offset %d removed by a concurrent purge", engine.ErrOffsetOutOfRange, topic, partition, offset)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: seeking %s/%s", ErrContention, topic, group)
+}

@@ -1,0 +1,861 @@
+package jetstream_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/jetstream"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fakeClock is an injectable broker clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// start starts an embedded server in a temporary directory and opens a
+// backend on it with cfg (Server and defaults filled in).
+func start(t *testing.T, cfg jetstream.Config) (*jetstream.Backend, *jetstream.Server) {
+	t.Helper()
+	srv, err := jetstream.StartServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	cfg.Server = srv
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 10
+	}
+	b, err := jetstream.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, srv
+}
+
+// result is a call's two results, checked by of.
+type result[V any] struct {
+	v   V
+	err error
+}
+
+func must[V any](v V, err error) result[V] { return result[V]{v, err} }
+
+// of returns the value, failing t on an error.
+func (r result[V]) of(t *testing.T) V {
+	t.Helper()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.v
+}
+
+func topic(t *testing.T, b *jetstream.Backend, name string, parts int32) tributary.BackendTopic {
+	t.Helper()
+	if ok := must(b.CreateTopic(name, parts, "string")).of(t); !ok {
+		t.Fatalf("CreateTopic(%q) = false", name)
+	}
+	bt, _, err := b.OpenTopic(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bt
+}
+
+func member(t *testing.T, bt tributary.BackendTopic, g, m string) tributary.BackendMember {
+	t.Helper()
+	return must(bt.Member(g, m)).of(t)
+}
+
+func pub(t *testing.T, bt tributary.BackendTopic, p int32, payload string) int64 {
+	t.Helper()
+	return must(bt.TryPublish(p, engine.Message{Payload: payload})).of(t)
+}
+
+// got renders records as "p/off payload #attempt".
+type rec struct {
+	P       int32
+	Off     int64
+	Payload string
+	Attempt int32
+}
+
+func recs(rs []engine.Record) []rec {
+	out := []rec{}
+	for _, r := range rs {
+		out = append(out, rec{r.Partition, r.Offset, r.Payload, r.Attempt})
+	}
+	return out
+}
+
+func poll(t *testing.T, m tributary.BackendMember, max int32) []rec {
+	t.Helper()
+	return recs(must(m.TryPoll(nil, max)).of(t))
+}
+
+func wantRecs(t *testing.T, got []rec, want ...rec) {
+	t.Helper()
+	if want == nil {
+		want = []rec{}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func wantBool(t *testing.T, what string, got bool, err error, want bool) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got != want {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// The SPEC's worked example (capacity 2), plus full and room after ack.
+func TestWorkedExample(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 2})
+	bt := topic(t, b, "orders", 1)
+	if ok, err := b.CreateTopic("orders", 1, "string"); ok || err != nil {
+		t.Fatalf("duplicate CreateTopic = %v, %v", ok, err)
+	}
+	if off := pub(t, bt, 0, "a"); off != 0 {
+		t.Fatalf("offset %d", off)
+	}
+	if off := pub(t, bt, 0, "b"); off != 1 {
+		t.Fatalf("offset %d", off)
+	}
+	if _, err := bt.TryPublish(0, engine.Message{Payload: "c"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatalf("publish to a full partition: %v", err)
+	}
+	m := member(t, bt, "billing", "m1")
+	if a := must(m.Join()).of(t); !slices.Equal(a, []int32{0}) {
+		t.Fatalf("Join = %v", a)
+	}
+	wantRecs(t, poll(t, m, 2), rec{0, 0, "a", 1})
+	ok, err := m.Retry(0, 0)
+	wantBool(t, "Retry", ok, err, true)
+	wantRecs(t, poll(t, m, 2), rec{0, 0, "a", 2})
+	ok, err = m.Ack(0, 0)
+	wantBool(t, "Ack", ok, err, true)
+	ok, err = m.Ack(0, 0)
+	wantBool(t, "second Ack", ok, err, false)
+	wantRecs(t, poll(t, m, 2), rec{0, 1, "b", 1})
+	// The ack removed offset 0: room for one, and the offset is not reused.
+	if off := pub(t, bt, 0, "c"); off != 2 {
+		t.Fatalf("offset after room = %d, want 2", off)
+	}
+	if _, err := bt.TryPublish(0, engine.Message{Payload: "d"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatalf("publish to a full partition: %v", err)
+	}
+	d := must(b.Describe("orders")).of(t)
+	if p := d.Partitions[0]; p.LogStartOffset != 1 || p.LogEndOffset != 3 {
+		t.Fatalf("partition %+v", p)
+	}
+	gp := d.Groups[0].Partitions[0]
+	if d.Groups[0].Assignor != "round-robin" || gp.Owner != "m1" || gp.Committed != 1 || !gp.InFlight || gp.Attempts != 1 || gp.Lag != 2 {
+		t.Fatalf("group %+v", d.Groups[0])
+	}
+}
+
+// The SPEC's rebalance example: b's join cancels a's in-flight delivery of
+// partition 1, b gets it (attempt 2), a's stale ack is refused, a keeps 0.
+func TestRebalanceExample(t *testing.T) {
+	b, _ := start(t, jetstream.Config{})
+	bt := topic(t, b, "t", 3)
+	for p := range int32(3) {
+		pub(t, bt, p, "x")
+	}
+	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
+	if a := must(ma.Join()).of(t); !slices.Equal(a, []int32{0, 1, 2}) {
+		t.Fatalf("a = %v", a)
+	}
+	wantRecs(t, poll(t, ma, 64), rec{0, 0, "x", 1}, rec{1, 0, "x", 1}, rec{2, 0, "x", 1})
+	if a := must(mb.Join()).of(t); !slices.Equal(a, []int32{1}) {
+		t.Fatalf("b = %v", a)
+	}
+	if a := ma.Assignment(); !slices.Equal(a, []int32{0, 2}) {
+		t.Fatalf("a now %v", a)
+	}
+	wantRecs(t, poll(t, mb, 64), rec{1, 0, "x", 2})
+	ok, err := ma.Ack(1, 0)
+	wantBool(t, "stale Ack", ok, err, false)
+	ok, err = ma.Ack(0, 0)
+	wantBool(t, "kept Ack", ok, err, true)
+	ok, err = mb.Ack(1, 0)
+	wantBool(t, "b's Ack", ok, err, true)
+	ok, err = mb.Leave()
+	wantBool(t, "Leave", ok, err, true)
+	ok, err = mb.Leave()
+	wantBool(t, "second Leave", ok, err, false)
+	if a := ma.Assignment(); !slices.Equal(a, []int32{0, 1, 2}) {
+		t.Fatalf("a after leave %v", a)
+	}
+	// a's partition 2 delivery survived both rebalances (owner kept).
+	ok, err = ma.Ack(2, 0)
+	wantBool(t, "Ack 2", ok, err, true)
+}
+
+func TestRetentionTwoGroups(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 3})
+	bt := topic(t, b, "t", 1)
+	for _, g := range []string{"g1", "g2"} {
+		ok, err := b.CreateGroup("t", g, engine.RoundRobin)
+		wantBool(t, "CreateGroup", ok, err, true)
+	}
+	ok, err := b.CreateGroup("t", "g1", engine.Range)
+	wantBool(t, "duplicate CreateGroup", ok, err, false)
+	for _, s := range []string{"a", "b", "c"} {
+		pub(t, bt, 0, s)
+	}
+	m1, m2 := member(t, bt, "g1", "m"), member(t, bt, "g2", "m")
+	must(m1.Join()).of(t)
+	must(m2.Join()).of(t)
+	for off := range int64(3) {
+		wantRecs(t, poll(t, m1, 1), rec{0, off, string(rune('a' + off)), 1})
+		ok, err := m1.Ack(0, off)
+		wantBool(t, "Ack g1", ok, err, true)
+	}
+	if _, err := bt.TryPublish(0, engine.Message{Payload: "d"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatalf("g2 still needs every record: %v", err)
+	}
+	wantRecs(t, poll(t, m2, 1), rec{0, 0, "a", 1})
+	ok, err = m2.Ack(0, 0)
+	wantBool(t, "Ack g2", ok, err, true)
+	if off := pub(t, bt, 0, "d"); off != 3 {
+		t.Fatalf("offset %d", off)
+	}
+	d := must(b.Describe("t")).of(t)
+	if p := d.Partitions[0]; p.LogStartOffset != 1 || p.LogEndOffset != 4 {
+		t.Fatalf("partition %+v", p)
+	}
+	// Deleting g2 (after its member leaves) frees what only it needed.
+	if _, err := b.DeleteGroup("t", "g2"); !errors.Is(err, engine.ErrGroupNotEmpty) {
+		t.Fatalf("DeleteGroup with members: %v", err)
+	}
+	must(m2.Leave()).of(t)
+	ok, err = b.DeleteGroup("t", "g2")
+	wantBool(t, "DeleteGroup", ok, err, true)
+	ok, err = b.DeleteGroup("t", "g2")
+	wantBool(t, "second DeleteGroup", ok, err, false)
+	d = must(b.Describe("t")).of(t)
+	if p := d.Partitions[0]; p.LogStartOffset != 3 || len(d.Groups) != 1 {
+		t.Fatalf("after delete: %+v %+v", p, d.Groups)
+	}
+	// A re-created g2 is fresh: at the log start, no attempts.
+	m2b := member(t, bt, "g2", "n")
+	must(m2b.Join()).of(t)
+	wantRecs(t, poll(t, m2b, 5), rec{0, 3, "d", 1})
+	s := must(b.Snapshot("t")).of(t)
+	if len(s.Records[0]) != 1 || s.Records[0][0].Payload != "d" {
+		t.Fatalf("snapshot records %+v", s.Records)
+	}
+}
+
+func TestSeek(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 10})
+	bt := topic(t, b, "t", 2)
+	for i := range 5 {
+		pub(t, bt, 0, string(rune('a'+i)))
+	}
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	for off := range int64(2) {
+		poll(t, m, 1)
+		ok, err := m.Ack(0, off)
+		wantBool(t, "Ack", ok, err, true)
+	}
+	// Log start is now 2 (one group). Seek forward frees records.
+	wantRecs(t, poll(t, m, 1), rec{0, 2, "c", 1})
+	ok, err := b.Seek("t", "g", 0, 4)
+	wantBool(t, "Seek 4", ok, err, true)
+	ok, err = m.Ack(0, 2)
+	wantBool(t, "Ack cancelled by Seek", ok, err, false)
+	d := must(b.Describe("t")).of(t)
+	if p, g := d.Partitions[0], d.Groups[0].Partitions[0]; p.LogStartOffset != 4 || g.Committed != 4 || g.InFlight || g.Attempts != 0 {
+		t.Fatalf("after seek: %+v %+v", p, g)
+	}
+	for _, off := range []int64{3, 6} {
+		if _, err := b.Seek("t", "g", 0, off); !errors.Is(err, engine.ErrOffsetOutOfRange) {
+			t.Fatalf("Seek %d: %v", off, err)
+		}
+	}
+	ok, err = b.Seek("t", "g", 0, 5) // the log end
+	wantBool(t, "Seek end", ok, err, true)
+	ok, err = b.Seek("t", "nope", 0, 5)
+	wantBool(t, "Seek absent group", ok, err, false)
+	if _, err := b.Seek("t", "g", 0, -1); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("negative offset: %v", err)
+	}
+	if _, err := b.Seek("t", "nope", 2, 0); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("bad partition before absent group: %v", err)
+	}
+	wantRecs(t, poll(t, m, 5))
+	pub(t, bt, 0, "f")
+	wantRecs(t, poll(t, m, 5), rec{0, 5, "f", 1})
+}
+
+func TestAddPartitions(t *testing.T) {
+	b, _ := start(t, jetstream.Config{})
+	bt := topic(t, b, "t", 1)
+	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
+	must(ma.Join()).of(t)
+	must(mb.Join()).of(t)
+	ok, err := b.SetAssignor("t", "g", engine.Range)
+	wantBool(t, "SetAssignor", ok, err, true)
+	if _, err := b.AddPartitions("t", 64); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("too many: %v", err)
+	}
+	if n := must(b.AddPartitions("t", 3)).of(t); n != 4 {
+		t.Fatalf("AddPartitions = %d", n)
+	}
+	if a, b := ma.Assignment(), mb.Assignment(); !slices.Equal(a, []int32{0, 1}) || !slices.Equal(b, []int32{2, 3}) {
+		t.Fatalf("range: a %v b %v", a, b)
+	}
+	if n := bt.Partitions(); n != 4 {
+		t.Fatalf("Partitions = %d", n)
+	}
+	if off := pub(t, bt, 3, "new"); off != 0 {
+		t.Fatalf("offset %d", off)
+	}
+	wantRecs(t, poll(t, mb, 5), rec{3, 0, "new", 1})
+	d := must(b.Describe("t")).of(t)
+	for p := 1; p < 4; p++ {
+		if g := d.Groups[0].Partitions[p]; g.Committed != 0 {
+			t.Fatalf("partition %d: %+v", p, g)
+		}
+	}
+	if d.Groups[0].Assignor != "range" {
+		t.Fatalf("assignor %q", d.Groups[0].Assignor)
+	}
+}
+
+func TestAckTimeoutWithClock(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	b, _ := start(t, jetstream.Config{AckTimeout: time.Minute, Clock: clk.Now})
+	bt := topic(t, b, "t", 1)
+	pub(t, bt, 0, "a")
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	rs := must(m.TryPoll(nil, 1)).of(t)
+	if len(rs) != 1 || !rs[0].Time.Equal(clk.Now()) {
+		t.Fatalf("records %+v (time from the broker clock)", rs)
+	}
+	clk.Add(59 * time.Second)
+	wantRecs(t, poll(t, m, 1))
+	clk.Add(time.Second)
+	wantRecs(t, poll(t, m, 1), rec{0, 0, "a", 2})
+	ok, err := m.Ack(0, 0)
+	wantBool(t, "Ack after redelivery", ok, err, true)
+}
+
+func TestHeadersKeyTime(t *testing.T) {
+	b, _ := start(t, jetstream.Config{MaxMessageBytes: 40})
+	bt := topic(t, b, "t", 1)
+	at := time.Unix(1234, 5678)
+	hs := []engine.Header{{Key: "Tributary-Key", Value: "x"}, {Key: "a", Value: "1"}, {Key: "a", Value: "2"}, {Key: "nl", Value: "x\r\ny"}, {}}
+	must(bt.TryPublish(0, engine.Message{Key: "k\n", Headers: hs, Payload: "p", Time: at})).of(t)
+	if _, err := bt.TryPublish(0, engine.Message{Payload: string(make([]byte, 41))}); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("oversized: %v", err)
+	}
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	rs := must(m.TryPoll(nil, 5)).of(t)
+	if len(rs) != 1 {
+		t.Fatalf("records %+v", rs)
+	}
+	r := rs[0]
+	if r.Key != "k\n" || !slices.Equal(r.Headers, hs) || !r.Time.Equal(at) || r.Payload != "p" || r.Topic != "t" {
+		t.Fatalf("record %+v", r)
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	b, _ := start(t, jetstream.Config{})
+	bt := topic(t, b, "t", 2)
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	isInvalid := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
+		}
+	}
+	_, err := b.CreateTopic("bad name", 1, "")
+	isInvalid("CreateTopic name", err)
+	_, err = b.CreateTopic("u", 65, "")
+	isInvalid("CreateTopic count", err)
+	_, err = b.CreateGroup("t", "g2", nil)
+	isInvalid("nil assignor", err)
+	_, err = b.CreateGroup("nope", "g", engine.RoundRobin)
+	isInvalid("unknown topic", err)
+	if !errors.Is(err, tributary.ErrUnknownTopic) {
+		t.Errorf("unknown topic: %v", err)
+	}
+	if _, _, err := b.OpenTopic("nope"); !errors.Is(err, tributary.ErrUnknownTopic) {
+		t.Errorf("OpenTopic: %v", err)
+	}
+	_, err = bt.TryPublish(2, engine.Message{})
+	isInvalid("publish partition", err)
+	_, err = bt.Member("g", "")
+	isInvalid("member id", err)
+	_, err = m.TryPoll(nil, 0)
+	isInvalid("max 0", err)
+	_, err = m.TryPoll(nil, 65)
+	isInvalid("max 65", err)
+	_, err = m.Ack(0, -1)
+	isInvalid("negative ack", err)
+	_, err = m.Retry(5, 0)
+	isInvalid("retry partition", err)
+	_, err = b.Describe("nope")
+	isInvalid("Describe", err)
+	// Nothing changed.
+	d := must(b.Describe("t")).of(t)
+	if len(d.Groups) != 1 || d.Partitions[0].LogEndOffset != 0 || slices.Contains(b.Topics(), "u") {
+		t.Fatalf("state changed: %+v %v", d, b.Topics())
+	}
+	if ts := b.Topics(); !slices.Equal(ts, []string{"t"}) {
+		t.Fatalf("Topics = %v", ts)
+	}
+	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: 1, ReplayWindow: 1}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("replay window: %v", err)
+	}
+	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: 1001}); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("capacity: %v", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	start := time.Now()
+	_, err := jetstream.Open(jetstream.Config{URL: "nats://127.0.0.1:1", Capacity: 1, ConnectTimeout: 500 * time.Millisecond})
+	if !errors.Is(err, jetstream.ErrUnavailable) {
+		t.Fatalf("Open: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Open took %v", d)
+	}
+}
+
+// Poll blocks without busy polling, wakes on a publish, and ends on ctx,
+// stop and leaving.
+func TestPollWaits(t *testing.T) {
+	b, _ := start(t, jetstream.Config{})
+	bt := topic(t, b, "t", 1)
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	done := make(chan []engine.Record)
+	go func() {
+		rs, err := m.Poll(context.Background(), nil, nil, 5)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rs
+	}()
+	time.Sleep(100 * time.Millisecond)
+	pub(t, bt, 0, "a")
+	select {
+	case rs := <-done:
+		wantRecs(t, recs(rs), rec{0, 0, "a", 1})
+	case <-time.After(fallbackBound):
+		t.Fatal("Poll not woken by a publish")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := m.Poll(ctx, nil, nil, 5); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx: %v", err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if _, err := m.Poll(context.Background(), stop, nil, 5); !errors.Is(err, tributary.ErrClosed) {
+		t.Fatalf("stop: %v", err)
+	}
+	must(m.Leave()).of(t)
+	if _, err := m.Poll(context.Background(), nil, nil, 5); !errors.Is(err, tributary.ErrClosed) {
+		t.Fatalf("left: %v", err)
+	}
+}
+
+// fallbackBound is below the package's 2 s fallback wake-up: a wake-up
+// that came sooner came from the broker.
+const fallbackBound = 1500 * time.Millisecond
+
+// Publish waits for room and is woken by the purge an Ack makes.
+func TestPublishWaitsForRoom(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 1})
+	bt := topic(t, b, "t", 1)
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	pub(t, bt, 0, "a")
+	done := make(chan int64)
+	go func() {
+		off, err := bt.Publish(context.Background(), nil, 0, engine.Message{Payload: "b"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- off
+	}()
+	time.Sleep(100 * time.Millisecond)
+	poll(t, m, 1)
+	ok, err := m.Ack(0, 0)
+	wantBool(t, "Ack", ok, err, true)
+	select {
+	case off := <-done:
+		if off != 1 {
+			t.Fatalf("offset %d", off)
+		}
+	case <-time.After(fallbackBound):
+		t.Fatal("Publish not woken by the purge")
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if _, err := bt.Publish(context.Background(), stop, 0, engine.Message{}); !errors.Is(err, tributary.ErrClosed) {
+		t.Fatalf("stop: %v", err)
+	}
+}
+
+// A server restart keeps streams and committed offsets; the backend
+// reconnects and keeps working.
+func TestServerRestart(t *testing.T) {
+	b, srv := start(t, jetstream.Config{})
+	bt := topic(t, b, "t", 1)
+	for _, s := range []string{"a", "b", "c"} {
+		pub(t, bt, 0, s)
+	}
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	poll(t, m, 1)
+	ok, err := m.Ack(0, 0)
+	wantBool(t, "Ack", ok, err, true)
+	wantRecs(t, poll(t, m, 1), rec{0, 1, "b", 1})
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// Calls during the reconnect may fail with ErrUnavailable; retry a while.
+	var rs []rec
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err = m.Retry(0, 1)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantBool(t, "Retry after restart", ok, nil, true)
+	rs = poll(t, m, 1)
+	wantRecs(t, rs, rec{0, 1, "b", 2})
+	ok, err = m.Ack(0, 1)
+	wantBool(t, "Ack after restart", ok, err, true)
+	if off := pub(t, bt, 0, "d"); off != 3 {
+		t.Fatalf("offset %d", off)
+	}
+	d := must(b.Describe("t")).of(t)
+	if p, g := d.Partitions[0], d.Groups[0].Partitions[0]; p.LogStartOffset != 2 || p.LogEndOffset != 4 || g.Committed != 2 {
+		t.Fatalf("after restart: %+v %+v", p, g)
+	}
+}
+
+// The typed library runs on the backend unchanged.
+func TestTypedLibrary(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 100})
+	c, err := tributary.NewClusterOn(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type order struct {
+		ID int `json:"id"`
+	}
+	orders := must(tributary.CreateTopic(c, "orders", 2, tributary.JSON[order]())).of(t)
+	if _, err := tributary.OpenTopic(c, "orders", tributary.JSON[string]()); !errors.Is(err, tributary.ErrTypeMismatch) {
+		t.Fatalf("OpenTopic with another type: %v", err)
+	}
+	p := must(tributary.NewProducer[order](c, "web", tributary.KeyHash())).of(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 1; i <= 3; i++ {
+		must(p.Send(ctx, orders, tributary.Message[order]{Key: "cust-42", Value: order{ID: i}})).of(t)
+	}
+	cons := must(tributary.NewConsumer(orders, "billing", "billing-1")).of(t)
+	var ids []int
+	for len(ids) < 3 {
+		ms := must(cons.Poll(ctx, 10)).of(t)
+		for _, m := range ms {
+			ids = append(ids, m.Value.ID)
+			if err := cons.Ack(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if !slices.Equal(ids, []int{1, 2, 3}) {
+		t.Fatalf("ids %v", ids)
+	}
+}
+
+// A three-node cluster with Replicas 3.
+func TestCluster3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster start-up")
+	}
+	cl, err := jetstream.StartCluster(3, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Shutdown()
+	urls := cl.URLs()
+	b, err := jetstream.Open(jetstream.Config{URL: urls[0] + "," + urls[1] + "," + urls[2], Capacity: 5, Replicas: 3, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bt := topic(t, b, "t", 2)
+	pub(t, bt, 1, "a")
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	wantRecs(t, poll(t, m, 5), rec{1, 0, "a", 1})
+	ok, err := m.Ack(1, 0)
+	wantBool(t, "Ack", ok, err, true)
+	wantRecs(t, poll(t, m, 5))
+	for range 5 {
+		pub(t, bt, 0, "f")
+	}
+	if _, err := bt.TryPublish(0, engine.Message{Payload: "c"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatalf("publish to a full replicated partition: %v", err)
+	}
+	// Compare-and-set conflicts on replicated state: two handles of the
+	// member race for the one deliverable record.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []engine.Record
+	for _, x := range []tributary.BackendMember{m, member(t, bt, "g", "m")} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				rs, err := x.TryPoll(nil, 5)
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				got = append(got, rs...)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	wantRecs(t, recs(got), rec{0, 0, "f", 1})
+	d := must(b.Describe("t")).of(t)
+	if p := d.Partitions[1]; p.LogStartOffset != 1 || p.LogEndOffset != 1 {
+		t.Fatalf("partition %+v", p)
+	}
+}
+
+// Concurrent members, a rebalance midway and a second group: every record
+// is acked exactly once per group, in offset order per partition.
+func TestConcurrentConsumers(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 8})
+	const parts, perPart = 3, 30
+	bt := topic(t, b, "t", parts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, g := range []string{"g1", "g2"} {
+		ok, err := b.CreateGroup("t", g, engine.Sticky)
+		wantBool(t, "CreateGroup", ok, err, true)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the producer: waits for room
+		defer wg.Done()
+		for i := range perPart {
+			for p := range int32(parts) {
+				off, err := bt.Publish(ctx, nil, p, engine.Message{Payload: "x"})
+				if err != nil || off != int64(i) {
+					t.Errorf("Publish(%d) = %d, %v", p, off, err)
+					return
+				}
+			}
+		}
+	}()
+	type key struct {
+		g   string
+		p   int32
+		off int64
+	}
+	var mu sync.Mutex
+	acked := map[key]int{}
+	next := map[string][]int64{"g1": make([]int64, parts), "g2": make([]int64, parts)}
+	total := 0
+	allDone := make(chan struct{})
+	consume := func(g, name string, quitAfter int) {
+		defer wg.Done()
+		m := member(t, bt, g, name)
+		if _, err := m.Join(); err != nil {
+			t.Error(err)
+			return
+		}
+		n := 0
+		for {
+			select {
+			case <-allDone:
+				return
+			default:
+			}
+			if quitAfter > 0 && n >= quitAfter {
+				if _, err := m.Leave(); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			rs, err := m.Poll(pctx, nil, nil, 4)
+			pcancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, r := range rs {
+				ok, err := m.Ack(r.Partition, r.Offset)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !ok {
+					continue // cancelled by a rebalance: redelivered to the new owner
+				}
+				n++
+				mu.Lock()
+				k := key{g, r.Partition, r.Offset}
+				acked[k]++
+				if want := next[g][r.Partition]; r.Offset != want {
+					t.Errorf("%s acked %d/%d, want offset %d", g, r.Partition, r.Offset, want)
+				}
+				next[g][r.Partition] = r.Offset + 1
+				total++
+				if total == 2*parts*perPart {
+					close(allDone)
+				}
+				mu.Unlock()
+			}
+		}
+	}
+	wg.Add(4)
+	go consume("g1", "a", 0)
+	go consume("g1", "b", 15)
+	go consume("g1", "c", 0)
+	go consume("g2", "a", 0)
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if total != 2*parts*perPart {
+		t.Fatalf("acked %d records, want %d", total, 2*parts*perPart)
+	}
+	for k, n := range acked {
+		if n != 1 {
+			t.Errorf("%v acked %d times", k, n)
+		}
+	}
+}
+
+// badAssignor gives every partition to "nobody".
+type badAssignor struct{}
+
+func (badAssignor) Name() string { return "bad" }
+func (badAssignor) Assign(members, previous []string) []string {
+	out := make([]string, len(previous))
+	for i := range out {
+		out[i] = "nobody"
+	}
+	return out
+}
+
+// firstAssignor gives every partition to the first member.
+type firstAssignor struct{}
+
+func (firstAssignor) Name() string { return "first" }
+func (firstAssignor) Assign(members, previous []string) []string {
+	out := make([]string, len(previous))
+	for i := range out {
+		out[i] = members[0]
+	}
+	return out
+}
+
+// User assignors: a wrong answer changes nothing; a second Backend on the
+// same server shares the state but not the process-local registry.
+func TestUserAssignors(t *testing.T) {
+	b, srv := start(t, jetstream.Config{})
+	bt := topic(t, b, "t", 2)
+	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
+	must(ma.Join()).of(t)
+	must(mb.Join()).of(t)
+	if _, err := b.SetAssignor("t", "g", badAssignor{}); !errors.Is(err, engine.ErrInvalidAssignment) {
+		t.Fatalf("bad assignor: %v", err)
+	}
+	d := must(b.Describe("t")).of(t)
+	if d.Groups[0].Assignor != "round-robin" || !slices.Equal(mb.Assignment(), []int32{1}) {
+		t.Fatalf("changed: %+v", d.Groups[0])
+	}
+	ok, err := b.SetAssignor("t", "g", firstAssignor{})
+	wantBool(t, "SetAssignor", ok, err, true)
+	if a := ma.Assignment(); !slices.Equal(a, []int32{0, 1}) {
+		t.Fatalf("a = %v", a)
+	}
+	b2, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	bt2, pt, err := b2.OpenTopic("t")
+	if err != nil || pt != "string" {
+		t.Fatalf("OpenTopic on a second backend: %v %q", err, pt)
+	}
+	mc := member(t, bt2, "g", "c")
+	if _, err := mc.Join(); !errors.Is(err, jetstream.ErrUnknownAssignor) {
+		t.Fatalf("Join with an unregistered assignor: %v", err)
+	}
+	ok, err = b2.SetAssignor("t", "g", engine.Sticky)
+	wantBool(t, "SetAssignor on b2", ok, err, true)
+	must(mc.Join()).of(t)
+	if a, b, c := ma.Assignment(), mb.Assignment(), mc.Assignment(); len(a)+len(b)+len(c) != 2 || len(a) > 1 || len(b) > 1 || len(c) > 1 {
+		t.Fatalf("sticky over 3 members, 2 partitions: a %v b %v c %v", ma.Assignment(), mb.Assignment(), mc.Assignment())
+	}
+}

@@ -1,0 +1,348 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/engine/assign"
+	"github.com/nats-io/nats.go"
+)
+
+// Member is a tributary.BackendMember: one (topic, group, member). It holds
+// no state of its own beyond names; everything is read from the state
+// stream on each call, so any number of handles, in any processes, may
+// name the same member.
+type Member struct {
+	t     *Topic
+	b     *Backend
+	group string
+	name  string
+}
+
+// Group returns the member's group name.
+func (m *Member) Group() string { return m.group }
+
+// Join adds the member to its group, creating the group with RoundRobin at
+// the log start offsets if absent (SPEC rule 7), rebalances it and returns
+// the member's partitions ascending; joining twice changes nothing. It
+// returns after every moved partition's cursor was migrated (in-flight
+// deliveries of moved partitions cancelled, rule 9). Errors:
+// engine.ErrInvalidArgument (unknown topic), engine.ErrInvalidAssignment,
+// ErrUnknownAssignor, ErrUnavailable.
+func (m *Member) Join() ([]int32, error) {
+	gv, changed, err := m.b.rebalance(m.t.name, m.group, func(next *groupVal, exists bool, parts int32) (bool, error) {
+		if !exists {
+			next.Assignor, next.Members = assign.RoundRobin.Name(), []string{m.name}
+			return true, nil
+		}
+		if next.isMember(m.name) {
+			return len(next.Owners) < int(parts), nil
+		}
+		i, _ := slices.BinarySearch(next.Members, m.name)
+		next.Members = slices.Insert(next.Members, i, m.name)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if changed {
+		if gv, err = m.b.grow(m.t.name, m.group, gv); err != nil {
+			return nil, err
+		}
+	}
+	return owned(&gv, m.name), nil
+}
+
+// Leave removes the member and rebalances (SPEC rule 8); false when the
+// group or the member is absent. A group left empty keeps its cursors and
+// counts for retention. Errors: as Join.
+func (m *Member) Leave() (bool, error) {
+	_, changed, err := m.b.rebalance(m.t.name, m.group, func(next *groupVal, exists bool, _ int32) (bool, error) {
+		i, found := slices.BinarySearch(next.Members, m.name)
+		if !exists || !found {
+			return false, nil
+		}
+		next.Members = slices.Delete(next.Members, i, i+1)
+		return true, nil
+	})
+	return changed, err
+}
+
+// owned returns m's partitions in gv, ascending, in a new slice.
+func owned(gv *groupVal, m string) []int32 {
+	ps := []int32{}
+	for p, o := range gv.Owners {
+		if o == m {
+			ps = append(ps, int32(p))
+		}
+	}
+	return ps
+}
+
+// Assignment returns the member's partitions now, ascending, in a new
+// slice; empty when the server cannot be reached.
+func (m *Member) Assignment() []int32 {
+	gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+	if err != nil || !ok {
+		return []int32{}
+	}
+	return owned(&gv, m.name)
+}
+
+// checkMax returns engine.ErrInvalidArgument unless max is 1..64.
+func checkMax(max int32) error {
+	if max < 1 || max > engine.MaxPollRecords {
+		return invalid("maxRecords %d outside 1..%d", max, engine.MaxPollRecords)
+	}
+	return nil
+}
+
+// TryPoll appends up to max (1..64) deliverable records to dst and returns
+// at once (SPEC rule 10): for each owned partition ascending, the record at
+// the committed offset if nothing is in flight there (or the delivery's ack
+// timeout expired, rule 22), reserved by compare-and-set on the cursor
+// (attempts + 1, rule 16). Absent group or member: dst unchanged. Errors:
+// engine.ErrInvalidArgument (max out of range), ErrUnavailable; records
+// reserved before an error are returned with it.
+func (m *Member) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
+	if err := checkMax(max); err != nil {
+		return dst, err
+	}
+	out, _, _, err := m.poll(dst, max, -1)
+	return out, err
+}
+
+// TryPollPartition is TryPoll of partition alone with max 1. Errors:
+// engine.ErrInvalidArgument (partition out of range), ErrUnavailable.
+func (m *Member) TryPollPartition(dst []engine.Record, partition int32) ([]engine.Record, error) {
+	if err := m.t.checkPartition(partition); err != nil {
+		return dst, err
+	}
+	out, _, _, err := m.poll(dst, 1, partition)
+	return out, err
+}
+
+// poll is TryPoll of every owned partition (only < 0) or of only. joined
+// reports whether the member is in its group; expiry is the earliest ack
+// timeout expiry (broker clock, Unix ns) of an in-flight delivery it
+// skipped, 0 for none.
+func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record, joined bool, expiry int64, err error) {
+	out = dst
+	for range maxRetries {
+		gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+		if err != nil || !ok || !gv.isMember(m.name) {
+			return out, false, 0, err
+		}
+		stale := false
+		for p, o := range gv.Owners {
+			if o != m.name || only >= 0 && int32(p) != only {
+				continue
+			}
+			if int32(len(out)-len(dst)) >= max {
+				break
+			}
+			r, got, exp, err := m.pollPartition(&gv, int32(p))
+			if errors.Is(err, errStale) {
+				stale = true
+				break
+			}
+			if err != nil {
+				return out, true, 0, err
+			}
+			if got {
+				out = append(out, r)
+			}
+			if exp > 0 && (expiry == 0 || exp < expiry) {
+				expiry = exp
+			}
+		}
+		if !stale || len(out) > len(dst) {
+			return out, true, expiry, nil
+		}
+	}
+	return out, true, 0, fmt.Errorf("%w: polling %s/%s", ErrContention, m.t.name, m.group)
+}
+
+// pollPartition reserves the record at the group's committed offset on p
+// if p is deliverable. exp is the ack-timeout expiry of a delivery that
+// blocks p, else 0.
+func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool, exp int64, err error) {
+	key := cursorKey(m.t.name, m.group, p)
+	for range maxRetries {
+		c, crev, err := m.b.cursorFor(m.t.name, m.group, gv, p)
+		if err != nil || c.Owner != m.name {
+			return r, false, 0, err
+		}
+		now := m.b.now().UnixNano()
+		if c.InFlight {
+			to := int64(m.b.cfg.AckTimeout)
+			if to <= 0 {
+				return r, false, 0, nil
+			}
+			if e := c.DeliveredAt + to; now < e {
+				return r, false, e, nil
+			}
+		}
+		r, ok, err := m.b.readRecord(m.t.name, p, c.Committed)
+		if err != nil || !ok {
+			return r, false, 0, err
+		}
+		n := c
+		n.InFlight, n.Attempts, n.DeliveredAt = true, c.Attempts+1, now
+		_, ok, err = m.b.put(key, n, crev)
+		if err != nil {
+			return r, false, 0, err
+		}
+		if ok {
+			r.Attempt = n.Attempts
+			return r, true, 0, nil
+		}
+	}
+	return r, false, 0, fmt.Errorf("%w: polling %s/%s/%d", ErrContention, m.t.name, m.group, p)
+}
+
+// Poll is TryPoll that, when nothing is deliverable, waits and polls again
+// until it has at least one record. It waits without busy polling: on core
+// NATS subscriptions to the topic's record subjects and the group's state
+// keys (a publish, an ack, a Retry, a rebalance or a Seek wakes it), on a
+// timer for the earliest ack-timeout expiry, and at most fallbackWait (a
+// reconnect may lose a wake-up). It returns ctx.Err() when ctx ends, and
+// tributary.ErrClosed when stop or the Backend closes or the member is not
+// in its group. Other errors: as TryPoll.
+func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Record, max int32) ([]engine.Record, error) {
+	if err := checkMax(max); err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	out, joined, _, err := m.poll(dst, max, -1)
+	if err != nil || len(out) > n {
+		return out, err
+	}
+	if !joined {
+		return out, m.notJoined()
+	}
+	ch := make(chan *nats.Msg, 64)
+	b := m.b
+	for _, subj := range []string{
+		b.sp + ".rec." + m.t.name + ".*",
+		b.stateSubject(groupKey(m.t.name, m.group)),
+		b.stateSubject("cursor." + m.t.name + "." + m.group + ".*"),
+	} {
+		sub, err := b.nc.ChanSubscribe(subj, ch)
+		if err != nil {
+			return out, b.fail(err)
+		}
+		defer sub.Unsubscribe() //nolint:errcheck // best effort
+	}
+	if err := b.nc.FlushTimeout(b.cfg.RequestTimeout); err != nil {
+		return out, b.fail(err)
+	}
+	timer := time.NewTimer(fallbackWait)
+	defer timer.Stop()
+	for {
+		out, joined, expiry, err := m.poll(dst, max, -1)
+		if err != nil || len(out) > n {
+			return out, err
+		}
+		if !joined {
+			return out, m.notJoined()
+		}
+		wait := fallbackWait
+		if expiry > 0 {
+			wait = min(wait, time.Duration(expiry-b.now().UnixNano()))
+			if wait < time.Millisecond {
+				wait = time.Millisecond
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-stop:
+			return out, tributary.ErrClosed
+		case <-b.closed:
+			return out, fmt.Errorf("%w: backend closed", tributary.ErrClosed)
+		}
+		for len(ch) > 0 {
+			<-ch
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (m *Member) notJoined() error {
+	return fmt.Errorf("%w: member %q is not in group %q of topic %q", tributary.ErrClosed, m.name, m.group, m.t.name)
+}
+
+// Ack commits the in-flight delivery (partition, offset) of this member
+// (SPEC rule 11): the committed offset advances, attempts reset, then
+// retention runs on the partition. False, nothing changed, unless the
+// member owns partition in the group's current generation and exactly that
+// offset is in flight there (a partition that moved since the delivery
+// was migrated, which cancelled it). Errors: engine.ErrInvalidArgument
+// (partition out of range, negative offset), ErrUnavailable. A retention
+// failure after the commit is not reported: the next Ack retries it.
+func (m *Member) Ack(partition int32, offset int64) (bool, error) {
+	return m.settle(partition, offset, true)
+}
+
+// Retry clears the in-flight delivery (partition, offset) without
+// committing, attempts kept (SPEC rule 12); the same checks as Ack.
+func (m *Member) Retry(partition int32, offset int64) (bool, error) {
+	return m.settle(partition, offset, false)
+}
+
+func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error) {
+	if err := m.t.checkPartition(partition); err != nil {
+		return false, err
+	}
+	if offset < 0 {
+		return false, invalid("negative offset %d", offset)
+	}
+	key := cursorKey(m.t.name, m.group, partition)
+	for range maxRetries {
+		gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+		if err != nil || !ok || !gv.isMember(m.name) || gv.owner(partition) != m.name {
+			return false, err
+		}
+		c, crev, err := m.b.cursorFor(m.t.name, m.group, &gv, partition)
+		if errors.Is(err, errStale) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if c.Owner != m.name || !c.InFlight || c.Committed != offset {
+			return false, nil
+		}
+		n := c
+		n.InFlight, n.DeliveredAt = false, 0
+		if commit {
+			n.Committed, n.Attempts = c.Committed+1, 0
+		}
+		_, ok, err = m.b.put(key, n, crev)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		if commit {
+			m.b.retain(m.t.name, partition) //nolint:errcheck // documented: the next Ack retries
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: settling %s/%s/%d", ErrContention, m.t.name, m.group, partition)
+}

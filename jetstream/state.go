@@ -1,0 +1,154 @@
+package jetstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	njs "github.com/nats-io/nats.go/jetstream"
+)
+
+// The state stream as a key-value store with compare-and-set. Key k is the
+// subject <sp>.state.<k>; the stream keeps one message per subject, and a
+// key's revision is that message's stream sequence (0: never written). Reads
+// go to the stream leader (AllowDirect false), so a read sees every write
+// acknowledged before it started. A deleted key holds a tombstone; its
+// revision is kept, so re-creating it is a compare-and-set like any other.
+
+// tombstone is the value of a deleted key.
+var tombstone = []byte(`{"deleted":true}`)
+
+// topicVal is the value of key topic.<T>.
+type topicVal struct {
+	Partitions  int32  `json:"partitions"`
+	PayloadType string `json:"payloadType"`
+}
+
+// groupVal is the value of key group.<T>.<G>.
+type groupVal struct {
+	// Inc is the group's incarnation: the revision of the write that
+	// created it. That write stores 0 (it cannot know its own revision);
+	// readGroup fills it in and later writes carry it.
+	Inc      uint64   `json:"inc,omitempty"`
+	Gen      uint64   `json:"gen"`      // generation, +1 per rebalance
+	Assignor string   `json:"assignor"` // the assignor's Name
+	Members  []string `json:"members"`  // sorted bytewise
+	Owners   []string `json:"owners"`   // Owners[p]: owner of p, "" for none; len = partitions seen by the last rebalance
+	Since    []uint64 `json:"since"`    // Since[p]: the generation at which Owners[p] became p's owner
+}
+
+// owner returns the owner of p, "" when none or p is beyond Owners.
+func (g *groupVal) owner(p int32) string {
+	if int(p) < len(g.Owners) {
+		return g.Owners[p]
+	}
+	return ""
+}
+
+// since returns the generation at which p's owner last changed.
+func (g *groupVal) since(p int32) uint64 {
+	if int(p) < len(g.Since) {
+		return g.Since[p]
+	}
+	return g.Gen
+}
+
+// isMember reports whether m is a member.
+func (g *groupVal) isMember(m string) bool {
+	for _, x := range g.Members {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// cursorVal is the value of key cursor.<T>.<G>.<p>: one group's position on
+// one partition.
+type cursorVal struct {
+	Inc         uint64 `json:"inc"`   // the group incarnation it belongs to
+	Owner       string `json:"owner"` // the owner it was last migrated to
+	Gen         uint64 `json:"gen"`   // the group generation it was last migrated to
+	Committed   int64  `json:"committed"`
+	InFlight    bool   `json:"inFlight,omitempty"`
+	Attempts    int32  `json:"attempts,omitempty"`
+	DeliveredAt int64  `json:"deliveredAt,omitempty"` // broker clock, Unix ns, of the in-flight delivery
+}
+
+// lowVal is the value of key low.<T>.<p>: the partition's log start offset,
+// the retention fence.
+type lowVal struct {
+	Low int64 `json:"low"`
+}
+
+func topicKey(t string) string        { return "topic." + t }
+func groupKey(t, g string) string     { return "group." + t + "." + g }
+func lowKey(t string, p int32) string { return "low." + t + "." + strconv.Itoa(int(p)) }
+func cursorKey(t, g string, p int32) string {
+	return "cursor." + t + "." + g + "." + strconv.Itoa(int(p))
+}
+
+// stateSubject returns key's subject.
+func (b *Backend) stateSubject(key string) string { return b.sp + ".state." + key }
+
+// get reads key into v and returns its revision; ok is false (v untouched)
+// when the key was never written or is deleted.
+func (b *Backend) get(key string, v any) (rev uint64, ok bool, err error) {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	m, err := b.state.GetLastMsgForSubject(ctx, b.stateSubject(key))
+	if errors.Is(err, njs.ErrMsgNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, b.fail(fmt.Errorf("reading %s: %w", key, err))
+	}
+	if bytes.Equal(m.Data, tombstone) {
+		return m.Sequence, false, nil
+	}
+	if err := json.Unmarshal(m.Data, v); err != nil {
+		return 0, false, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
+	}
+	return m.Sequence, true, nil
+}
+
+// put writes v (nil: a tombstone) to key if its revision is still rev (0:
+// never written) and returns the new revision; ok is false, nothing
+// written, when the revision has moved on.
+func (b *Backend) put(key string, v any, rev uint64) (newRev uint64, ok bool, err error) {
+	data := tombstone
+	if v != nil {
+		if data, err = json.Marshal(v); err != nil {
+			return 0, false, err
+		}
+	}
+	ctx, cancel := b.ctx()
+	defer cancel()
+	ack, err := b.js.Publish(ctx, b.stateSubject(key), data, njs.WithExpectLastSequencePerSubject(rev))
+	switch code := apiCode(err); {
+	case err == nil:
+		return ack.Sequence, true, nil
+	case code == njs.JSErrCodeStreamWrongLastSequence || code == njs.JSErrCodeStreamWrongLastSequenceConstant:
+		return 0, false, nil
+	default:
+		return 0, false, b.fail(fmt.Errorf("writing %s: %w", key, err))
+	}
+}
+
+// readGroup reads group g of topic t, its incarnation filled in.
+func (b *Backend) readGroup(t, g string) (gv groupVal, rev uint64, ok bool, err error) {
+	rev, ok, err = b.get(groupKey(t, g), &gv)
+	if ok && gv.Inc == 0 {
+		gv.Inc = rev
+	}
+	return gv, rev, ok, err
+}
+
+// readLow reads partition p's log start.
+func (b *Backend) readLow(t string, p int32) (lowVal, uint64, error) {
+	var lv lowVal
+	rev, _, err := b.get(lowKey(t, p), &lv)
+	return lv, rev, err
+}
