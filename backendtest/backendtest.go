@@ -28,6 +28,9 @@ type Config struct {
 	// MaxMessageBytes bounds key + header keys + header values + payload
 	// (SPEC rule 15); 0: no limit.
 	MaxMessageBytes int
+	// ReplayWindow is SPEC rule 21's window, in records, 0..Capacity; 0:
+	// none (rule 13 exactly). Only the rule-21 checks set it.
+	ReplayWindow int32
 }
 
 // Factory makes a fresh, empty backend for one subtest with the given

@@ -7,8 +7,8 @@
 // # Running it
 //
 // A backend's test package passes a Factory that makes a fresh, empty
-// backend honouring Config (capacity, ack timeout, clock, message limit)
-// and registers its own cleanup:
+// backend honouring Config (capacity, ack timeout, clock, message limit,
+// replay window) and registers its own cleanup:
 //
 //	func TestConformance(t *testing.T) {
 //		backendtest.Run(t, func(t *testing.T, cfg backendtest.Config) tributary.Backend {
@@ -29,7 +29,7 @@
 //
 // The checks are also exported one by one (Checks): each runs on a
 // testing.TB, so a test of the suite can run it on a recorder and show it
-// fails on a faulty backend (see faults_test.go, where each of 27 faults
+// fails on a faulty backend (see faults_test.go, where each of 29 faults
 // trips at least one check and every check is tripped by some fault).
 //
 // # Coverage, rule by rule
@@ -89,7 +89,12 @@
 //   - Rule 20: Seek's check order, ErrOffsetOutOfRange outside
 //     [log start, log end] changing nothing, cancel and attempt reset,
 //     replay, forward seeks freeing records, member-less groups.
-//   - Rule 21 (the replay window) is not checked: Config has no window.
+//   - Rule 21: SPEC section 3.2's worked example for the window, verbatim
+//     (capacity 3, window 2), with the log start at each step; with no
+//     group, or only groups that committed nothing, a full partition
+//     stays full (a deleted group's commits stop counting); a new group
+//     starts at the log start, the window included; window 0 is rule 13
+//     (acked records removed at once, Seek back to them out of range).
 //   - Rule 22: with a FakeClock, redelivery at exactly the ack timeout, not
 //     before; Ack and Retry of an expired delivery; only the owner's poll.
 //   - Rule 23: Describe field by field, and Snapshot's records. Nil and

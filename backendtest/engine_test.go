@@ -24,6 +24,9 @@ func engineFactory(t *testing.T, cfg backendtest.Config) tributary.Backend {
 	if cfg.MaxMessageBytes > 0 {
 		opts = append(opts, engine.WithMaxMessageBytes(cfg.MaxMessageBytes))
 	}
+	if cfg.ReplayWindow != 0 {
+		opts = append(opts, engine.WithReplayWindow(cfg.ReplayWindow))
+	}
 	c, err := tributary.NewCluster(cfg.Capacity, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })

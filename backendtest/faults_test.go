@@ -49,6 +49,9 @@ const (
 	addClamps           fault = "AddPartitions clamps the total to 64"
 	pollIgnoresStop     fault = "Poll ignores stop"
 	pollCtxNoError      fault = "Poll returns no error when ctx ends"
+	windowIgnored       fault = "the replay window is ignored"
+	windowIsCapacity    fault = "the replay window is always the capacity"
+	windowOnTop         fault = "the replay window is kept on top of the capacity"
 )
 
 var faults = []fault{
@@ -58,7 +61,24 @@ var faults = []fault{
 	duplicateTopicTrue, duplicateGroupTrue, unknownTopicErrors, membersFoldCase,
 	emptyPayloadInvalid, joinDescending, pollDropsDst, pollDropsKey,
 	snapshotNoHeaders, exactLimitInvalid, addReturnsAdded, addClamps,
-	pollIgnoresStop, pollCtxNoError,
+	pollIgnoresStop, pollCtxNoError, windowIgnored, windowIsCapacity,
+	windowOnTop,
+}
+
+// configure returns the configuration a backend with fault f is made
+// with: the replay-window faults misapply Config.
+func (f fault) configure(cfg backendtest.Config) backendtest.Config {
+	switch f {
+	case windowIgnored:
+		cfg.ReplayWindow = 0
+	case windowIsCapacity:
+		cfg.ReplayWindow = cfg.Capacity
+	case windowOnTop:
+		if cfg.ReplayWindow > 0 {
+			cfg.Capacity += cfg.ReplayWindow
+		}
+	}
+	return cfg
 }
 
 // faultyBackend is the engine backend with one fault.
@@ -357,7 +377,7 @@ func runRecorded(t *testing.T, c backendtest.Check, f fault) []string {
 			}
 		}()
 		c.Run(rec, func(cfg backendtest.Config) tributary.Backend {
-			return &faultyBackend{Backend: engineFactory(t, cfg), f: f, cfg: cfg}
+			return &faultyBackend{Backend: engineFactory(t, f.configure(cfg)), f: f, cfg: cfg}
 		})
 	}()
 	<-done

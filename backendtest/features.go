@@ -14,7 +14,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// featureChecks are rules 15–23 (not 21: see the package doc).
+// featureChecks are rules 15–23.
 func featureChecks() []Check {
 	return []Check{
 		{"Rule15MessageRoundTrip", rule15RoundTrip},
@@ -31,6 +31,9 @@ func featureChecks() []Check {
 		{"Rule19AddPartitionsBounds", rule19Bounds},
 		{"Rule20SeekOutOfRange", rule20OutOfRange},
 		{"Rule20SeekReplay", rule20Replay},
+		{"Rule21WorkedExample", rule21WorkedExample},
+		{"Rule21NoGroupIsFull", rule21NoGroup},
+		{"Rule21WindowZeroIsRule13", rule21WindowZero},
 		{"Rule22AckTimeout", rule22AckTimeout},
 		{"Rule23Describe", rule23Describe},
 		{"Rule23Snapshot", rule23Snapshot},
@@ -543,6 +546,98 @@ func rule20Replay(t testing.TB, nb NewBackend) {
 	require.Equal(t, engine.PartitionDescription{Partition: 0, LogStartOffset: 3, LogEndOffset: 3}, h.describe("t").Partitions[0])
 	h.pubs("t", 0, 3, "d", "e", "f", "g")
 	require.Equal(t, int64(-1), h.pub("t", 0, "h"))
+}
+
+// rule21WorkedExample is SPEC section 3.2's worked example for rule 21,
+// verbatim (capacity 3, WithReplayWindow(2), partition 0, group g with one
+// member joined first), with the log start checked at each step.
+func rule21WorkedExample(t testing.TB, nb NewBackend) {
+	h := newH(t, nb, Config{Capacity: 3, ReplayWindow: 2})
+	h.create("t", 1)
+	logStart := func(want int64, when string) {
+		t.Helper()
+		require.Equal(t, want, h.describe("t").Partitions[0].LogStartOffset, "log start %s", when)
+	}
+	require.Equal(t, []int32{0}, h.join("t", "g", "m"))
+	h.pubs("t", 0, 0, "a", "b", "c")
+	require.Equal(t, int64(-1), h.pub("t", 0, "x"), "full: nothing is committed")
+	for off := range int64(2) {
+		require.Equal(t, []string{fmt.Sprintf("0/%d %s #1", off, []string{"a", "b"}[off])}, h.poll("t", "g", "m", 1))
+		require.True(t, h.ack("t", "g", "m", 0, off))
+	}
+	logStart(0, "after acking 0 and 1: both stay as the window")
+	require.Equal(t, int64(3), h.pub("t", 0, "d"), "publish d removes offset 0, the oldest fully committed")
+	logStart(1, "after publishing d")
+	require.True(t, h.seek("t", "g", 0, 1))
+	require.Equal(t, int64(-1), h.pub("t", 0, "e"), "retained 1 2 3, none fully committed")
+	require.Equal(t, []string{"0/1 b #1"}, h.poll("t", "g", "m", 1))
+	require.True(t, h.ack("t", "g", "m", 0, 1))
+	require.Equal(t, int64(4), h.pub("t", 0, "e"), "publish e removes offset 1")
+	s := h.snapshot("t")
+	require.Equal(t, engine.PartitionDescription{Partition: 0, LogStartOffset: 2, LogEndOffset: 5}, s.Partitions[0])
+	var payloads []string
+	for _, r := range s.Records[0] {
+		payloads = append(payloads, r.Payload)
+	}
+	require.Equal(t, []string{"c", "d", "e"}, payloads)
+}
+
+// rule21NoGroup: with a window, a full partition of a topic with no group
+// refuses a publish, and so does one whose groups have committed nothing
+// (a member-less group counts); a deleted group's commits no longer make
+// room, and a new group starts at the log start, the window included.
+func rule21NoGroup(t testing.TB, nb NewBackend) {
+	h := newH(t, nb, Config{Capacity: 3, ReplayWindow: 2})
+	h.create("t", 1)
+	h.pubs("t", 0, 0, "a", "b", "c")
+	require.Equal(t, int64(-1), h.pub("t", 0, "x"), "no group: full")
+	require.True(t, h.createGroup("t", "idle", engine.RoundRobin))
+	h.join("t", "g", "m")
+	for off := range int64(2) {
+		h.poll("t", "g", "m", 1)
+		require.True(t, h.ack("t", "g", "m", 0, off))
+	}
+	require.Equal(t, int64(-1), h.pub("t", 0, "x"), "the member-less group committed nothing")
+	require.True(t, h.leave("t", "g", "m"))
+	ok, err := h.b.DeleteGroup("t", "idle")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, engine.PartitionDescription{Partition: 0, LogStartOffset: 0, LogEndOffset: 3}, h.describe("t").Partitions[0], "g's acks stay in the window")
+	require.Equal(t, int64(3), h.pub("t", 0, "d"), "offset 0 is fully committed by g")
+	ok, err = h.b.DeleteGroup("t", "g")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(-1), h.pub("t", 0, "x"), "no group: full, though g had committed offset 1")
+	require.Equal(t, engine.PartitionDescription{Partition: 0, LogStartOffset: 1, LogEndOffset: 4}, h.describe("t").Partitions[0])
+	require.True(t, h.createGroup("t", "late", engine.RoundRobin))
+	require.Equal(t, int64(1), h.group("t", "late").Partitions[0].Committed, "a new group starts at the log start")
+	require.Equal(t, int64(-1), h.pub("t", 0, "x"), "late committed nothing")
+	h.join("t", "late", "m")
+	require.Equal(t, []string{"0/1 b #1"}, h.poll("t", "late", "m", 1))
+}
+
+// rule21WindowZero: WithReplayWindow(0) is rule 13: an ack removes what
+// every group committed at once, Seek cannot go back to it, and a full
+// partition whose records nobody committed refuses a publish.
+func rule21WindowZero(t testing.TB, nb NewBackend) {
+	h := newH(t, nb, Config{Capacity: 3, ReplayWindow: 0})
+	h.create("t", 1)
+	h.join("t", "g", "m")
+	h.pubs("t", 0, 0, "a", "b", "c")
+	h.poll("t", "g", "m", 1)
+	require.True(t, h.ack("t", "g", "m", 0, 0))
+	require.Equal(t, engine.PartitionDescription{Partition: 0, LogStartOffset: 1, LogEndOffset: 3}, h.describe("t").Partitions[0], "offset 0 removed at once")
+	before := h.state()
+	ok, err := h.b.Seek("t", "g", 0, 0)
+	require.ErrorIs(t, err, tributary.ErrOffsetOutOfRange, "Seek to a removed record")
+	require.False(t, ok)
+	h.unchanged(before, "Seek to 0")
+	require.Equal(t, int64(3), h.pub("t", 0, "d"))
+	require.Equal(t, int64(-1), h.pub("t", 0, "e"), "retained 1 2 3, none committed")
+	h.poll("t", "g", "m", 1)
+	require.True(t, h.ack("t", "g", "m", 0, 1))
+	require.Equal(t, engine.PartitionDescription{Partition: 0, LogStartOffset: 2, LogEndOffset: 4}, h.describe("t").Partitions[0])
+	require.Equal(t, int64(4), h.pub("t", 0, "e"))
 }
 
 // rule22AckTimeout: with a fake clock, a delivery d or more old is

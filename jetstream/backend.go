@@ -97,8 +97,13 @@ type Config struct {
 	// Clock is the broker clock: record times and ack-timeout ages. Default
 	// time.Now. Tests inject one.
 	Clock func() time.Time
-	// ReplayWindow is SPEC rule 21's window. Not supported: any value but
-	// 0 makes Open fail with an error wrapping errors.ErrUnsupported.
+	// ReplayWindow is SPEC rule 21's window, in records, 0..Capacity
+	// (default 0: rule 13 exactly): each partition keeps up to this many of
+	// its most recent fully committed records (committed by every group)
+	// for Seek to replay, and a publish to a full partition removes the
+	// oldest fully committed record to make room. Like Capacity it is fixed
+	// for a topic when the topic is created (stored with it); later Opens
+	// with another window do not change it.
 	ReplayWindow int32
 }
 
@@ -119,12 +124,14 @@ type Backend struct {
 	closed    chan struct{} // closed by Close
 
 	// mu guards assignors (name → Assignor, the process-local registry),
-	// streams (stream name → handle, a cache) and counts (topic → its
-	// partition-count cache, shared by the topic's handles).
+	// streams (stream name → handle, a cache), counts (topic → its
+	// partition-count cache, shared by the topic's handles) and windows
+	// (topic → its replay window, fixed at creation: a cache).
 	mu        sync.Mutex
 	assignors map[string]engine.Assignor
 	streams   map[string]njs.Stream
 	counts    map[string]*partCount
+	windows   map[string]int64
 }
 
 var _ tributary.Backend = (*Backend)(nil)
@@ -136,7 +143,7 @@ var _ tributary.Backend = (*Backend)(nil)
 // Once connected, the Backend reconnects forever after a server restart or
 // a lost connection; calls made meanwhile fail with ErrUnavailable after
 // RequestTimeout. Errors: engine.ErrInvalidArgument for a Config field out
-// of range; errors.ErrUnsupported for ReplayWindow != 0; ErrUnavailable.
+// of range (ReplayWindow outside 0..Capacity included); ErrUnavailable.
 func Open(cfg Config) (*Backend, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
@@ -170,6 +177,7 @@ func Open(cfg Config) (*Backend, error) {
 		assignors: map[string]engine.Assignor{},
 		streams:   map[string]njs.Stream{},
 		counts:    map[string]*partCount{},
+		windows:   map[string]int64{},
 	}
 	for _, n := range assign.Names() {
 		a, _ := assign.Lookup(n)
@@ -226,12 +234,12 @@ func (cfg *Config) fill() error {
 		return fmt.Errorf("%w: jetstream config: "+format, append([]any{engine.ErrInvalidArgument}, args...)...)
 	}
 	switch {
-	case cfg.ReplayWindow != 0:
-		return fmt.Errorf("tributary/jetstream: replay window (SPEC rule 21): %w", errors.ErrUnsupported)
 	case (cfg.URL == "") == (cfg.Server == nil):
 		return bad("set exactly one of URL and Server")
 	case cfg.Capacity < 1 || cfg.Capacity > 1000:
 		return bad("capacity %d outside 1..1000", cfg.Capacity)
+	case cfg.ReplayWindow < 0 || cfg.ReplayWindow > cfg.Capacity:
+		return bad("replay window %d outside 0..%d (the capacity)", cfg.ReplayWindow, cfg.Capacity)
 	case cfg.AckTimeout < 0:
 		return bad("ack timeout %v < 0", cfg.AckTimeout)
 	case cfg.MaxMessageBytes < 0:
@@ -384,7 +392,8 @@ func (b *Backend) lookupTopic(topic string) (topicVal, uint64, error) {
 }
 
 // CreateTopic creates topic with partitions streams (1..64, SPEC rule 2)
-// and records payloadType, returning true; false, changing nothing, when
+// of Config.Capacity records each and records payloadType and
+// Config.ReplayWindow with it, returning true; false, changing nothing, when
 // the topic exists. The topic key's compare-and-set is the commit point:
 // streams made by a losing concurrent call stay, unused. Errors:
 // engine.ErrInvalidArgument (invalid identifier or count), ErrUnavailable.
@@ -405,8 +414,27 @@ func (b *Backend) CreateTopic(topic string, partitions int32, payloadType string
 			return false, err
 		}
 	}
-	_, ok, err = b.put(topicKey(topic), topicVal{Partitions: partitions, PayloadType: payloadType}, rev)
+	_, ok, err = b.put(topicKey(topic), topicVal{Partitions: partitions, PayloadType: payloadType, Window: b.cfg.ReplayWindow}, rev)
 	return ok, err
+}
+
+// window returns topic's replay window (rule 21), read from the topic key
+// once and then cached: it never changes. Errors: as lookupTopic.
+func (b *Backend) window(topic string) (int64, error) {
+	b.mu.Lock()
+	w, ok := b.windows[topic]
+	b.mu.Unlock()
+	if ok {
+		return w, nil
+	}
+	tv, _, err := b.lookupTopic(topic)
+	if err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	b.windows[topic] = int64(tv.Window)
+	b.mu.Unlock()
+	return int64(tv.Window), nil
 }
 
 // OpenTopic returns topic's handle and payload type. Errors:

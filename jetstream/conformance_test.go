@@ -23,6 +23,7 @@ func TestConformance(t *testing.T) {
 		b, err := jetstream.Open(jetstream.Config{
 			Server: srv, Prefix: fmt.Sprintf("C%d", n.Add(1)), Storage: jetstream.MemoryStorage,
 			Capacity: cfg.Capacity, AckTimeout: cfg.AckTimeout, Clock: cfg.Clock, MaxMessageBytes: cfg.MaxMessageBytes,
+			ReplayWindow: cfg.ReplayWindow,
 		})
 		if err != nil {
 			t.Fatal(err)

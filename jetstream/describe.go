@@ -13,9 +13,11 @@ import (
 // flag, attempts and lag), SPEC rule 23. Weakened: it reads the keys and
 // streams one after another, so it is not one atomic instant across
 // partitions and groups; each partition's figures are read log start, then
-// cursors, then log end, so lag is never negative. A cursor behind its
-// group's generation is shown as helping would leave it (nothing is
-// written). The result is the caller's. Errors: engine.ErrInvalidArgument
+// cursors, then log end, and read again if the log start moved meanwhile,
+// so lag is never negative, no committed offset is below the log start and
+// end − start never exceeds the capacity. A cursor behind its group's
+// generation is shown as helping would leave it (nothing is written). The
+// result is the caller's. Errors: engine.ErrInvalidArgument
 // (unknown topic, invalid identifier), ErrUnavailable.
 func (b *Backend) Describe(topic string) (engine.TopicDescription, error) {
 	s, err := b.snapshot(topic, false)
@@ -65,28 +67,44 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 		s.Records = make([][]engine.Record, n)
 	}
 	for p := range int32(n) {
-		lv, _, err := b.readLow(topic, p)
-		if err != nil {
-			return s, err
-		}
-		cursors := make([]cursorVal, len(groups))
-		for i, g := range groups {
-			var c cursorVal
-			_, ok, err := b.get(cursorKey(topic, g.name, p), &c)
+		var (
+			lv      lowVal
+			cursors []cursorVal
+			end     int64
+		)
+		for try := 0; ; try++ {
+			var lrev uint64
+			lv, lrev, err = b.readLow(topic, p)
 			if err != nil {
 				return s, err
 			}
-			switch {
-			case !ok || c.Inc != g.gv.Inc:
-				c = cursorVal{Owner: g.gv.owner(p), Committed: lv.Low}
-			case c.Gen < g.gv.Gen && (c.Owner != g.gv.owner(p) || c.Gen < g.gv.since(p)):
-				c.Owner, c.InFlight = g.gv.owner(p), false
+			cursors = make([]cursorVal, len(groups))
+			for i, g := range groups {
+				var c cursorVal
+				_, ok, err := b.get(cursorKey(topic, g.name, p), &c)
+				if err != nil {
+					return s, err
+				}
+				switch {
+				case !ok || c.Inc != g.gv.Inc:
+					c = cursorVal{Owner: g.gv.owner(p), Committed: lv.Low}
+				case c.Gen < g.gv.Gen && (c.Owner != g.gv.owner(p) || c.Gen < g.gv.since(p)):
+					c.Owner, c.InFlight = g.gv.owner(p), false
+				}
+				cursors[i] = c
 			}
-			cursors[i] = c
-		}
-		end, err := b.logEnd(topic, p)
-		if err != nil {
-			return s, err
+			if end, err = b.logEnd(topic, p); err != nil {
+				return s, err
+			}
+			// low unchanged since the figures began: no record in [low,
+			// end) was purged meanwhile, so end − low <= capacity.
+			_, lrev2, err := b.readLow(topic, p)
+			if err != nil {
+				return s, err
+			}
+			if lrev2 == lrev || try >= maxRetries {
+				break
+			}
 		}
 		d.Partitions[p] = engine.PartitionDescription{Partition: p, LogStartOffset: lv.Low, LogEndOffset: end}
 		for i, g := range groups {

@@ -31,7 +31,7 @@
 // stream sequence, and a write names the revision it replaces
 // (Nats-Expected-Last-Subject-Sequence). Values are JSON:
 //
-//	topic.<T>            partitions, payload type
+//	topic.<T>            partitions, payload type, replay window
 //	group.<T>.<G>        incarnation, generation, assignor name, members, owner and
 //	                     owner-since generation per partition
 //	cursor.<T>.<G>.<p>   incarnation, owner, generation, committed offset,
@@ -59,21 +59,58 @@
 // partition in the current generation and exactly that offset in flight;
 // a stale owner fails because migration rewrote the cursor.
 //
-// Retention (rule 13), after an Ack, a Seek or a DeleteGroup: read low
-// (revision q), read every live cursor of the partition, and if their least
-// committed offset M exceeds low, compare-and-set low q → M and purge the
-// stream below M, then send a room notice (core NATS) to waiting
-// publishers. A group creation or Seek that places a cursor reads low
-// (revision r), writes the cursor at or above it, then compare-and-sets low
-// r → the same value as a fence; if that fails it starts again. The two
-// compare-and-sets on low are serialised, so either the purger saw the new
-// cursor or the placer saw the new low: no cursor is ever below the log
-// start.
+// Retention (rules 13, 21), after an Ack, a Seek or a DeleteGroup: read
+// low (revision q), read every live cursor of the partition, and with M
+// their least committed offset and w the topic's replay window (fixed at
+// topic creation, stored in topic.<T>), if max(low, M − w) exceeds low,
+// compare-and-set low q → max(low, M − w) and purge the stream below it,
+// then send a room notice (core NATS) to waiting publishers. A publish the
+// stream refuses as full runs the same pass with eviction: if M − w does
+// not exceed low but low < M (a retained record is fully committed: the
+// window's oldest), it compare-and-sets low q → low + 1, purges, and
+// publishes again; with no live cursor (no group) or low = M it reports
+// the partition full. A group creation or Seek that places a cursor reads
+// low (revision r), writes the cursor at or above it, then
+// compare-and-sets low r → the same value as a fence; if that fails it
+// starts again. The two compare-and-sets on low are serialised, so either
+// the purger saw the new cursor or the placer saw the new low: no cursor
+// is ever below the log start.
+//
+// Why this holds under concurrency, window or not. Invariant: every live
+// cursor's committed offset is at least low. low only grows, and only by a
+// compare-and-set from a revision q read before the cursors, to a value
+// v ≤ M, the least committed offset read after q. A cursor moves down only
+// by a placement (group creation, Seek), which writes the cursor and then
+// fences on low's revision r read before the write. Acks move cursors up;
+// migrations and deletions do not lower M. So for a raise q → v to succeed
+// while a placement below v is under way, the placement's cursor write
+// came after the purger read it (else M would include it), hence its fence
+// came after q was read; the fence and the raise both name the revision of
+// low current then (r = q), and only the first of them succeeds: if the
+// raise wins, the fence fails and the placer re-reads low (and Seek, its
+// offset now below the log start, reports ErrOffsetOutOfRange); if the
+// fence wins, the raise fails and the purger re-reads the cursors. The
+// window changes only v (max(low, M − w), or low + 1 ≤ M on eviction), never
+// the v ≤ M that the argument needs, so records in the window stay
+// available to a Seek or a new group exactly as long as low says. A purge
+// removes only records below the low it raised to, never above the current
+// low, so purges racing in any order remove nothing a cursor can reach.
+// Two publishers that both find the partition full each evict at most one
+// record per round and publish again; one that loses the room to another
+// publish tries again and reports full once no retained record is fully
+// committed, as the engine would for the later of the two.
+//
+// Repair: a process that dies (or loses its connection) after raising low
+// and before purging leaves records below low in the stream: invisible
+// (Poll, Describe and Snapshot read from low) but using capacity. Every
+// retention pass that does not move low checks the stream's first sequence
+// and purges below low if it is lower; a publish that finds the partition
+// full runs such a pass, so capacity is recovered even when no Ack follows.
 //
 // # Differences from the in-process engine
 //
-//   - Rule 21 (replay window) is not supported: Open refuses
-//     Config.ReplayWindow != 0 with errors.ErrUnsupported.
+//   - The replay window (rule 21) is a topic's, fixed when it is created
+//     (Config.ReplayWindow of the creating Backend), as the capacity is.
 //   - Rule 14 is weakened. Each call is a sequence of requests, each atomic;
 //     the compare-and-sets make Poll, Ack, Retry and membership changes
 //     behave as if atomic for the cursor or group they change, but a
@@ -95,5 +132,11 @@
 //     engine.ErrInvalidArgument (rule 4) and tributary.ErrUnknownTopic.
 //   - A purge interrupted by a crash after its compare-and-set leaves the
 //     records below low in the stream (invisible, but using capacity) until
-//     the next retention on that partition purges further.
+//     the next retention pass on that partition (an Ack, a Seek, a
+//     DeleteGroup, or a publish that finds the partition full) purges them.
+//   - A group's cursors are placed one partition after another after its
+//     creating write, each at the log start at its placement: an eviction
+//     or retention in between can start a new group later than the log
+//     start at the instant its key was written (rule 7 under rule 14's
+//     weakening).
 package jetstream

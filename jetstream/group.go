@@ -111,66 +111,118 @@ func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, lo
 	return cursorVal{}, 0, fmt.Errorf("%w: placing cursor %s", ErrContention, key)
 }
 
-// retain applies retention to partition p (SPEC rule 13): it raises the
-// log start to the least committed offset of the topic's groups (none: no
-// change) by compare-and-set on low, then purges the stream below it and
-// sends a room notice. Two retentions, or a retention and a placement,
-// serialise on low's revision, so low never passes a live cursor.
-func (b *Backend) retain(t string, p int32) error {
+// retain applies retention to partition p (SPEC rules 13, 21). With M the
+// least committed offset of the topic's live cursors (none: the topic has
+// no group, and nothing is removed) and w the topic's replay window, it
+// raises the log start low to max(low, M − w) by compare-and-set on low.
+// With evict (a publish found p full), when that moves nothing but a
+// retained record is fully committed (low < M), it raises low by one
+// instead: the oldest fully committed record makes room. Then it purges
+// the stream below low and sends a room notice (core NATS). It also purges
+// when low did not move but the stream still holds records below it: the
+// repair of a purge cut short after its compare-and-set (a crash, a lost
+// connection). freed reports whether it purged. Two retentions, or a
+// retention and a placement, serialise on low's revision, so low never
+// passes a live cursor (package doc).
+func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) {
+	w, err := b.window(t)
+	if err != nil {
+		return false, err
+	}
 	for range maxRetries {
 		lv, lrev, err := b.readLow(t, p)
 		if err != nil {
-			return err
+			return false, err
 		}
-		groups, err := b.listKeys("cursor."+t+".*."+strconv.Itoa(int(p)), 4)
+		least, err := b.leastCommitted(t, p)
 		if err != nil {
-			return err
+			return false, err
 		}
-		least := int64(-1)
-		for _, g := range groups {
-			var c cursorVal
-			_, ok, err := b.get(cursorKey(t, g, p), &c)
+		target := lv.Low
+		if least >= 0 {
+			target = max(lv.Low, least-w)
+			if evict && target == lv.Low && lv.Low < least {
+				target = lv.Low + 1
+			}
+		}
+		if target > lv.Low {
+			_, ok, err := b.put(lowKey(t, p), lowVal{Low: target}, lrev)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if !ok {
 				continue
 			}
-			gv, _, gok, err := b.readGroup(t, g)
-			if err != nil {
-				return err
-			}
-			if !gok || gv.Inc != c.Inc {
-				continue // an orphan of a deleted incarnation
-			}
-			if least < 0 || c.Committed < least {
-				least = c.Committed
-			}
+			return true, b.purge(t, p, target)
 		}
-		if least <= lv.Low {
-			return nil
-		}
-		_, ok, err := b.put(lowKey(t, p), lowVal{Low: least}, lrev)
+		// low stays: purge only what an interrupted purge left below it.
+		s, err := b.partStream(t, p)
 		if err != nil {
-			return err
+			return false, err
+		}
+		ctx, cancel := b.ctx()
+		info, err := s.Info(ctx)
+		cancel()
+		if err != nil {
+			return false, b.fail(err)
+		}
+		if info.State.Msgs == 0 || info.State.FirstSeq > uint64(target) {
+			return false, nil
+		}
+		return true, b.purge(t, p, target)
+	}
+	return false, fmt.Errorf("%w: retention of %s/%d", ErrContention, t, p)
+}
+
+// leastCommitted returns the least committed offset of the live cursors
+// of partition p (those of a group's current incarnation), -1 when there
+// are none.
+func (b *Backend) leastCommitted(t string, p int32) (int64, error) {
+	groups, err := b.listKeys("cursor."+t+".*."+strconv.Itoa(int(p)), 4)
+	if err != nil {
+		return 0, err
+	}
+	least := int64(-1)
+	for _, g := range groups {
+		var c cursorVal
+		_, ok, err := b.get(cursorKey(t, g, p), &c)
+		if err != nil {
+			return 0, err
 		}
 		if !ok {
 			continue
 		}
-		s, err := b.partStream(t, p)
+		gv, _, gok, err := b.readGroup(t, g)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		ctx, cancel := b.ctx()
-		err = s.Purge(ctx, njs.WithPurgeSequence(uint64(least)+1))
-		cancel()
-		if err != nil {
-			return b.fail(err)
+		if !gok || gv.Inc != c.Inc {
+			continue // an orphan of a deleted incarnation
 		}
-		b.nc.Publish(b.roomSubject(t, p), nil) //nolint:errcheck // a notice; waiters also time out
-		return nil
+		if least < 0 || c.Committed < least {
+			least = c.Committed
+		}
 	}
-	return fmt.Errorf("%w: retention of %s/%d", ErrContention, t, p)
+	return least, nil
+}
+
+// purge removes partition p's records below offset low (stream sequences
+// up to low) and sends a room notice. low must not exceed the log start:
+// purging is idempotent, and a purge below what is already gone does
+// nothing.
+func (b *Backend) purge(t string, p int32, low int64) error {
+	s, err := b.partStream(t, p)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := b.ctx()
+	err = s.Purge(ctx, njs.WithPurgeSequence(uint64(low)+1))
+	cancel()
+	if err != nil {
+		return b.fail(err)
+	}
+	b.nc.Publish(b.roomSubject(t, p), nil) //nolint:errcheck // a notice; waiters also time out
+	return nil
 }
 
 // rebalance is every membership or assignor change (rules 8, 9, 18, 19):
@@ -329,7 +381,7 @@ func (b *Backend) DeleteGroup(topic, group string) (bool, error) {
 			if err := b.deleteCursor(topic, group, p, gv.Inc); err != nil {
 				return true, err
 			}
-			if err := b.retain(topic, p); err != nil {
+			if _, err := b.retain(topic, p, false); err != nil {
 				return true, err
 			}
 		}
@@ -440,7 +492,9 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 				}
 			}
 		}
-		_, ok, err := b.put(topicKey(topic), topicVal{Partitions: total, PayloadType: tv.PayloadType}, trev)
+		grown := tv
+		grown.Partitions = total
+		_, ok, err := b.put(topicKey(topic), grown, trev)
 		if err != nil {
 			return 0, err
 		}
@@ -543,7 +597,7 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 		if err != nil {
 			return false, err
 		}
-		if err := b.retain(topic, partition); err != nil {
+		if _, err := b.retain(topic, partition, false); err != nil {
 			return true, err
 		}
 		if overtaken {

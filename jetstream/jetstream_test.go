@@ -3,7 +3,9 @@ package jetstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -443,8 +445,8 @@ func TestInvalidArguments(t *testing.T) {
 	if ts := b.Topics(); !slices.Equal(ts, []string{"t"}) {
 		t.Fatalf("Topics = %v", ts)
 	}
-	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: 1, ReplayWindow: 1}); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("replay window: %v", err)
+	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: 1, ReplayWindow: 2}); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Fatalf("replay window over the capacity: %v", err)
 	}
 	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: 1001}); !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Fatalf("capacity: %v", err)
@@ -679,9 +681,20 @@ func TestCluster3(t *testing.T) {
 }
 
 // Concurrent members, a rebalance midway and a second group: every record
-// is acked exactly once per group, in offset order per partition.
+// is acked exactly once per group, in offset order per partition. With a
+// replay window (rule 21), publishes evict window records while a third,
+// member-less group seeks back into the window and forward again: no
+// group's committed offset is ever below the log start, and no partition
+// retains more than its capacity.
 func TestConcurrentConsumers(t *testing.T) {
-	b, _ := start(t, jetstream.Config{Capacity: 8})
+	for _, w := range []int32{0, 4} {
+		t.Run(fmt.Sprintf("window%d", w), func(t *testing.T) { concurrentConsumers(t, w) })
+	}
+}
+
+func concurrentConsumers(t *testing.T, window int32) {
+	const capacity = 8
+	b, _ := start(t, jetstream.Config{Capacity: capacity, ReplayWindow: window})
 	const parts, perPart = 3, 30
 	bt := topic(t, b, "t", parts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -772,6 +785,59 @@ func TestConcurrentConsumers(t *testing.T) {
 			}
 		}
 	}
+	if window > 0 {
+		ok, err := b.CreateGroup("t", "g3", engine.RoundRobin)
+		wantBool(t, "CreateGroup", ok, err, true)
+		wg.Add(1)
+		go func() { // the seeker: back to the log start, check, then forward to the log end
+			defer wg.Done()
+			seeks := 0
+			defer func() { t.Logf("%d seeks into the window", seeks) }()
+			for i := 0; ; i++ {
+				select {
+				case <-allDone:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				p := int32(i % parts)
+				d, err := b.Describe("t")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, pd := range d.Partitions {
+					if n := pd.LogEndOffset - pd.LogStartOffset; n > capacity {
+						t.Errorf("partition %d retains %d records", pd.Partition, n)
+					}
+					for _, g := range d.Groups {
+						if c := g.Partitions[pd.Partition].Committed; c < pd.LogStartOffset {
+							t.Errorf("group %s committed %d on %d, below the log start %d", g.Group, c, pd.Partition, pd.LogStartOffset)
+						}
+					}
+				}
+				ok, err := b.Seek("t", "g3", p, d.Partitions[p].LogStartOffset)
+				switch {
+				case errors.Is(err, engine.ErrOffsetOutOfRange): // a publish evicted it meanwhile
+				case err != nil || !ok:
+					t.Errorf("Seek back: %v, %v", ok, err)
+					return
+				default:
+					seeks++
+				}
+				end := int64(perPart)
+				if d, err = b.Describe("t"); err == nil {
+					end = d.Partitions[p].LogEndOffset
+				}
+				if ok, err := b.Seek("t", "g3", p, end); err != nil || !ok {
+					t.Errorf("Seek forward to %d: %v, %v", end, ok, err)
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
 	wg.Add(4)
 	go consume("g1", "a", 0)
 	go consume("g1", "b", 15)
@@ -857,5 +923,294 @@ func TestUserAssignors(t *testing.T) {
 	must(mc.Join()).of(t)
 	if a, b, c := ma.Assignment(), mb.Assignment(), mc.Assignment(); len(a)+len(b)+len(c) != 2 || len(a) > 1 || len(b) > 1 || len(c) > 1 {
 		t.Fatalf("sticky over 3 members, 2 partitions: a %v b %v c %v", ma.Assignment(), mb.Assignment(), mc.Assignment())
+	}
+}
+
+// The replay window (rule 21): Open checks it against the capacity; a
+// topic keeps the window it was created with, whatever window a later
+// Backend on the same prefix has.
+func TestReplayWindowConfig(t *testing.T) {
+	srv, err := jetstream.StartServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	for _, w := range []int32{-1, 4} {
+		if _, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 3, ReplayWindow: w}); !errors.Is(err, engine.ErrInvalidArgument) {
+			t.Fatalf("window %d with capacity 3: %v", w, err)
+		}
+	}
+	b, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 3, ReplayWindow: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bt := topic(t, b, "t", 1)
+	// A second Backend with no window sees the topic's window of 3.
+	b0, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b0.Close()
+	bt0, _, err := b0.OpenTopic("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := member(t, bt0, "g", "m")
+	must(m.Join()).of(t)
+	for i, s := range []string{"a", "b", "c"} {
+		if off := pub(t, bt0, 0, s); off != int64(i) {
+			t.Fatalf("offset %d", off)
+		}
+	}
+	for off := range int64(3) {
+		poll(t, m, 1)
+		ok, err := m.Ack(0, off)
+		wantBool(t, "Ack", ok, err, true)
+	}
+	if p := must(b.Describe("t")).of(t).Partitions[0]; p.LogStartOffset != 0 || p.LogEndOffset != 3 {
+		t.Fatalf("window of 3 after 3 acks: %+v", p)
+	}
+	// Each publish to the full partition gives up the oldest acked record.
+	for i, s := range []string{"d", "e"} {
+		if off := pub(t, bt, 0, s); off != int64(3+i) {
+			t.Fatalf("offset %d", off)
+		}
+	}
+	if p := must(b0.Describe("t")).of(t).Partitions[0]; p.LogStartOffset != 2 || p.LogEndOffset != 5 {
+		t.Fatalf("after two evictions: %+v", p)
+	}
+	ok, err := b0.Seek("t", "g", 0, 2)
+	wantBool(t, "Seek into the window", ok, err, true)
+	wantRecs(t, poll(t, m, 1), rec{0, 2, "c", 1})
+}
+
+// A purge cut short after its compare-and-set on low (a crash) leaves
+// records below the log start in the stream; the next retention pass on
+// the partition purges them though low does not move, and a publish that
+// finds the partition full purges them too.
+func TestRepairInterruptedPurge(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 3, ReplayWindow: 2})
+	bt := topic(t, b, "t", 2)
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	for p := range int32(2) {
+		for _, s := range []string{"a", "b", "c"} {
+			pub(t, bt, p, s)
+		}
+	}
+	for off := range int64(2) {
+		if got := len(poll(t, m, 2)); got != 2 {
+			t.Fatalf("polled %d records", got)
+		}
+		for p := range int32(2) {
+			ok, err := m.Ack(p, off)
+			wantBool(t, "Ack", ok, err, true)
+		}
+	}
+	stream := func(p int32) (uint64, uint64) {
+		t.Helper()
+		first, msgs, err := jetstream.StreamState(b, "t", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return first, msgs
+	}
+	if first, msgs := stream(0); first != 1 || msgs != 3 {
+		t.Fatalf("window of 2: stream first %d msgs %d", first, msgs)
+	}
+	// Partition 0: an eviction (low 0 → 1) dies before its purge.
+	if err := jetstream.RaiseLowWithoutPurge(b, "t", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if first, msgs := stream(0); first != 1 || msgs != 3 {
+		t.Fatalf("crashed purge: stream first %d msgs %d", first, msgs)
+	}
+	s := must(b.Snapshot("t")).of(t)
+	if p := s.Partitions[0]; p.LogStartOffset != 1 || len(s.Records[0]) != 2 || s.Records[0][0].Payload != "b" {
+		t.Fatalf("records below low are invisible: %+v %v", p, s.Records[0])
+	}
+	// A Seek to the committed offset moves no cursor and no low (M − w = 0
+	// < 1): the pass still purges offset 0.
+	ok, err := b.Seek("t", "g", 0, 2)
+	wantBool(t, "Seek", ok, err, true)
+	if first, msgs := stream(0); first != 2 || msgs != 2 {
+		t.Fatalf("after the repairing pass: stream first %d msgs %d", first, msgs)
+	}
+	// Partition 1: low raised to the committed offset 2 (nothing left to
+	// evict) without a purge: the stream is full of 0 1 2, two of them
+	// visible. A publish repairs and succeeds, as the engine's would.
+	if err := jetstream.RaiseLowWithoutPurge(b, "t", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if off := pub(t, bt, 1, "d"); off != 3 {
+		t.Fatalf("offset %d", off)
+	}
+	if first, msgs := stream(1); first != 3 || msgs != 2 {
+		t.Fatalf("after the repairing publish: stream first %d msgs %d", first, msgs)
+	}
+	if off := pub(t, bt, 1, "e"); off != 4 {
+		t.Fatalf("offset %d", off)
+	}
+	if _, err := bt.TryPublish(1, engine.Message{Payload: "f"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatalf("publish to a full partition with nothing fully committed: %v", err)
+	}
+}
+
+// retrying calls f until it returns no ErrUnavailable (or ErrContention),
+// for at most 15 s: during a node's loss, requests time out while streams
+// elect new leaders. ambiguous reports whether some attempt failed, after
+// which the call may or may not have taken effect before the one that
+// answered.
+func retrying[V any](t *testing.T, what string, f func() (V, error)) (v V, ambiguous bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		v, err := f()
+		if err == nil {
+			return v, ambiguous
+		}
+		if !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) || time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		ambiguous = true
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A three-node cluster with Replicas 3 loses the node that leads the state
+// stream and gets it back, while a member keeps publishing, polling and
+// acking through the survivors: no record acked is delivered again, and
+// every record published is delivered, in offset order per partition.
+func TestCluster3NodeLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster start-up and leader elections")
+	}
+	cl, err := jetstream.StartCluster(3, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Shutdown()
+	b, err := jetstream.Open(jetstream.Config{URL: strings.Join(cl.URLs(), ","), Capacity: 20, Replicas: 3, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const parts = 2
+	bt := topic(t, b, "t", parts)
+	m := member(t, bt, "g", "m")
+	if a := must(m.Join()).of(t); len(a) != parts {
+		t.Fatalf("Join = %v", a)
+	}
+	published := map[[2]int64]string{} // (partition, offset) → payload
+	next := [parts]int64{}             // per partition: the next offset to be delivered
+	n, failed := 0, 0
+	describe := func() engine.TopicDescription {
+		t.Helper()
+		d, ambiguous := retrying(t, "describe", func() (engine.TopicDescription, error) { return b.Describe("t") })
+		if ambiguous {
+			failed++
+		}
+		return d
+	}
+	// round publishes k records to each partition and consumes them all.
+	round := func(phase string, k int) {
+		t.Helper()
+		for range k {
+			for p := range int32(parts) {
+				n++
+				payload := fmt.Sprintf("%s-%d", phase, n)
+				off, ambiguous := retrying(t, "publish", func() (int64, error) { return bt.TryPublish(p, engine.Message{Payload: payload}) })
+				if ambiguous {
+					failed++
+				}
+				published[[2]int64{int64(p), off}] = payload
+			}
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			done := true
+			for p := range parts {
+				if next[p] < describe().Partitions[p].LogEndOffset {
+					done = false
+				}
+			}
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: consumed up to %v", phase, next)
+			}
+			rs, err := m.TryPoll(nil, parts)
+			if err != nil {
+				if !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
+					t.Fatal(err)
+				}
+				failed++
+				// The failed poll may have reserved a record: hand it back.
+				for p := range int32(parts) {
+					retrying(t, "retry", func() (bool, error) { return m.Retry(p, next[p]) })
+				}
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			for _, r := range rs {
+				if r.Offset < next[r.Partition] {
+					t.Fatalf("%s: %d/%d delivered again after its ack", phase, r.Partition, r.Offset)
+				}
+				if r.Offset != next[r.Partition] {
+					t.Fatalf("%s: %d/%d delivered, want offset %d", phase, r.Partition, r.Offset, next[r.Partition])
+				}
+				if want, ok := published[[2]int64{int64(r.Partition), r.Offset}]; ok && want != r.Payload {
+					t.Fatalf("%d/%d is %q, published %q", r.Partition, r.Offset, r.Payload, want)
+				}
+				ok, ambiguous := retrying(t, "ack", func() (bool, error) { return m.Ack(r.Partition, r.Offset) })
+				if ambiguous {
+					failed++
+				}
+				if !ok && !ambiguous {
+					t.Fatalf("%s: Ack(%d, %d) = false", phase, r.Partition, r.Offset)
+				}
+				// An Ack answered false after a failed attempt took effect
+				// then; Describe must agree either way.
+				if !ok {
+					committed := describe().Groups[0].Partitions[r.Partition].Committed
+					if committed != r.Offset+1 {
+						t.Fatalf("%s: Ack(%d, %d) false, committed %d", phase, r.Partition, r.Offset, committed)
+					}
+				}
+				next[r.Partition]++
+			}
+		}
+	}
+	round("before", 5)
+	victim := -1
+	for i := range 3 {
+		if cl.Node(i).JetStreamIsStreamLeader("$G", "TRIB_STATE") {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no node leads the state stream")
+	}
+	began := time.Now()
+	cl.StopNode(victim)
+	round("down", 5)
+	t.Logf("node %d (the state stream's leader) down: 5 rounds took %v, %d calls failed and were retried", victim, time.Since(began), failed)
+	if err := cl.RestartNode(victim); err != nil {
+		t.Fatal(err)
+	}
+	round("restarted", 5)
+	// Nothing lost: every published offset was delivered and acked.
+	for k := range published {
+		if k[1] >= next[k[0]] {
+			t.Fatalf("%d/%d published, never delivered", k[0], k[1])
+		}
+	}
+	d := must(b.Describe("t")).of(t)
+	for p := range parts {
+		if gp, pd := d.Groups[0].Partitions[p], d.Partitions[p]; gp.Committed != next[p] || pd.LogEndOffset != next[p] || gp.InFlight {
+			t.Fatalf("partition %d: %+v %+v, consumed %d", p, pd, gp, next[p])
+		}
 	}
 }

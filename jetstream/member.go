@@ -340,7 +340,7 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 			continue
 		}
 		if commit {
-			m.b.retain(m.t.name, partition) //nolint:errcheck // documented: the next Ack retries
+			m.b.retain(m.t.name, partition, false) //nolint:errcheck // documented: the next retention or full publish repairs it
 		}
 		return true, nil
 	}

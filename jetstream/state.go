@@ -24,6 +24,7 @@ var tombstone = []byte(`{"deleted":true}`)
 type topicVal struct {
 	Partitions  int32  `json:"partitions"`
 	PayloadType string `json:"payloadType"`
+	Window      int32  `json:"window,omitempty"` // replay window, records (rule 21); fixed at creation
 }
 
 // groupVal is the value of key group.<T>.<G>.

@@ -97,11 +97,17 @@ func (t *Topic) checkPartition(p int32) error {
 }
 
 // TryPublish appends m to partition and returns its offset (SPEC rules 5,
-// 15): the stream sequence − 1. A zero m.Time is the broker clock now.
-// Errors (offset -1): engine.ErrInvalidArgument (partition out of range,
-// message over MaxMessageBytes); tributary.ErrPartitionFull when the
-// partition retains Capacity records (the stream refuses with API error
-// 10077, using no offset); ErrUnavailable.
+// 15, 21): the stream sequence − 1. A zero m.Time is the broker clock now.
+// When the stream refuses the publish as full (API error 10077, using no
+// offset), it applies retention with eviction (retain) and tries again:
+// with a replay window the oldest fully committed record makes room, and
+// records an interrupted purge left below the log start are purged. It
+// returns full only when no retained record is fully committed or the
+// topic has no group. Errors (offset -1): engine.ErrInvalidArgument
+// (partition out of range, message over MaxMessageBytes);
+// tributary.ErrPartitionFull when the partition retains Capacity records
+// none of which may go; ErrUnavailable; ErrContention when concurrent
+// publishes took the room it made maxRetries times in a row.
 func (t *Topic) TryPublish(partition int32, m engine.Message) (int64, error) {
 	if err := t.checkPartition(partition); err != nil {
 		return -1, err
@@ -119,16 +125,35 @@ func (t *Topic) TryPublish(partition int32, m engine.Message) (int64, error) {
 	if err != nil {
 		return -1, err
 	}
+	for range maxRetries {
+		off, full, err := t.publishOnce(msg)
+		if !full {
+			return off, err
+		}
+		freed, err := t.b.retain(t.name, partition, true)
+		if err != nil {
+			return -1, err
+		}
+		if !freed {
+			return -1, fmt.Errorf("%w: topic %q partition %d", tributary.ErrPartitionFull, t.name, partition)
+		}
+	}
+	return -1, fmt.Errorf("%w: publishing to %s/%d", ErrContention, t.name, partition)
+}
+
+// publishOnce publishes msg; full reports the stream's refusal for
+// MaxMsgs.
+func (t *Topic) publishOnce(msg *nats.Msg) (off int64, full bool, err error) {
 	ctx, cancel := t.b.ctx()
 	defer cancel()
 	ack, err := t.b.js.PublishMsg(ctx, msg)
 	if err != nil {
 		if apiCode(err) == 10077 && strings.Contains(err.Error(), "maximum messages") {
-			return -1, fmt.Errorf("%w: topic %q partition %d", tributary.ErrPartitionFull, t.name, partition)
+			return -1, true, nil
 		}
-		return -1, t.b.fail(err)
+		return -1, false, t.b.fail(err)
 	}
-	return int64(ack.Sequence) - 1, nil
+	return int64(ack.Sequence) - 1, false, nil
 }
 
 // Publish is TryPublish that, on a full partition, waits for a room notice
