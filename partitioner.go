@@ -3,6 +3,7 @@ package tributary
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 )
 
@@ -61,6 +62,34 @@ func (random) Partition(_ string, _, partitions int32) (int32, error) {
 		return -1, err
 	}
 	return rand.Int32N(partitions), nil
+}
+
+// RandomSeeded returns a Partitioner named "Random" that draws uniformly
+// from [0, partitions) like Random, but from a source of its own seeded
+// with seed (math/rand/v2's PCG), so that the same seed and the same
+// sequence of calls give the same partitions: reproducible runs (the
+// program's -seed). It is safe for concurrent use (a mutex guards the
+// source; concurrent calls take the draws in the order they get it). It
+// returns an error wrapping ErrInvalidArgument, and -1, if partitions < 1,
+// without drawing.
+func RandomSeeded(seed uint64) Partitioner {
+	return &seededRandom{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+type seededRandom struct {
+	mu sync.Mutex // guards r
+	r  *rand.Rand
+}
+
+func (*seededRandom) Name() string { return "Random" }
+
+func (s *seededRandom) Partition(_ string, _, partitions int32) (int32, error) {
+	if err := checkPartitions("Random", partitions); err != nil {
+		return -1, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Int32N(partitions), nil
 }
 
 // RoundRobin returns a Partitioner named "RoundRobin" with a fresh counter

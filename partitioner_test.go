@@ -3,6 +3,7 @@ package tributary_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -209,6 +210,49 @@ func TestRandom(t *testing.T) {
 		if c < draws/n-1000 || c > draws/n+1000 {
 			t.Errorf("partition %d chosen %d times in %d draws, want about %d (all: %v)", i, c, draws, draws/n, counts)
 		}
+	}
+}
+
+// TestRandomSeeded: the same seed gives the same draws, another seed other
+// draws, and the draws are uniform like Random's.
+func TestRandomSeeded(t *testing.T) {
+	const (
+		n     = 8
+		draws = 80_000
+	)
+	draw := func(seed uint64, k int) []int32 {
+		p := tributary.RandomSeeded(seed)
+		if p.Name() != "Random" {
+			t.Fatalf("Name = %q, want Random", p.Name())
+		}
+		out := make([]int32, k)
+		for i := range out {
+			got, err := p.Partition("", 0, n)
+			if err != nil || got < 0 || got >= n {
+				t.Fatalf("Partition = %d, %v; want [0,%d), nil", got, err, n)
+			}
+			out[i] = got
+		}
+		return out
+	}
+	a, b, c := draw(7, draws), draw(7, draws), draw(8, 64)
+	if !slices.Equal(a, b) {
+		t.Fatal("seed 7 gave two different sequences")
+	}
+	if slices.Equal(a[:64], c) {
+		t.Fatal("seeds 7 and 8 gave the same 64 draws")
+	}
+	var counts [n]int
+	for _, p := range a {
+		counts[p]++
+	}
+	for i, k := range counts { // Binomial(80000, 1/8): sd about 94
+		if k < draws/n-1000 || k > draws/n+1000 {
+			t.Errorf("partition %d chosen %d times in %d draws, want about %d (all: %v)", i, k, draws, draws/n, counts)
+		}
+	}
+	if got, err := tributary.RandomSeeded(1).Partition("", 0, 0); got != -1 || !errors.Is(err, tributary.ErrInvalidArgument) {
+		t.Errorf("Partition(partitions 0) = %d, %v; want -1, ErrInvalidArgument", got, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -543,6 +544,11 @@ func (s *session) createProducer(a args) error {
 	pt, err := tributary.ParsePartitioner(a.pos[2])
 	if err != nil {
 		return fmt.Errorf("%w: strategy %q: want Random, Manual, RoundRobin or Key", errArgs, a.pos[2])
+	}
+	if pt.Name() == "Random" && s.seed >= 0 {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		pt = tributary.RandomSeeded(uint64(s.seed) ^ h.Sum64())
 	}
 	if _, ok := s.producers[name]; ok {
 		return fmt.Errorf("producer %q %w", name, errDuplicateID)

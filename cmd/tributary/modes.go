@@ -27,6 +27,7 @@ type sessionFlags struct {
 	window    int // replay window; -1: capacity
 	clock     string
 	now       func() time.Time // from clock
+	seed      int              // the Random strategy's seed; -1: unseeded
 	backend   string           // "memory" or "jetstream"
 	natsURL   string           // jetstream: the server; "": an embedded one
 }
@@ -37,7 +38,7 @@ type sessionFlags struct {
 // is one line naming the flag (and its range), -h prints the usage on
 // stdout.
 func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(io.Writer)) (sessionFlags, []string, error) {
-	f := sessionFlags{capacity: 1000, window: -1, now: time.Now, backend: "memory"}
+	f := sessionFlags{capacity: 1000, window: -1, now: time.Now, seed: -1, backend: "memory"}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "in a script, report a failing command and go on (the exit status is still 1)")
@@ -45,6 +46,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	flagx.IntVar(fs, &f.capacity, "capacity", f.capacity, "events each partition retains, 1..1000 (a full partition refuses events until every group acks)")
 	flagx.IntVar(fs, &f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (the oldest fully consumed event makes room for a new one)")
 	fs.StringVar(&f.clock, "clock", "", "stamp every produced event with this RFC 3339 time instead of the clock (reproducible output)")
+	flagx.IntVar(fs, &f.seed, "seed", f.seed, "seed the Random strategy's draws (each producer from the seed and its name), for reproducible output; -1: unseeded")
 	fs.StringVar(&f.backend, "backend", f.backend, "where the cluster lives: memory (this process) or jetstream (NATS JetStream streams)")
 	fs.StringVar(&f.natsURL, "nats", "", "with -backend jetstream: the NATS server's URL, such as nats://127.0.0.1:4222; empty: start an embedded server for this run")
 	var rest []string
@@ -72,6 +74,9 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	}
 	if f.window < 0 || f.window > f.capacity {
 		return f, nil, fmt.Errorf("-replay-window %d: must be in 0..%d (the capacity), or -1 for the capacity", f.window, f.capacity)
+	}
+	if f.seed < -1 {
+		return f, nil, fmt.Errorf("-seed %d: must be 0 or more, or -1 for unseeded", f.seed)
 	}
 	switch f.backend {
 	case "memory":
@@ -185,7 +190,7 @@ func complete(line string) []string {
 // input), one per line.
 func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	runUsage := func(w io.Writer) {
-		fmt.Fprintln(w, "Usage: tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME] [-backend memory|jetstream] [-nats URL] FILE")
+		fmt.Fprintln(w, "Usage: tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME] [-seed N] [-backend memory|jetstream] [-nats URL] FILE")
 		fmt.Fprintln(w, "Runs the commands of FILE (- for standard input) on a new cluster; stops at the first error.")
 	}
 	f, rest, err := parseSessionFlags("tributary run", args, stdout, runUsage)

@@ -41,6 +41,8 @@ type session struct {
 	out     io.Writer
 	// now stamps produced events (Message.Time); fixed by --clock.
 	now func() time.Time
+	// seed seeds each Random producer (with its name); -1: unseeded.
+	seed int
 	// readFile reads an event file; a relative name is relative to the
 	// script's directory (the working directory when interactive).
 	readFile func(name string) ([]byte, error)
@@ -60,7 +62,7 @@ func newSession(out io.Writer, readFile func(string) ([]byte, error), f sessionF
 		return nil, err
 	}
 	return &session{
-		c: c, release: release, out: out, now: f.now, readFile: readFile,
+		c: c, release: release, out: out, now: f.now, seed: f.seed, readFile: readFile,
 		topics: map[string]topicRef{}, parts: map[string][]string{}, groups: map[string]string{},
 		producers: map[string]producerRef{}, consumers: map[string]consumerRef{},
 	}, nil
