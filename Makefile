@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test test-watermill demo lincheck verify fmt bench profile bench-scaling bench-16-build
+.PHONY: all test test-watermill test-jetstream demo lincheck verify fmt bench profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -28,6 +28,13 @@ test:
 test-watermill:
 	cd watermill && $(GO) test -race -count=1 -timeout 10m -skip Stress ./...
 	cd watermill && $(GO) test -count=1 -timeout 10m -run Stress ./...
+
+## test-jetstream: the JetStream backend's 3-node cluster tests that make
+## test leaves out (porcupine histories on Replicas 3: TRIBUTARY_JS_CLUSTER=1),
+## with its single-node, fault and conformance tests again, under the race
+## detector. CI runs it after make test.
+test-jetstream:
+	TRIBUTARY_JS_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m ./jetstream/
 
 ## demo: the worked examples, then a concurrent workload with its checks.
 demo:

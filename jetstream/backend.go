@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -43,6 +44,10 @@ var (
 // errStale is internal: a cursor is at a newer group generation than the
 // caller's view of the group; re-read the group.
 var errStale = errors.New("stale group view")
+
+// errOvertaken is internal to Seek: a purge removed the sought offset
+// after Seek wrote it, and Seek put the cursor back.
+var errOvertaken = errors.New("seek overtaken by a purge")
 
 // maxRetries bounds every compare-and-set loop.
 const maxRetries = 1000
@@ -154,6 +159,7 @@ func Open(cfg Config) (*Backend, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(100 * time.Millisecond),
 		nats.NoCallbacksAfterClientClose(),
+		nats.ErrorHandler(asyncError),
 	}
 	url := cfg.URL
 	if cfg.Server != nil {
@@ -196,6 +202,54 @@ func Open(cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// asyncError is the connection's handler of asynchronous errors. Our
+// core NATS subscriptions are wake-ups only (a blocked Poll or Publish
+// also re-checks on a timer), so a dropped message is harmless and a slow
+// consumer is ignored, not printed; anything else is printed to stderr as
+// nats.go's default handler does.
+func asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrSlowConsumer) {
+		return
+	}
+	if sub != nil {
+		fmt.Fprintf(os.Stderr, "%v for subscription on %q\n", err, sub.Subject)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%v\n", err)
+}
+
+// wakeOn subscribes to subjects (core NATS) and returns a channel that
+// holds a value after any message arrived since it was last drained. The
+// callback never blocks (a 1-slot channel, a non-blocking send), so the
+// subscriptions cannot become slow consumers. stop unsubscribes.
+func (b *Backend) wakeOn(subjects ...string) (wake <-chan struct{}, stop func(), err error) {
+	ch := make(chan struct{}, 1)
+	subs := make([]*nats.Subscription, 0, len(subjects))
+	stop = func() {
+		for _, s := range subs {
+			s.Unsubscribe() //nolint:errcheck // best effort
+		}
+	}
+	for _, subj := range subjects {
+		s, err := b.nc.Subscribe(subj, func(*nats.Msg) {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			stop()
+			return nil, nil, b.fail(err)
+		}
+		subs = append(subs, s)
+	}
+	if err := b.nc.FlushTimeout(b.cfg.RequestTimeout); err != nil {
+		stop()
+		return nil, nil, b.fail(err)
+	}
+	return ch, stop, nil
 }
 
 // connect dials url, giving up after timeout even where the client would

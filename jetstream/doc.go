@@ -41,7 +41,15 @@
 // Deleting a key writes the tombstone {"deleted":true}; its revision stays,
 // so re-creating the key is a compare-and-set like any other. A deleted and
 // re-created group is a new incarnation (the revision of its creating
-// write); cursors of an older incarnation are ignored and replaced.
+// write); cursors of an older incarnation are ignored and replaced. A
+// cursor's tombstone records the incarnation DeleteGroup deleted,
+// {"deleted":true,"inc":N}, and DeleteGroup writes it on every partition,
+// cursor present or not; placing a cursor of incarnation N or older is then
+// refused. So a Poll (or any helper) whose view of the group predates the
+// delete cannot resurrect its cursor: its placement and the tombstone are
+// compare-and-sets on the same cursor key, so they serialise, and if the
+// tombstone is first the placement fails, the caller re-reads the group
+// and finds it gone; if the placement is first the tombstone replaces it.
 //
 // # Protocols
 //
@@ -100,6 +108,39 @@
 // publish tries again and reports full once no retained record is fully
 // committed, as the engine would for the later of the two.
 //
+// Retention owed. The engine applies retention atomically with the call
+// that frees records; here the pass follows the commit, so another call can
+// fall between them. Three places make that gap invisible on one partition:
+//
+//   - A group creation (CreateGroup, a Join creating the group) runs the
+//     retention pass on each partition before it places the new cursors
+//     there: a DeleteGroup committed before it, its own pass still running,
+//     has its records removed first, so the new group starts at the log
+//     start the engine would give it.
+//   - A Seek that moves a cursor back computes, after reading the cursor
+//     it replaces, the log start the cursor advances already written imply
+//     (max(low, M − w) with M read now, its own cursor included) and
+//     reports ErrOffsetOutOfRange below it, even if their passes have not
+//     run yet (their writes came first, so did their retention in the
+//     engine's order). Its own cursor is read and replaced by one
+//     compare-and-set, so a racing Seek forward of the same group is never
+//     missed; other groups' cursors are read one after another, not at one
+//     instant (rule 14's weakening, below).
+//   - A publish that finds the partition full and whose retention pass
+//     moves nothing still publishes again if the stream has room meanwhile:
+//     another call's pass (an Ack's, say, whose commit a Poll may already
+//     have observed) made room, and the full answer would belong before
+//     that Ack's commit, which it followed.
+//
+// A Seek whose cursor write a purge overtook (its fence failed and low has
+// passed its offset) puts back the cursor it replaced: the purge read the
+// cursors before the write (else it could not have passed the offset), so
+// that cursor is at or above the new low. The Seek then reports
+// ErrOffsetOutOfRange having changed nothing, as if after the purge. While
+// such a write is briefly below low, a Poll that finds its cursor below the
+// log start waits for the placer to finish instead of delivering from it
+// or answering nothing: it reads low before reading the record.
+//
 // Repair: a process that dies (or loses its connection) after raising low
 // and before purging leaves records below low in the stream: invisible
 // (Poll, Describe and Snapshot read from low) but using capacity. Every
@@ -139,4 +180,9 @@
 //     or retention in between can start a new group later than the log
 //     start at the instant its key was written (rule 7 under rule 14's
 //     weakening).
+//   - A publish that evicts (replay window) raises low by one, purges, then
+//     publishes: between the two, a Seek or a group placement can see the
+//     log start raised and the log end not yet advanced. A Seek whose
+//     placement a purge overtook, or a process dying mid-placement, can
+//     also leave a cursor at the log start rather than where it was.
 package jetstream

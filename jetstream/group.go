@@ -30,7 +30,7 @@ func (b *Backend) cursorFor(t, g string, gv *groupVal, p int32) (cursorVal, uint
 		case ok && c.Inc > gv.Inc:
 			return c, rev, errStale
 		case !ok || c.Inc < gv.Inc:
-			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
+			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
 				switch {
 				case ok && cur.Inc > gv.Inc:
 					return *cur, false, errStale
@@ -78,29 +78,40 @@ func (b *Backend) cursorFor(t, g string, gv *groupVal, p int32) (cursorVal, uint
 // If the fence fails a purge may have raced the write, so it starts again
 // and f sees the new low. f gets the cursor (ok false: missing or deleted)
 // and the log start; it returns the new cursor, whether to write it, or an
-// error that ends place. The answer must not be below low.
-func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error)) (cursorVal, uint64, error) {
+// error that ends place. The answer must not be below low. A cursor of an
+// incarnation at or below the one a cursor tombstone records is never
+// written: place returns errStale (the caller re-reads the group, now
+// deleted or a newer incarnation).
+func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, low int64, after bool) (cursorVal, bool, error)) (cursorVal, uint64, error) {
 	key := cursorKey(t, g, p)
+	after := false
 	for range maxRetries {
 		lv, lrev, err := b.readLow(t, p)
 		if err != nil {
 			return cursorVal{}, 0, err
 		}
 		var c cursorVal
-		crev, ok, err := b.get(key, &c)
+		crev, ok, dead, err := b.getTomb(key, &c)
 		if err != nil {
 			return c, 0, err
 		}
-		n, write, err := f(&c, ok, lv.Low)
+		n, write, err := f(&c, ok, lv.Low, after)
 		if err != nil {
 			return c, crev, err
+		}
+		if write && !ok && n.Inc <= dead {
+			// DeleteGroup deleted this incarnation's cursor: the group
+			// the caller read is gone (or replaced); never resurrect it.
+			return c, crev, errStale
 		}
 		if write {
 			if crev, ok, err = b.put(key, n, crev); err != nil {
 				return n, 0, err
 			} else if !ok {
+				after = false
 				continue
 			}
+			after = true
 		}
 		if _, ok, err = b.put(lowKey(t, p), lv, lrev); err != nil {
 			return n, 0, err
@@ -165,6 +176,13 @@ func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) 
 		cancel()
 		if err != nil {
 			return false, b.fail(err)
+		}
+		if info.State.Msgs < uint64(info.Config.MaxMsgs) {
+			// A concurrent retention (an Ack's, a Seek's) has made room
+			// since the caller found p full: report it freed, so that a
+			// publish tries again rather than report a full partition
+			// that no longer is.
+			return true, nil
 		}
 		if info.State.Msgs == 0 || info.State.FirstSeq > uint64(target) {
 			return false, nil
@@ -272,6 +290,15 @@ func (b *Backend) rebalance(t, g string, change func(next *groupVal, exists bool
 			next.Inc = nrev
 		}
 		for p := range n {
+			if !exists {
+				// A creation first applies retention, so that a
+				// DeleteGroup committed before it, its own retention
+				// still running, cannot leave the new cursor below the
+				// log start it implies (package doc).
+				if _, err := b.retain(t, int32(p), false); err != nil {
+					return next, true, err
+				}
+			}
 			if next.Since[p] == next.Gen {
 				if _, _, err := b.cursorFor(t, g, &next, int32(p)); err != nil && !errors.Is(err, errStale) {
 					return next, true, err
@@ -390,16 +417,21 @@ func (b *Backend) DeleteGroup(topic, group string) (bool, error) {
 	return false, fmt.Errorf("%w: deleting group %s/%s", ErrContention, topic, group)
 }
 
-// deleteCursor writes a tombstone on group's cursor on p if it belongs to
-// incarnation inc or an older one.
+// deleteCursor writes a tombstone recording incarnation inc on group's
+// cursor on p, unless the cursor belongs to a newer incarnation or a
+// tombstone already records inc or a newer one. It writes one on a missing
+// cursor too: a reader whose view predates the delete must not place a
+// cursor of the deleted incarnation (place refuses it), so a Poll racing
+// DeleteGroup cannot resurrect the group's cursor. The tombstone and a
+// placement are compare-and-sets on the same key, so they serialise.
 func (b *Backend) deleteCursor(t, g string, p int32, inc uint64) error {
 	for range maxRetries {
 		var c cursorVal
-		rev, ok, err := b.get(cursorKey(t, g, p), &c)
-		if err != nil || !ok || c.Inc > inc {
+		rev, ok, dead, err := b.getTomb(cursorKey(t, g, p), &c)
+		if err != nil || ok && c.Inc > inc || !ok && dead >= inc {
 			return err
 		}
-		if _, ok, err = b.put(cursorKey(t, g, p), nil, rev); err != nil || ok {
+		if _, ok, err = b.put(cursorKey(t, g, p), cursorTomb{Deleted: true, Inc: inc}, rev); err != nil || ok {
 			return err
 		}
 	}
@@ -481,12 +513,15 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 				continue
 			}
 			for p := old; p < total; p++ {
-				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
+				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
 					if ok && cur.Inc >= gv.Inc && cur.Committed >= low {
 						return *cur, false, nil
 					}
 					return cursorVal{Inc: gv.Inc, Gen: gv.Gen, Committed: low}, true, nil
 				})
+				if errors.Is(err, errStale) {
+					break // the group was deleted meanwhile
+				}
 				if err != nil {
 					return 0, err
 				}
@@ -567,30 +602,72 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 		} else if err != nil {
 			return false, err
 		}
+		w, err := b.window(topic)
+		if err != nil {
+			return false, err
+		}
 		end, err := b.logEnd(topic, partition)
 		if err != nil {
 			return false, err
 		}
+		// written is the cursor this call wrote last, prev the one its
+		// first write replaced. When the fence after a write fails (after),
+		// a purge may have raced it: if it removed the sought offset, the
+		// purge read the cursor before the write (else it could not pass
+		// it), so prev is at or above the new log start and is put back:
+		// the Seek reports ErrOffsetOutOfRange having changed nothing, as
+		// if it came after the purge.
+		var written, prev cursorVal
 		wrote, overtaken := false, false
-		_, _, err = b.place(topic, group, partition, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
+		_, _, err = b.place(topic, group, partition, func(cur *cursorVal, ok bool, low int64, after bool) (cursorVal, bool, error) {
 			switch {
 			case !ok || cur.Inc != gv.Inc:
 				return *cur, false, errStale
-			case !wrote && (offset < low || offset > end):
-				return *cur, false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", engine.ErrOffsetOutOfRange, topic, partition, offset, low, end)
-			case !wrote:
-				wrote = true
-				n := *cur
-				n.Committed, n.InFlight, n.Attempts, n.DeliveredAt = offset, false, 0, 0
-				return n, true, nil
-			case cur.Committed < low:
+			case !after || !wrote:
+				if offset < low || offset > end {
+					if overtaken {
+						return *cur, false, errOvertaken
+					}
+					return *cur, false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", engine.ErrOffsetOutOfRange, topic, partition, offset, low, end)
+				}
+				if offset < cur.Committed {
+					// Moving the cursor back: the retention owed by the
+					// cursor advances already written (this cursor's, or
+					// another group's), whose passes may still be
+					// running, counts as done (package doc).
+					least, err := b.leastCommitted(topic, partition)
+					if err != nil {
+						return *cur, false, err
+					}
+					if owed := max(low, least-w); least >= 0 && offset < owed {
+						if overtaken {
+							return *cur, false, errOvertaken
+						}
+						return *cur, false, fmt.Errorf("%w: topic %q: partition %d: offset %d below the log start %d (retention owed)", engine.ErrOffsetOutOfRange, topic, partition, offset, owed)
+					}
+				}
+				prev = *cur // what this write replaces (a failed write replaced nothing)
+				wrote, overtaken = true, false
+				written = *cur
+				written.Committed, written.InFlight, written.Attempts, written.DeliveredAt = offset, false, 0, 0
+				return written, true, nil
+			case cur.Committed >= low:
+				return *cur, false, nil // stands: fence again
+			case *cur == written && !overtaken && prev.Committed >= low:
 				overtaken = true
-				n := *cur
-				n.Committed, n.InFlight, n.Attempts, n.DeliveredAt = low, false, 0, 0
-				return n, true, nil
+				written = prev
+				return written, true, nil
 			}
-			return *cur, false, nil
+			// Changed since by another call (or prev below low too): keep
+			// the cursor at the log start.
+			overtaken = true
+			written = *cur
+			written.Committed, written.InFlight, written.Attempts, written.DeliveredAt = low, false, 0, 0
+			return written, true, nil
 		})
+		if errors.Is(err, errOvertaken) {
+			err, overtaken = nil, true
+		}
 		if errors.Is(err, errStale) {
 			continue
 		}

@@ -40,26 +40,23 @@ import (
 //   - acktimeout: needs the test clock, which RunOn cannot drive.
 //   - addpartitions: grows every topic to 8 partitions (multi-partition
 //     polls and rebalances, above).
-//   - lifecycle: Illegal, real bugs (reported): (1) a Poll whose group view
-//     predates a DeleteGroup places a fresh cursor of the deleted
-//     incarnation (cursorFor's "missing cursor" branch) and delivers with
-//     attempt 1; (2) a CreateGroup between a DeleteGroup's commit and its
-//     retention places the new group's cursor below the log start the
-//     model has (retention is not atomic with the delete).
-//   - seek, window (replay window): Illegal on one partition without
-//     Describe (a Seek answered offset-out-of-range for an offset the model
-//     still retains); the replay window is new, under work.
+//   - seek: about one history in ten is still Illegal on one partition
+//     (cause not found yet). Fixed meanwhile: a Seek that a purge overtook
+//     moved the cursor although it answered offset-out-of-range; a Seek
+//     back racing a Seek forward whose retention had not run; a Poll that
+//     saw an overtaken Seek's cursor below the log start.
 //
-//   - multipoll, ackretry: Illegal under -race on one server, and on a
-//     3-node cluster (also assignor there), bug reported: a Publish
-//     answers full after a Poll has observed the commit of an Ack that
-//     freed room, while that Ack (its retention) is still running.
+// Put back after fixes (see the package doc): lifecycle (a Poll
+// resurrecting a deleted group's cursor; a CreateGroup between a
+// DeleteGroup's commit and its retention), window, and multipoll,
+// ackretry and assignor (a Publish answering full after an Ack's retention
+// had made room).
 //
 // The cluster test (Replicas 3; TRIBUTARY_JS_CLUSTER=1) runs only the
 // mixes that were Ok there.
 
 // linMixes are the mixes checked on one server.
-var linMixes = []string{"balanced", "rebalance", "full", "groups", "assignor"}
+var linMixes = []string{"balanced", "rebalance", "full", "groups", "assignor", "lifecycle", "window", "multipoll", "ackretry"}
 
 // linClusterMixes are the mixes checked on the cluster.
 var linClusterMixes = []string{"balanced", "rebalance", "full", "groups"}

@@ -10,7 +10,6 @@ import (
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/engine/assign"
-	"github.com/nats-io/nats.go"
 )
 
 // Member is a tributary.BackendMember: one (topic, group, member). It holds
@@ -188,6 +187,18 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 				return r, false, e, nil
 			}
 		}
+		// A cursor below the log start is a placement (a Seek, a group
+		// creation) that a purge overtook, about to be put back or moved
+		// up by its placer (group.go, place): not a state of the model.
+		// Wait for it rather than deliver from it or report nothing.
+		lv, _, err := m.b.readLow(m.t.name, p)
+		if err != nil {
+			return r, false, 0, err
+		}
+		if c.Committed < lv.Low {
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		r, ok, err := m.b.readRecord(m.t.name, p, c.Committed)
 		if err != nil || !ok {
 			return r, false, 0, err
@@ -226,22 +237,16 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 	if !joined {
 		return out, m.notJoined()
 	}
-	ch := make(chan *nats.Msg, 64)
 	b := m.b
-	for _, subj := range []string{
-		b.sp + ".rec." + m.t.name + ".*",
+	ch, unsub, err := b.wakeOn(
+		b.sp+".rec."+m.t.name+".*",
 		b.stateSubject(groupKey(m.t.name, m.group)),
-		b.stateSubject("cursor." + m.t.name + "." + m.group + ".*"),
-	} {
-		sub, err := b.nc.ChanSubscribe(subj, ch)
-		if err != nil {
-			return out, b.fail(err)
-		}
-		defer sub.Unsubscribe() //nolint:errcheck // best effort
+		b.stateSubject("cursor."+m.t.name+"."+m.group+".*"),
+	)
+	if err != nil {
+		return out, err
 	}
-	if err := b.nc.FlushTimeout(b.cfg.RequestTimeout); err != nil {
-		return out, b.fail(err)
-	}
+	defer unsub()
 	timer := time.NewTimer(fallbackWait)
 	defer timer.Stop()
 	for {
@@ -269,9 +274,6 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 			return out, tributary.ErrClosed
 		case <-b.closed:
 			return out, fmt.Errorf("%w: backend closed", tributary.ErrClosed)
-		}
-		for len(ch) > 0 {
-			<-ch
 		}
 		if !timer.Stop() {
 			select {

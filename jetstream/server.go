@@ -1,17 +1,21 @@
 package jetstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/f91dcac0/tributary/engine"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	njs "github.com/nats-io/nats.go/jetstream"
 )
 
 // serverReadyTimeout bounds how long StartServer and StartCluster wait for a
@@ -133,8 +137,10 @@ type Cluster struct {
 
 // StartCluster starts n (1..7) clustered nodes with JetStream, node i's
 // store under dir/node<i>, connected by routes, and waits until they have
-// elected a JetStream meta leader (error wrapping ErrUnavailable after
-// 10 s). The caller owns dir.
+// elected a JetStream meta leader and it can place a stream on min(n, 5)
+// peers (each wait: error wrapping ErrUnavailable after 10 s), so that an
+// Open right after it does not meet API error 10005 "no suitable peers for
+// placement". The caller owns dir.
 func StartCluster(n int, dir string) (*Cluster, error) {
 	if n < 1 || n > 7 {
 		return nil, fmt.Errorf("%w: cluster size %d outside 1..7", engine.ErrInvalidArgument, n)
@@ -175,7 +181,50 @@ func StartCluster(n int, dir string) (*Cluster, error) {
 		c.Shutdown()
 		return nil, err
 	}
+	if err := c.waitPlacement(n); err != nil {
+		c.Shutdown()
+		return nil, err
+	}
 	return c, nil
+}
+
+// waitPlacement waits until the meta leader can place a stream on
+// min(n, 5) peers: a meta leader elected before every peer has reported
+// in answers API error 10005 "no suitable peers for placement". It creates
+// a memory probe stream with that many replicas until that succeeds, then
+// deletes it (error wrapping ErrUnavailable after 10 s).
+func (c *Cluster) waitPlacement(n int) error {
+	deadline := time.Now().Add(serverReadyTimeout)
+	nc, err := nats.Connect(strings.Join(c.URLs(), ","), nats.Timeout(serverReadyTimeout), nats.NoCallbacksAfterClientClose())
+	if err != nil {
+		return fmt.Errorf("%w: probing cluster: %v", ErrUnavailable, err)
+	}
+	defer nc.Close()
+	js, err := njs.New(nc)
+	if err != nil {
+		return fmt.Errorf("%w: probing cluster: %v", ErrUnavailable, err)
+	}
+	cfg := njs.StreamConfig{
+		Name:     "TRIBUTARY_PLACEMENT_PROBE",
+		Subjects: []string{"_tributary.placement.probe"},
+		Storage:  njs.MemoryStorage,
+		Replicas: min(n, 5),
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err = js.CreateOrUpdateStream(ctx, cfg)
+		if err == nil {
+			err = js.DeleteStream(ctx, cfg.Name)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: cluster cannot place a stream on %d peers after %v: %v", ErrUnavailable, cfg.Replicas, serverReadyTimeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // cloneOpts copies o: a server keeps and changes the Options it was given.

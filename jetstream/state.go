@@ -17,8 +17,22 @@ import (
 // acknowledged before it started. A deleted key holds a tombstone; its
 // revision is kept, so re-creating it is a compare-and-set like any other.
 
-// tombstone is the value of a deleted key.
+// tombstone is the value of a deleted key. A deleted cursor's tombstone
+// also records the incarnation it deleted (cursorTomb): placing a cursor
+// of that incarnation or an older one is refused.
 var tombstone = []byte(`{"deleted":true}`)
+
+// cursorTomb is the tombstone of a cursor deleted with its group's
+// incarnation Inc: {"deleted":true,"inc":Inc}.
+type cursorTomb struct {
+	Deleted bool   `json:"deleted"`
+	Inc     uint64 `json:"inc,omitempty"`
+}
+
+// isTombstone reports whether data is a tombstone (plain or a cursor's).
+func isTombstone(data []byte) bool {
+	return bytes.Equal(data, tombstone) || bytes.HasPrefix(data, []byte(`{"deleted":true,`))
+}
 
 // topicVal is the value of key topic.<T>.
 type topicVal struct {
@@ -97,27 +111,38 @@ func (b *Backend) stateSubject(key string) string { return b.sp + ".state." + ke
 // get reads key into v and returns its revision; ok is false (v untouched)
 // when the key was never written or is deleted.
 func (b *Backend) get(key string, v any) (rev uint64, ok bool, err error) {
+	rev, ok, _, err = b.getTomb(key, v)
+	return rev, ok, err
+}
+
+// getTomb is get that also returns, for a deleted cursor, the incarnation
+// its tombstone records (0: none recorded, or the key is not deleted).
+func (b *Backend) getTomb(key string, v any) (rev uint64, ok bool, dead uint64, err error) {
 	ctx, cancel := b.ctx()
 	defer cancel()
 	m, err := b.state.GetLastMsgForSubject(ctx, b.stateSubject(key))
 	if errors.Is(err, njs.ErrMsgNotFound) {
-		return 0, false, nil
+		return 0, false, 0, nil
 	}
 	if err != nil {
-		return 0, false, b.fail(fmt.Errorf("reading %s: %w", key, err))
+		return 0, false, 0, b.fail(fmt.Errorf("reading %s: %w", key, err))
 	}
-	if bytes.Equal(m.Data, tombstone) {
-		return m.Sequence, false, nil
+	if isTombstone(m.Data) {
+		var t cursorTomb
+		if err := json.Unmarshal(m.Data, &t); err != nil {
+			return 0, false, 0, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
+		}
+		return m.Sequence, false, t.Inc, nil
 	}
 	if err := json.Unmarshal(m.Data, v); err != nil {
-		return 0, false, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
+		return 0, false, 0, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
 	}
-	return m.Sequence, true, nil
+	return m.Sequence, true, 0, nil
 }
 
-// put writes v (nil: a tombstone) to key if its revision is still rev (0:
-// never written) and returns the new revision; ok is false, nothing
-// written, when the revision has moved on.
+// put writes v (nil: a tombstone; a cursorTomb is one too) to key if its
+// revision is still rev (0: never written) and returns the new revision;
+// ok is false, nothing written, when the revision has moved on.
 func (b *Backend) put(key string, v any, rev uint64) (newRev uint64, ok bool, err error) {
 	data := tombstone
 	if v != nil {

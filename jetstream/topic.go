@@ -165,15 +165,11 @@ func (t *Topic) Publish(ctx context.Context, stop <-chan struct{}, partition int
 	if !isFull(err) {
 		return off, err
 	}
-	ch := make(chan *nats.Msg, 8)
-	sub, err := t.b.nc.ChanSubscribe(t.b.roomSubject(t.name, partition), ch)
+	ch, unsub, err := t.b.wakeOn(t.b.roomSubject(t.name, partition))
 	if err != nil {
-		return -1, t.b.fail(err)
+		return -1, err
 	}
-	defer sub.Unsubscribe() //nolint:errcheck // best effort
-	if err := t.b.nc.FlushTimeout(t.b.cfg.RequestTimeout); err != nil {
-		return -1, t.b.fail(err)
-	}
+	defer unsub()
 	timer := time.NewTimer(fallbackWait)
 	defer timer.Stop()
 	for {
