@@ -60,7 +60,14 @@
 // in-flight delivery (attempts kept, rule 16). Any member that finds a
 // cursor behind the group's generation migrates it itself first (helping),
 // so a rebalancer that dies after its commit strands nothing; one that
-// finds a cursor ahead re-reads the group.
+// finds a cursor ahead re-reads the group. Before a membership call
+// returns, it brings every cursor of the group up to the generation it
+// committed, or, when it changed nothing, to the one it read (settle): a
+// concurrent rebalance may still be migrating, and once a Join has
+// returned, no member it displaced may poll or ack (found by the
+// linearizability check: a Join of a member already added by a slower
+// concurrent Join returned at once, and the displaced owner then polled a
+// record published after that return).
 //
 // Poll, Ack, Retry: read the group, then the cursor, then compare-and-set
 // the cursor on the revision read. Ack requires the member to own the

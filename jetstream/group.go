@@ -262,7 +262,16 @@ func (b *Backend) rebalance(t, g string, change func(next *groupVal, exists bool
 		}
 		next := groupVal{Inc: gv.Inc, Gen: gv.Gen, Assignor: gv.Assignor, Members: slices.Clone(gv.Members), Owners: gv.Owners}
 		ok, err := change(&next, exists, tv.Partitions)
-		if err != nil || !ok {
+		if err != nil {
+			return gv, false, err
+		}
+		if !ok {
+			// Nothing to change, but the caller has now seen gv: a
+			// rebalance that committed it may still be migrating, and a
+			// stale owner must not poll or ack after this call returns.
+			if exists {
+				err = b.settle(t, g, &gv)
+			}
 			return gv, false, err
 		}
 		owners, err := b.owners(&next, &gv, tv.Partitions)
@@ -299,15 +308,27 @@ func (b *Backend) rebalance(t, g string, change func(next *groupVal, exists bool
 					return next, true, err
 				}
 			}
-			if next.Since[p] == next.Gen {
-				if _, _, err := b.cursorFor(t, g, &next, int32(p)); err != nil && !errors.Is(err, errStale) {
-					return next, true, err
-				}
-			}
 		}
-		return next, true, nil
+		// Every cursor is brought up to next, not only those moved by
+		// this commit: an earlier rebalance's migration may still be
+		// running (or its rebalancer gone), and after this call returns no
+		// stale owner may act on any partition.
+		return next, true, b.settle(t, g, &next)
 	}
 	return groupVal{}, false, fmt.Errorf("%w: rebalancing %s/%s", ErrContention, t, g)
+}
+
+// settle brings every cursor of group g up to the view gv (cursorFor's
+// helping step, partition by partition), so that once it returns no member
+// that gv does not make an owner can poll, ack or retry there. A cursor
+// already newer than gv (errStale) is left: a later rebalance settles it.
+func (b *Backend) settle(t, g string, gv *groupVal) error {
+	for p := range len(gv.Owners) {
+		if _, _, err := b.cursorFor(t, g, gv, int32(p)); err != nil && !errors.Is(err, errStale) {
+			return err
+		}
+	}
+	return nil
 }
 
 // owners computes next's owners over max(parts, len(prev.Owners))
