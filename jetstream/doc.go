@@ -72,7 +72,10 @@
 // Poll, Ack, Retry: read the group, then the cursor, then compare-and-set
 // the cursor on the revision read. Ack requires the member to own the
 // partition in the current generation and exactly that offset in flight;
-// a stale owner fails because migration rewrote the cursor.
+// a stale owner fails because migration rewrote the cursor. A Poll that
+// finds the record at its cursor purged (low is raised before a purge, so
+// low is then above the cursor it read) reads the cursor again: a Seek
+// forward has moved it meanwhile.
 //
 // Retention (rules 13, 21), after an Ack, a Seek or a DeleteGroup: read
 // low (revision q), read every live cursor of the partition, and with M

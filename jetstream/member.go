@@ -200,8 +200,19 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 			continue
 		}
 		r, ok, err := m.b.readRecord(m.t.name, p, c.Committed)
-		if err != nil || !ok {
+		if err != nil {
 			return r, false, 0, err
+		}
+		if !ok {
+			// Beyond the log end: nothing to deliver. Or purged since
+			// the cursor was read (low is raised before a purge): the
+			// cursor has moved meanwhile (a Seek forward let an
+			// evicting publish remove the record); read it again.
+			lv, _, err := m.b.readLow(m.t.name, p)
+			if err != nil || c.Committed >= lv.Low {
+				return r, false, 0, err
+			}
+			continue
 		}
 		n := c
 		n.InFlight, n.Attempts, n.DeliveredAt = true, c.Attempts+1, now
