@@ -416,9 +416,13 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // decode, the record is sent to the dead-letter topic and acked. Run
 // returns promptly on cancellation even when h ignores ctx: h runs on a
 // goroutine of Run's, which is abandoned (its result ignored) and ends when
-// h does. Errors: ErrInvalidArgument (nil handler, Run already running);
-// an error sending to the dead-letter topic other than ctx's (the record
-// stays unacked and is redelivered).
+// h does. While the backend is unavailable (an error wrapping
+// ErrUnavailable: a networked backend's server restarting, say) Run waits,
+// doubling from 50 ms to 2 s, and polls or acks again; an ack that may
+// have been lost is tried again, so a record is at worst delivered twice.
+// Errors: ErrInvalidArgument (nil handler, Run already running); an error
+// sending to the dead-letter topic other than ctx's (the record stays
+// unacked and is redelivered); any other error of the backend.
 func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	if h == nil || ctx == nil {
 		return fmt.Errorf("%w: nil Handler or Context", ErrInvalidArgument)
@@ -444,12 +448,20 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	defer r.stopTimers()
 
 	var buf []engine.Record
-	for {
+	for outage := 0; ; {
 		var err error
 		buf, err = c.m.Poll(ctx, c.stop, buf[:0], c.cfg.batch)
+		if errors.Is(err, ErrUnavailable) {
+			if err := c.waitOutage(ctx, outage); err != nil {
+				return c.runEnd(ctx, err)
+			}
+			outage++
+			continue
+		}
 		if err != nil {
 			return c.runEnd(ctx, err)
 		}
+		outage = 0
 		for i := range buf {
 			if ctx.Err() != nil {
 				return c.runEnd(ctx, ctx.Err()) // the rest stay in flight; leaving releases them
@@ -458,6 +470,33 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 				return c.runEnd(ctx, err)
 			}
 		}
+	}
+}
+
+// Backoff of Run while its backend is unavailable: the n-th wait in a row
+// (from 0) is outageFirst·2^n, capped at outageMax.
+const (
+	outageFirst = 50 * time.Millisecond
+	outageMax   = 2 * time.Second
+)
+
+// waitOutage waits before Run tries its backend again after the n-th
+// ErrUnavailable in a row. It returns ctx's error, or ErrClosed when the
+// consumer is closed, if that comes first.
+func (c *Consumer[T]) waitOutage(ctx context.Context, n int) error {
+	d := outageFirst
+	for i := 0; i < n && d < outageMax; i++ {
+		d *= 2
+	}
+	t := time.NewTimer(min(d, outageMax))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.stop:
+		return ErrClosed
 	}
 }
 
@@ -527,12 +566,24 @@ func (r *runner[T]) process(rec *engine.Record) error {
 			}
 		}
 		if herr == nil {
-			if ok, err := c.m.Ack(rec.Partition, rec.Offset); err != nil {
-				return err
-			} else if ok {
-				c.acked.Add(1)
+			for outage := 0; ; outage++ {
+				ok, err := c.m.Ack(rec.Partition, rec.Offset)
+				if errors.Is(err, ErrUnavailable) {
+					// Lost or not, the ack is tried again: false then
+					// means it had taken effect (or the delivery moved).
+					if err := c.waitOutage(r.ctx, outage); err != nil {
+						return err
+					}
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if ok {
+					c.acked.Add(1)
+				}
+				return nil
 			}
-			return nil
 		}
 	}
 	if c.dlq != nil && (m.Err != nil || rec.Attempt >= c.cfg.maxAttempts) {

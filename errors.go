@@ -56,6 +56,13 @@ var (
 	// Consumer, and by a blocking Consumer.Poll that the consumer's Close
 	// interrupted.
 	ErrClosed = errors.New("tributary: closed")
+	// ErrUnavailable is wrapped by a Backend's errors when its broker
+	// cannot be reached (a networked backend: the server is down,
+	// restarting or has no quorum; jetstream.ErrUnavailable wraps it).
+	// The call may or may not have taken effect. Consumer.Run waits and
+	// tries again on it (at-least-once: a record whose ack was lost is
+	// delivered again); other calls return it.
+	ErrUnavailable = errors.New("tributary: backend unavailable")
 	// ErrEncode wraps a codec's error encoding a value: nothing was sent.
 	ErrEncode = errors.New("tributary: encode")
 	// ErrDecode wraps a codec's error decoding a payload, in Message.Err

@@ -28,7 +28,9 @@ var (
 	// the server cannot be reached or started within the configured timeout,
 	// and by any call whose request to the server failed or timed out
 	// (Config.RequestTimeout). The call may or may not have taken effect.
-	ErrUnavailable = errors.New("tributary/jetstream: server unavailable")
+	// It wraps tributary.ErrUnavailable, on which the typed library's
+	// Consumer.Run waits and tries again.
+	ErrUnavailable = fmt.Errorf("tributary/jetstream: server unavailable: %w", tributary.ErrUnavailable)
 	// ErrUnknownAssignor is returned by a rebalancing call (Join, Leave,
 	// SetAssignor, AddPartitions) on a group whose assignor, named in the
 	// shared state, was never registered in this process: a user assignor
