@@ -201,6 +201,10 @@ func Open(cfg Config) (*Backend, error) {
 	})
 	if err != nil {
 		nc.Close()
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, njs.ErrJetStreamNotEnabled) {
+			// A server without JetStream answers no JetStream request.
+			return nil, fmt.Errorf("%w (is JetStream enabled on the server? nats-server -js)", err)
+		}
 		return nil, err
 	}
 	return b, nil

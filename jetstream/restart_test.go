@@ -3,12 +3,14 @@ package jetstream_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/jetstream"
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // A typed consumer's Run rides out a server restart: calls made during it
@@ -86,4 +88,22 @@ func TestConsumerRunSurvivesRestart(t *testing.T) {
 		dups += k - 1
 	}
 	t.Logf("%d messages handled across a restart, %d twice", n, dups)
+}
+
+// Open on a NATS server that runs without JetStream fails at once with
+// ErrUnavailable and says what to check.
+func TestOpenServerWithoutJetStream(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	defer s.Shutdown()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	_, err = jetstream.Open(jetstream.Config{URL: s.ClientURL(), Capacity: 10, RequestTimeout: 2 * time.Second})
+	if !errors.Is(err, jetstream.ErrUnavailable) || !strings.Contains(err.Error(), "nats-server -js") {
+		t.Fatalf("Open on a server without JetStream: %v; want ErrUnavailable naming nats-server -js", err)
+	}
 }

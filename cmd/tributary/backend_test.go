@@ -55,6 +55,8 @@ func TestBackendFlags(t *testing.T) {
 		{[]string{"-backend", "kafka"}, `-backend "kafka": must be memory or jetstream`},
 		{[]string{"-nats", "nats://127.0.0.1:4222"}, `-nats "nats://127.0.0.1:4222": needs -backend jetstream`},
 		{[]string{"-seed", "-2"}, `-seed -2: must be 0 or more, or -1 for unseeded`},
+		{[]string{"-backend", "jetstream", "-nats", "http://foo"}, `-nats "http://foo": want nats://HOST:PORT`},
+		{[]string{"-backend", "jetstream", "-nats", "nats://a:1,localhost"}, `want nats://HOST:PORT`},
 	} {
 		var out bytes.Buffer
 		_, _, err := parseSessionFlags("tributary run", append(tc.args, "x.tri"), &out, usage)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -84,6 +86,14 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 			return f, nil, fmt.Errorf("-nats %q: needs -backend jetstream", f.natsURL)
 		}
 	case "jetstream":
+		for _, u := range strings.Split(f.natsURL, ",") {
+			if f.natsURL == "" {
+				break
+			}
+			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, pu.Scheme) || pu.Host == "" {
+				return f, nil, fmt.Errorf("-nats %q: want nats://HOST:PORT (or tls://, ws://, wss://), several separated by commas", f.natsURL)
+			}
+		}
 	default:
 		return f, nil, fmt.Errorf("-backend %q: must be memory or jetstream", f.backend)
 	}
