@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
@@ -93,9 +93,11 @@ type Config struct {
 	Storage Storage
 	// Prefix names this backend's streams (<Prefix>_STATE and
 	// <Prefix>_<topic>_<partition>) and, lowercased, its subjects: 1 to 32
-	// of A-Z a-z 0-9 _ -; default "TRIB". Two backends with different
-	// prefixes share a server without seeing each other, provided the
-	// prefixes differ in more than letter case.
+	// of A-Z a-z 0-9 -, no underscore (so that the first underscore of a
+	// stream name ends the prefix: prefix "A" with topic "B_x" and prefix
+	// "A_B" with topic "x" would share a stream); default "TRIB". Two
+	// backends with different prefixes share a server without seeing each
+	// other, provided the prefixes differ in more than letter case.
 	Prefix string
 	// ConnectTimeout bounds Open's connection attempt; default 5 s.
 	ConnectTimeout time.Duration
@@ -130,12 +132,14 @@ type Backend struct {
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close
 
-	// mu guards assignors (name → Assignor, the process-local registry),
+	// mu guards assignors (topic/group → the user assignor this process
+	// gave the group, registered once its CreateGroup or SetAssignor
+	// committed),
 	// streams (stream name → handle, a cache), counts (topic → its
 	// partition-count cache, shared by the topic's handles) and windows
 	// (topic → its replay window, fixed at creation: a cache).
 	mu        sync.Mutex
-	assignors map[string]engine.Assignor
+	assignors map[string]userAssignor
 	streams   map[string]njs.Stream
 	counts    map[string]*partCount
 	windows   map[string]int64
@@ -182,14 +186,10 @@ func Open(cfg Config) (*Backend, error) {
 		sp:        strings.ToLower(cfg.Prefix),
 		now:       cfg.Clock,
 		closed:    make(chan struct{}),
-		assignors: map[string]engine.Assignor{},
+		assignors: map[string]userAssignor{},
 		streams:   map[string]njs.Stream{},
 		counts:    map[string]*partCount{},
 		windows:   map[string]int64{},
-	}
-	for _, n := range assign.Names() {
-		a, _ := assign.Lookup(n)
-		b.assignors[n] = a
 	}
 	b.state, err = b.ensureStream(njs.StreamConfig{
 		Name:              cfg.Prefix + "_STATE",
@@ -210,21 +210,15 @@ func Open(cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// asyncError is the connection's handler of asynchronous errors. Our
-// core NATS subscriptions are wake-ups only (a blocked Poll or Publish
-// also re-checks on a timer), so a dropped message is harmless and a slow
-// consumer is ignored, not printed; anything else is printed to stderr as
-// nats.go's default handler does.
-func asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
-	if errors.Is(err, nats.ErrSlowConsumer) {
-		return
-	}
-	if sub != nil {
-		fmt.Fprintf(os.Stderr, "%v for subscription on %q\n", err, sub.Subject)
-		return
-	}
-	fmt.Fprintf(os.Stderr, "%v\n", err)
-}
+// asyncError is the connection's handler of asynchronous errors, which
+// writes nothing: a library does not print. Our core NATS subscriptions
+// are wake-ups only (a blocked Poll or Publish also re-checks on a timer),
+// so a dropped message or a slow consumer is harmless, and every failure
+// that matters (a lost connection, a server without JetStream) reaches the
+// caller as the error of a request. Without it nats.go's default handler
+// would print them to stderr ("slow consumer", "read/write on closed pipe"
+// at a server's shutdown).
+func asyncError(*nats.Conn, *nats.Subscription, error) {}
 
 // wakeOn subscribes to subjects (core NATS) and returns a channel that
 // holds a value after any message arrived since it was last drained. The
@@ -314,8 +308,8 @@ func (cfg *Config) fill() error {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "TRIB"
 	}
-	if len(cfg.Prefix) > 32 || engine.CheckIdentifier("prefix", cfg.Prefix) != nil {
-		return bad("prefix %q: want 1 to 32 of A-Z a-z 0-9 _ -", cfg.Prefix)
+	if len(cfg.Prefix) > 32 || engine.CheckIdentifier("prefix", cfg.Prefix) != nil || strings.Contains(cfg.Prefix, "_") {
+		return bad("prefix %q: want 1 to 32 of A-Z a-z 0-9 - (no underscore)", cfg.Prefix)
 	}
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
@@ -457,12 +451,19 @@ func (b *Backend) lookupTopic(topic string) (topicVal, uint64, error) {
 // the topic exists. The topic key's compare-and-set is the commit point:
 // streams made by a losing concurrent call stay, unused. Errors:
 // engine.ErrInvalidArgument (invalid identifier or count), ErrUnavailable.
+// maxPayloadType bounds a topic's payload type name, in bytes: it lives in
+// the topic key's JSON value, which must fit one NATS message.
+const maxPayloadType = 1024
+
 func (b *Backend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
 	if err := engine.CheckIdentifier("topic", topic); err != nil {
 		return false, err
 	}
 	if partitions < 1 || partitions > engine.MaxPartitionCount {
 		return false, invalid("topic %q: partition count %d outside 1..%d", topic, partitions, engine.MaxPartitionCount)
+	}
+	if !utf8.ValidString(payloadType) || len(payloadType) > maxPayloadType {
+		return false, invalid("topic %q: payload type %q: want UTF-8 of at most %d bytes", topic, payloadType, maxPayloadType)
 	}
 	var tv topicVal
 	rev, ok, err := b.get(topicKey(topic), &tv)
@@ -555,10 +556,11 @@ func (b *Backend) listKeys(pattern string, i int) ([]string, error) {
 	return names, nil
 }
 
-// checkAssignor validates a and registers it under its name (rule 18).
-// Errors: engine.ErrInvalidArgument for a nil a or one whose name is a
-// built-in's but is not that built-in; engine.ErrInvalidAssignment when
-// Name panics.
+// checkAssignor validates a and returns its name (rule 18), which the
+// group key stores. Errors: engine.ErrInvalidArgument for a nil a, one
+// whose name is a built-in's but is not that built-in, or a name that is
+// not UTF-8 (JSON state could not keep it); engine.ErrInvalidAssignment
+// when Name panics.
 func (b *Backend) checkAssignor(a engine.Assignor) (string, error) {
 	if assign.IsNil(a) {
 		return "", invalid("nil Assignor")
@@ -567,27 +569,46 @@ func (b *Backend) checkAssignor(a engine.Assignor) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if builtin, ok := assign.Lookup(name); ok {
-		if reflect.TypeOf(builtin) != reflect.TypeOf(a) {
-			return "", invalid("assignor name %q is a built-in's", name)
-		}
-		return name, nil
+	if builtin, ok := assign.Lookup(name); ok && reflect.TypeOf(builtin) != reflect.TypeOf(a) {
+		return "", invalid("assignor name %q is a built-in's", name)
 	}
-	b.mu.Lock()
-	b.assignors[name] = a
-	b.mu.Unlock()
+	if !utf8.ValidString(name) {
+		return "", invalid("assignor name %q is not UTF-8", name)
+	}
 	return name, nil
 }
 
-// assignor returns the registered assignor called name.
-func (b *Backend) assignor(name string) (engine.Assignor, error) {
-	b.mu.Lock()
-	a, ok := b.assignors[name]
-	b.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownAssignor, name)
+// assignor returns the assignor named name for group g of topic t: a
+// built-in, or the user assignor this process gave the group (remember);
+// ErrUnknownAssignor otherwise.
+func (b *Backend) assignor(t, g, name string) (engine.Assignor, error) {
+	if a, ok := assign.Lookup(name); ok {
+		return a, nil
 	}
-	return a, nil
+	b.mu.Lock()
+	u, ok := b.assignors[t+"/"+g]
+	b.mu.Unlock()
+	if !ok || u.name != name {
+		return nil, fmt.Errorf("%w: %q (group %q of topic %q)", ErrUnknownAssignor, name, g, t)
+	}
+	return u.a, nil
+}
+
+// userAssignor is a user assignor and the name it had when registered.
+type userAssignor struct {
+	name string
+	a    engine.Assignor
+}
+
+// remember registers a, a user assignor, for group g of topic t, once a
+// CreateGroup or SetAssignor with it committed. Built-ins need none.
+func (b *Backend) remember(t, g, name string, a engine.Assignor) {
+	if _, ok := assign.Lookup(name); ok {
+		return
+	}
+	b.mu.Lock()
+	b.assignors[t+"/"+g] = userAssignor{name, a}
+	b.mu.Unlock()
 }
 
 var (

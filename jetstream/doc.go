@@ -175,10 +175,16 @@
 //   - Blocking Poll and Publish are woken by core NATS messages (record
 //     publishes, state changes, room notices), which a reconnect can lose;
 //     they also re-check at most every 2 s.
-//   - A user assignor lives in the process that registered it (by passing
-//     it to CreateGroup or SetAssignor); a rebalance elsewhere returns
-//     ErrUnknownAssignor. The ack timeout (rule 22) compares clocks of the
-//     processes sharing a group.
+//   - A user assignor lives in the Backend that gave it to its group (by a
+//     CreateGroup or SetAssignor that committed), for that group only; a
+//     rebalance of the group elsewhere returns ErrUnknownAssignor. Its name
+//     must be UTF-8 (the state is JSON). The ack timeout (rule 22) compares
+//     clocks of the processes sharing a group.
+//   - Limits of NATS: a record's key and headers travel in NATS headers,
+//     which the server caps at 64 KiB, so more than about 47 KiB of them is
+//     refused with engine.ErrInvalidArgument; so is a message over the
+//     server's max_payload (1 MiB by default), a time outside years
+//     0–9999, and a payload type that is not UTF-8 or over 1 KiB.
 //   - Admin calls on an unknown topic return an error wrapping both
 //     engine.ErrInvalidArgument (rule 4) and tributary.ErrUnknownTopic.
 //   - A purge interrupted by a crash after its compare-and-set leaves the

@@ -250,7 +250,7 @@ func (b *Backend) purge(t string, p int32, low int64) error {
 // partitions, writes the group with the next generation by compare-and-set
 // (the commit point) and then migrates every partition whose owner changed.
 // changed is false, nothing written, when change says so.
-func (b *Backend) rebalance(t, g string, change func(next *groupVal, exists bool, parts int32) (bool, error)) (groupVal, bool, error) {
+func (b *Backend) rebalance(t, g string, given engine.Assignor, change func(next *groupVal, exists bool, parts int32) (bool, error)) (groupVal, bool, error) {
 	for range maxRetries {
 		tv, _, err := b.lookupTopic(t)
 		if err != nil {
@@ -274,7 +274,7 @@ func (b *Backend) rebalance(t, g string, change func(next *groupVal, exists bool
 			}
 			return gv, false, err
 		}
-		owners, err := b.owners(&next, &gv, tv.Partitions)
+		owners, err := b.owners(t, g, &next, &gv, tv.Partitions, given)
 		if err != nil {
 			return gv, false, err
 		}
@@ -297,6 +297,11 @@ func (b *Backend) rebalance(t, g string, change func(next *groupVal, exists bool
 		}
 		if next.Inc == 0 {
 			next.Inc = nrev
+		}
+		if given != nil {
+			// Registered once committed, not before: a refused call
+			// must not change which assignor a group runs.
+			b.remember(t, g, next.Assignor, given)
 		}
 		for p := range n {
 			if !exists {
@@ -332,18 +337,23 @@ func (b *Backend) settle(t, g string, gv *groupVal) error {
 }
 
 // owners computes next's owners over max(parts, len(prev.Owners))
-// partitions with next's assignor, prev's owners as the previous ones.
+// partitions with given (the assignor a CreateGroup or SetAssignor is
+// committing) or, when nil, the one next names, prev's owners as the
+// previous ones.
 // Errors: ErrUnknownAssignor, engine.ErrInvalidAssignment.
-func (b *Backend) owners(next, prev *groupVal, parts int32) ([]string, error) {
+func (b *Backend) owners(t, g string, next, prev *groupVal, parts int32, given engine.Assignor) ([]string, error) {
 	n := max(int(parts), len(prev.Owners))
 	previous := make([]string, n)
 	copy(previous, prev.Owners)
 	if len(next.Members) == 0 {
 		return make([]string, n), nil
 	}
-	a, err := b.assignor(next.Assignor)
-	if err != nil {
-		return nil, err
+	a := given
+	if a == nil {
+		var err error
+		if a, err = b.assignor(t, g, next.Assignor); err != nil {
+			return nil, err
+		}
 	}
 	return assign.Run(a, next.Members, previous)
 }
@@ -356,7 +366,7 @@ func (b *Backend) grow(t, g string, gv groupVal) (groupVal, error) {
 	if err != nil || int(tv.Partitions) <= len(gv.Owners) {
 		return gv, err
 	}
-	next, changed, err := b.rebalance(t, g, func(next *groupVal, exists bool, parts int32) (bool, error) {
+	next, changed, err := b.rebalance(t, g, nil, func(next *groupVal, exists bool, parts int32) (bool, error) {
 		return exists && len(next.Owners) < int(parts), nil
 	})
 	if !changed {
@@ -381,7 +391,7 @@ func (b *Backend) CreateGroup(topic, group string, a engine.Assignor) (bool, err
 	if err != nil {
 		return false, err
 	}
-	gv, created, err := b.rebalance(topic, group, func(next *groupVal, exists bool, _ int32) (bool, error) {
+	gv, created, err := b.rebalance(topic, group, a, func(next *groupVal, exists bool, _ int32) (bool, error) {
 		if exists {
 			return false, nil
 		}
@@ -475,7 +485,7 @@ func (b *Backend) SetAssignor(topic, group string, a engine.Assignor) (bool, err
 	if err != nil {
 		return false, err
 	}
-	_, changed, err := b.rebalance(topic, group, func(next *groupVal, exists bool, _ int32) (bool, error) {
+	_, changed, err := b.rebalance(topic, group, a, func(next *groupVal, exists bool, _ int32) (bool, error) {
 		next.Assignor = name
 		return exists, nil
 	})
@@ -516,7 +526,7 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 				continue
 			}
 			next := gv
-			if _, err := b.owners(&next, &gv, total); err != nil {
+			if _, err := b.owners(topic, g, &next, &gv, total, nil); err != nil {
 				return 0, fmt.Errorf("group %q: %w", g, err)
 			}
 		}
@@ -562,7 +572,7 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 			return total, err
 		}
 		for _, g := range groups {
-			_, _, err := b.rebalance(topic, g, func(next *groupVal, exists bool, parts int32) (bool, error) {
+			_, _, err := b.rebalance(topic, g, nil, func(next *groupVal, exists bool, parts int32) (bool, error) {
 				return exists && len(next.Owners) < int(parts), nil
 			})
 			if err != nil {

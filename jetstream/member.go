@@ -34,7 +34,7 @@ func (m *Member) Group() string { return m.group }
 // engine.ErrInvalidArgument (unknown topic), engine.ErrInvalidAssignment,
 // ErrUnknownAssignor, ErrUnavailable.
 func (m *Member) Join() ([]int32, error) {
-	gv, changed, err := m.b.rebalance(m.t.name, m.group, func(next *groupVal, exists bool, parts int32) (bool, error) {
+	gv, changed, err := m.b.rebalance(m.t.name, m.group, nil, func(next *groupVal, exists bool, parts int32) (bool, error) {
 		if !exists {
 			next.Assignor, next.Members = assign.RoundRobin.Name(), []string{m.name}
 			return true, nil
@@ -61,7 +61,7 @@ func (m *Member) Join() ([]int32, error) {
 // group or the member is absent. A group left empty keeps its cursors and
 // counts for retention. Errors: as Join.
 func (m *Member) Leave() (bool, error) {
-	_, changed, err := m.b.rebalance(m.t.name, m.group, func(next *groupVal, exists bool, _ int32) (bool, error) {
+	_, changed, err := m.b.rebalance(m.t.name, m.group, nil, func(next *groupVal, exists bool, _ int32) (bool, error) {
 		i, found := slices.BinarySearch(next.Members, m.name)
 		if !exists || !found {
 			return false, nil

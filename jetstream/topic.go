@@ -17,14 +17,20 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 )
 
-// Record headers. The user's key and headers are encoded (base64, headers
-// as a JSON list of pairs, order and duplicates kept) so that no user
-// header can collide with these names or break NATS header syntax.
+// Record headers. The user's key and headers are encoded (base64; headers
+// as a JSON list of pairs of base64 strings, so any bytes survive, order
+// and duplicates kept) so that no user header can collide with these
+// names or break NATS header syntax.
 const (
-	hdrTime    = "Tributary-Time"    // Unix ns, decimal
+	hdrTime    = "Tributary-Time"    // Unix ns, decimal; or RFC 3339 outside int64 ns (years 1678–2262)
 	hdrKey     = "Tributary-Key"     // base64 of the key; absent when empty
-	hdrHeaders = "Tributary-Headers" // base64 of JSON [[key, value], ...]; absent when none
+	hdrHeaders = "Tributary-Headers" // base64 of JSON [[key, value], ...] of base64 strings; absent when none
 )
+
+// maxHeaderBytes is the NATS server's limit on a message's header block
+// (API error 10097 above it); encode refuses a record whose encoded key and
+// headers would exceed it, leaving room for the server's own headers.
+const maxHeaderBytes = 64*1024 - 1024
 
 // fallbackWait bounds a blocked Publish or Poll between checks: the
 // wake-ups are core NATS messages, which a reconnect can lose.
@@ -207,21 +213,33 @@ func (t *Topic) Member(group, member string) (tributary.BackendMember, error) {
 	return &Member{t: t, b: t.b, group: group, name: member}, nil
 }
 
-// encode builds the NATS message of m for partition p of topic.
+// encode builds the NATS message of m for partition p of topic. Errors
+// (engine.ErrInvalidArgument, nothing sent): a time outside years 0–9999,
+// a key and headers that encode to more than the server's header limit
+// (about 47 KiB of raw bytes), or a message larger than the server's
+// max_payload.
 func (b *Backend) encode(topic string, p int32, m *engine.Message) (*nats.Msg, error) {
 	msg := nats.NewMsg(b.partSubject(topic, p))
 	ts := m.Time
 	if ts.IsZero() {
 		ts = b.now()
 	}
-	msg.Header.Set(hdrTime, strconv.FormatInt(ts.UnixNano(), 10))
+	if y := ts.Year(); y > 1678 && y < 2262 {
+		msg.Header.Set(hdrTime, strconv.FormatInt(ts.UnixNano(), 10))
+	} else {
+		txt, err := ts.UTC().MarshalText()
+		if err != nil {
+			return nil, invalid("topic %q: message time %v: %v", topic, ts, err)
+		}
+		msg.Header.Set(hdrTime, string(txt))
+	}
 	if m.Key != "" {
 		msg.Header.Set(hdrKey, base64.StdEncoding.EncodeToString([]byte(m.Key)))
 	}
 	if len(m.Headers) > 0 {
-		pairs := make([][2]string, len(m.Headers))
+		pairs := make([][2][]byte, len(m.Headers))
 		for i, h := range m.Headers {
-			pairs[i] = [2]string{h.Key, h.Value}
+			pairs[i] = [2][]byte{[]byte(h.Key), []byte(h.Value)}
 		}
 		js, err := json.Marshal(pairs)
 		if err != nil {
@@ -229,7 +247,13 @@ func (b *Backend) encode(topic string, p int32, m *engine.Message) (*nats.Msg, e
 		}
 		msg.Header.Set(hdrHeaders, base64.StdEncoding.EncodeToString(js))
 	}
+	if n := len(msg.Header.Get(hdrKey)) + len(msg.Header.Get(hdrHeaders)); n > maxHeaderBytes {
+		return nil, invalid("topic %q: key and headers encode to %d bytes, over the server's header limit of %d", topic, n, maxHeaderBytes)
+	}
 	msg.Data = []byte(m.Payload)
+	if max := b.nc.MaxPayload(); max > 0 && int64(len(msg.Data)+len(msg.Header.Get(hdrKey))+len(msg.Header.Get(hdrHeaders))+256) > max {
+		return nil, invalid("topic %q: message of %d bytes with its key and headers is over the server's max_payload of %d", topic, len(msg.Data), max)
+	}
 	return msg, nil
 }
 
@@ -241,11 +265,11 @@ func decodeRecord(m *njs.RawStreamMsg) (engine.Record, error) {
 		return fmt.Errorf("tributary/jetstream: record %s seq %d: bad %s: %v", m.Subject, m.Sequence, what, err)
 	}
 	if v := m.Header.Get(hdrTime); v != "" {
-		ns, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
+		if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+			r.Time = time.Unix(0, ns)
+		} else if err := r.Time.UnmarshalText([]byte(v)); err != nil {
 			return r, corrupt("time", err)
 		}
-		r.Time = time.Unix(0, ns)
 	}
 	if v := m.Header.Get(hdrKey); v != "" {
 		k, err := base64.StdEncoding.DecodeString(v)
@@ -259,13 +283,13 @@ func decodeRecord(m *njs.RawStreamMsg) (engine.Record, error) {
 		if err != nil {
 			return r, corrupt("headers", err)
 		}
-		var pairs [][2]string
+		var pairs [][2][]byte
 		if err := json.Unmarshal(js, &pairs); err != nil {
 			return r, corrupt("headers", err)
 		}
 		r.Headers = make([]engine.Header, len(pairs))
 		for i, h := range pairs {
-			r.Headers[i] = engine.Header{Key: h[0], Value: h[1]}
+			r.Headers[i] = engine.Header{Key: string(h[0]), Value: string(h[1])}
 		}
 	}
 	return r, nil
