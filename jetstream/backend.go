@@ -32,11 +32,11 @@ var (
 	// Consumer.Run waits and tries again.
 	ErrUnavailable = fmt.Errorf("tributary/jetstream: server unavailable: %w", tributary.ErrUnavailable)
 	// ErrUnknownAssignor is returned by a rebalancing call (Join, Leave,
-	// SetAssignor, AddPartitions) on a group whose assignor, named in the
-	// shared state, was never registered in this process: a user assignor
-	// given to CreateGroup or SetAssignor in another process. Nothing
-	// changed.
-	ErrUnknownAssignor = errors.New("tributary/jetstream: assignor not registered in this process")
+	// AddPartitions) on a group whose assignor, named in the shared state,
+	// is a user assignor this Backend did not give the group: one given to
+	// CreateGroup or SetAssignor through another Backend (another process).
+	// Nothing changed.
+	ErrUnknownAssignor = errors.New("tributary/jetstream: the group's assignor is not known to this Backend")
 	// ErrContention is returned when a compare-and-set loop lost more than
 	// maxRetries races in a row; the call changed nothing of its own (a
 	// helping migration it made may stay). Retrying is safe.

@@ -375,19 +375,27 @@ func (b *Backend) grow(t, g string, gv groupVal) (groupVal, error) {
 	return next, err
 }
 
+// checkAssignorCall validates a CreateGroup or SetAssignor call (rule 4:
+// before any state check) and returns a's name: the topic exists, group
+// is an identifier, a passes checkAssignor.
+func (b *Backend) checkAssignorCall(topic, group string, a engine.Assignor) (string, error) {
+	if _, _, err := b.lookupTopic(topic); err != nil {
+		return "", err
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return "", err
+	}
+	return b.checkAssignor(a)
+}
+
 // CreateGroup creates group with no members and assignor a, its committed
 // offsets at each partition's log start (SPEC rules 7, 17); false, nothing
-// changed, if it exists. a is registered in this process under its Name.
+// changed, if it exists. a, a user's, is kept for this group in this
+// Backend once the creation committed.
 // Errors: engine.ErrInvalidArgument (unknown topic, invalid identifier,
 // nil a), engine.ErrInvalidAssignment (a's Name panics), ErrUnavailable.
 func (b *Backend) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
-	if _, _, err := b.lookupTopic(topic); err != nil {
-		return false, err
-	}
-	if err := engine.CheckIdentifier("group", group); err != nil {
-		return false, err
-	}
-	name, err := b.checkAssignor(a)
+	name, err := b.checkAssignorCall(topic, group, a)
 	if err != nil {
 		return false, err
 	}
@@ -470,18 +478,12 @@ func (b *Backend) deleteCursor(t, g string, p int32, inc uint64) error {
 }
 
 // SetAssignor sets group's assignor to a and rebalances with it (SPEC
-// rule 18); false when the group is absent. a is registered in this
-// process under its Name. Errors: engine.ErrInvalidArgument (unknown
+// rule 18); false when the group is absent. a, a user's, is kept for this
+// group in this Backend once the change committed. Errors: engine.ErrInvalidArgument (unknown
 // topic, invalid identifier, nil a), engine.ErrInvalidAssignment (a
 // answers wrongly or panics; nothing changed), ErrUnavailable.
 func (b *Backend) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
-	if _, _, err := b.lookupTopic(topic); err != nil {
-		return false, err
-	}
-	if err := engine.CheckIdentifier("group", group); err != nil {
-		return false, err
-	}
-	name, err := b.checkAssignor(a)
+	name, err := b.checkAssignorCall(topic, group, a)
 	if err != nil {
 		return false, err
 	}

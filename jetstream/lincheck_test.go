@@ -11,8 +11,6 @@ import (
 
 	porc "github.com/anishathalye/porcupine"
 
-	tributary "github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/jetstream"
 	"github.com/f91dcac0/tributary/porcupine"
 )
@@ -173,7 +171,7 @@ func TestLinCatchesForgetfulBackend(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := linBackend(t, srv, "", 1, w)
-		h, err := porcupine.RunOn(w, porcupine.BackendTarget(forgetful{b}))
+		h, err := porcupine.RunOn(w, porcupine.BackendTarget(porcupine.ForgetfulBackend(b)))
 		b.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -205,35 +203,4 @@ func dumpHistory(h porcupine.History) string {
 		fmt.Fprintf(&sb, "c%d [%7d,%7d] %s\n", op.Client, op.Call/1000, op.Return/1000, porcupine.Describe(op.In, op.Out))
 	}
 	return sb.String()
-}
-
-// forgetful is a faulty backend: every poll retries what it delivered.
-type forgetful struct{ tributary.Backend }
-
-func (f forgetful) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
-	t, pt, err := f.Backend.OpenTopic(topic)
-	if err != nil {
-		return nil, pt, err
-	}
-	return forgetfulTopic{t}, pt, nil
-}
-
-type forgetfulTopic struct{ tributary.BackendTopic }
-
-func (t forgetfulTopic) Member(group, member string) (tributary.BackendMember, error) {
-	m, err := t.BackendTopic.Member(group, member)
-	if err != nil {
-		return nil, err
-	}
-	return forgetfulMember{m}, nil
-}
-
-type forgetfulMember struct{ tributary.BackendMember }
-
-func (m forgetfulMember) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
-	recs, err := m.BackendMember.TryPoll(dst, max)
-	for _, r := range recs[len(dst):] {
-		_, _ = m.BackendMember.Retry(r.Partition, r.Offset)
-	}
-	return recs, err
 }

@@ -153,3 +153,40 @@ func (t backendTarget) Describe(topic string) (engine.TopicDescription, error) {
 	d, err := t.b.Describe(topic)
 	return d, engineErr(err)
 }
+
+// ForgetfulBackend returns b with one deliberate fault, for showing that a
+// check of a backend can fail: every TryPoll at once retries (cancels) each
+// delivery it makes, as if a rebalance had, with no rebalance, so the
+// owner's Ack of a record it just polled returns false. Check finds such
+// histories Illegal. Not for anything but tests.
+func ForgetfulBackend(b tributary.Backend) tributary.Backend { return forgetful{b} }
+
+type forgetful struct{ tributary.Backend }
+
+func (f forgetful) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
+	t, pt, err := f.Backend.OpenTopic(topic)
+	if err != nil {
+		return nil, pt, err
+	}
+	return forgetfulTopic{t}, pt, nil
+}
+
+type forgetfulTopic struct{ tributary.BackendTopic }
+
+func (t forgetfulTopic) Member(group, member string) (tributary.BackendMember, error) {
+	m, err := t.BackendTopic.Member(group, member)
+	if err != nil {
+		return nil, err
+	}
+	return forgetfulMember{m}, nil
+}
+
+type forgetfulMember struct{ tributary.BackendMember }
+
+func (m forgetfulMember) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
+	recs, err := m.BackendMember.TryPoll(dst, max)
+	for _, r := range recs[len(dst):] {
+		_, _ = m.BackendMember.Retry(r.Partition, r.Offset)
+	}
+	return recs, err
+}

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/porcupine"
 )
 
@@ -52,7 +51,7 @@ func TestBackendTargetCatchesFaultyBackend(t *testing.T) {
 	caught := 0
 	for seed := range uint64(5) {
 		w := porcupine.Workload{Seed: seed, Mix: "balanced", Topics: 2, Clients: 6, OpsPerClient: 60}
-		h, err := porcupine.RunOn(w, porcupine.BackendTarget(forgetful{engineBackend(t, w)}))
+		h, err := porcupine.RunOn(w, porcupine.BackendTarget(porcupine.ForgetfulBackend(engineBackend(t, w))))
 		require.NoError(t, err)
 		if porcupine.Check(h, checkTimeout).Verdict == porc.Illegal {
 			caught++
@@ -66,35 +65,4 @@ func TestRunOnRefusesTestClock(t *testing.T) {
 	w := porcupine.Workload{Seed: 1, Mix: "acktimeout", Topics: 1, Clients: 2, OpsPerClient: 10}
 	_, err := porcupine.RunOn(w, porcupine.BackendTarget(engineBackend(t, w)))
 	require.ErrorContains(t, err, "test clock")
-}
-
-// forgetful is a faulty backend: every poll retries what it delivered.
-type forgetful struct{ tributary.Backend }
-
-func (f forgetful) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
-	t, pt, err := f.Backend.OpenTopic(topic)
-	if err != nil {
-		return nil, pt, err
-	}
-	return forgetfulTopic{t}, pt, nil
-}
-
-type forgetfulTopic struct{ tributary.BackendTopic }
-
-func (t forgetfulTopic) Member(group, member string) (tributary.BackendMember, error) {
-	m, err := t.BackendTopic.Member(group, member)
-	if err != nil {
-		return nil, err
-	}
-	return forgetfulMember{m}, nil
-}
-
-type forgetfulMember struct{ tributary.BackendMember }
-
-func (m forgetfulMember) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
-	recs, err := m.BackendMember.TryPoll(dst, max)
-	for _, r := range recs[len(dst):] {
-		_, _ = m.BackendMember.Retry(r.Partition, r.Offset)
-	}
-	return recs, err
 }
