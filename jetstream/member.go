@@ -204,6 +204,7 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 			return r, false, 0, err
 		}
 		if !ok {
+			m.b.dbg("%s poll %s %s nothing at %d (low %d)", m.t.name, m.group, m.name, c.Committed, lv.Low)
 			// Beyond the log end: nothing to deliver. Or purged since
 			// the cursor was read (low is raised before a purge): the
 			// cursor has moved meanwhile (a Seek forward let an
@@ -222,6 +223,7 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		}
 		if ok {
 			r.Attempt = n.Attempts
+			m.b.dbg("%s poll %s %s got %d (low %d)", m.t.name, m.group, m.name, c.Committed, lv.Low)
 			return r, true, 0, nil
 		}
 	}
@@ -248,6 +250,9 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 	if !joined {
 		return out, m.notJoined()
 	}
+	if err := ctx.Err(); err != nil {
+		return out, err // the requests are not bound by ctx: stop between them
+	}
 	b := m.b
 	ch, unsub, err := b.wakeOn(
 		b.sp+".rec."+m.t.name+".*",
@@ -261,6 +266,9 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 	timer := time.NewTimer(fallbackWait)
 	defer timer.Stop()
 	for {
+		if err := ctx.Err(); err != nil {
+			return dst, err
+		}
 		out, joined, expiry, err := m.poll(dst, max, -1)
 		if err != nil || len(out) > n {
 			return out, err
@@ -337,6 +345,17 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		if err != nil {
 			return false, err
 		}
+		// A cursor below the log start is a Seek's write that a purge
+		// overtook, about to be put back (in-flight delivery included):
+		// not a state of the model. Wait for it, as Poll does.
+		lv, _, err := m.b.readLow(m.t.name, partition)
+		if err != nil {
+			return false, err
+		}
+		if c.Committed < lv.Low {
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		if c.Owner != m.name || !c.InFlight || c.Committed != offset {
 			return false, nil
 		}
@@ -352,6 +371,7 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		if !ok {
 			continue
 		}
+		m.b.dbg("%s settle %s %s commit=%v %d", m.t.name, m.group, m.name, commit, offset)
 		if commit {
 			m.b.retain(m.t.name, partition, false) //nolint:errcheck // documented: the next retention or full publish repairs it
 		}
