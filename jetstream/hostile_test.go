@@ -1211,7 +1211,7 @@ func TestHostileServerShutdownUnderLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	var down atomic.Bool
 	slow := func(what string, begin time.Time) {
-		if d := time.Since(begin); down.Load() && d > 4*rt+time.Second {
+		if d := time.Since(begin); down.Load() && d > hangBound(rt) {
 			t.Errorf("%s took %v with the server down", what, d)
 		}
 	}
@@ -1271,7 +1271,7 @@ func TestHostileServerShutdownUnderLoad(t *testing.T) {
 		if err := f(); !errors.Is(err, jetstream.ErrUnavailable) {
 			t.Errorf("%s with the server down: %v, want ErrUnavailable", name, err)
 		}
-		if d := time.Since(c); d > 3*rt {
+		if d := time.Since(c); d > hangBound(rt) {
 			t.Errorf("%s with the server down took %v", name, d)
 		}
 	}
@@ -1283,7 +1283,7 @@ func TestHostileServerShutdownUnderLoad(t *testing.T) {
 	b.Close()
 	cancel()
 	wg.Wait()
-	if d := time.Since(closeStart); d > 4*rt+time.Second {
+	if d := time.Since(closeStart); d > hangBound(rt) {
 		t.Errorf("workers took %v to stop after Close", d)
 	}
 }
@@ -1537,6 +1537,7 @@ func TestHostileCloseUnderLoad(t *testing.T) {
 			}
 			for i := 0; ; i++ {
 				var err error
+				afterClose := closedAt.Load() != 0 // this op starts after Close
 				switch (w + i) % 5 {
 				case 0:
 					_, err = bt.TryPublish(int32(i%2), engine.Message{Payload: "x"})
@@ -1557,7 +1558,7 @@ func TestHostileCloseUnderLoad(t *testing.T) {
 				case 4:
 					_, err = b.Describe("t")
 				}
-				if c := closedAt.Load(); c != 0 && time.Since(time.Unix(0, c)) > 100*time.Millisecond {
+				if afterClose {
 					if err == nil || errors.Is(err, context.DeadlineExceeded) {
 						t.Errorf("worker %d op %d after Close: %v", w, (w+i)%5, err)
 					} else if !errors.Is(err, tributary.ErrClosed) {
@@ -1569,8 +1570,8 @@ func TestHostileCloseUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	closedAt.Store(time.Now().UnixNano())
 	b.Close()
+	closedAt.Store(time.Now().UnixNano()) // ops that start from here on must fail
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -1655,3 +1656,9 @@ func TestHostileInvalidUTF8Names(t *testing.T) {
 		t.Fatalf("Join after the refusals: %v", err)
 	}
 }
+
+// hangBound is how long a call may take, with requests bounded by rt,
+// before a test calls it a hang: generous, since a call makes several
+// requests and CI runs the tests beside other packages on 2 cores. It is
+// not a speed figure.
+func hangBound(rt time.Duration) time.Duration { return 12*rt + 2*time.Second }
