@@ -204,7 +204,6 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 			return r, false, 0, err
 		}
 		if !ok {
-			m.b.dbg("%s poll %s %s nothing at %d (low %d)", m.t.name, m.group, m.name, c.Committed, lv.Low)
 			// Beyond the log end: nothing to deliver. Or purged since
 			// the cursor was read (low is raised before a purge): the
 			// cursor has moved meanwhile (a Seek forward let an
@@ -223,7 +222,6 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		}
 		if ok {
 			r.Attempt = n.Attempts
-			m.b.dbg("%s poll %s %s got %d (low %d)", m.t.name, m.group, m.name, c.Committed, lv.Low)
 			return r, true, 0, nil
 		}
 	}
@@ -345,17 +343,6 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		if err != nil {
 			return false, err
 		}
-		// A cursor below the log start is a Seek's write that a purge
-		// overtook, about to be put back (in-flight delivery included):
-		// not a state of the model. Wait for it, as Poll does.
-		lv, _, err := m.b.readLow(m.t.name, partition)
-		if err != nil {
-			return false, err
-		}
-		if c.Committed < lv.Low {
-			time.Sleep(time.Millisecond)
-			continue
-		}
 		if c.Owner != m.name || !c.InFlight || c.Committed != offset {
 			return false, nil
 		}
@@ -371,7 +358,6 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		if !ok {
 			continue
 		}
-		m.b.dbg("%s settle %s %s commit=%v %d", m.t.name, m.group, m.name, commit, offset)
 		if commit {
 			m.b.retain(m.t.name, partition, false) //nolint:errcheck // documented: the next retention or full publish repairs it
 		}
