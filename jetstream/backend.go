@@ -143,6 +143,11 @@ type Backend struct {
 	streams   map[string]njs.Stream
 	counts    map[string]*partCount
 	windows   map[string]int64
+
+	// landed caches, per partition stream name, the highest pending
+	// eviction's log end (lowVal.Evict) known to have been published past:
+	// log ends only grow, so it stays landed (readLow).
+	landed sync.Map
 }
 
 var _ tributary.Backend = (*Backend)(nil)

@@ -146,10 +146,27 @@
 // passed its offset) puts back the cursor it replaced: the purge read the
 // cursors before the write (else it could not have passed the offset), so
 // that cursor is at or above the new low. The Seek then reports
-// ErrOffsetOutOfRange having changed nothing, as if after the purge. While
-// such a write is briefly below low, a Poll that finds its cursor below the
-// log start waits for the placer to finish instead of delivering from it
-// or answering nothing: it reads low before reading the record.
+// ErrOffsetOutOfRange having changed nothing, as if after the purge; so it
+// does too when another call has replaced its overtaken write meanwhile
+// (it no longer counts that write as standing). While such a write is
+// briefly below low, no call acts on it: a Poll, Ack or Retry that finds
+// its cursor below the log start waits for the placer to finish (it reads
+// low after the cursor), and a retention pass that finds a cursor below
+// the low it read waits and reads that cursor again (else a publish would
+// report full, or evict less, on a cursor the model never had). A
+// retention pass that moves nothing reports so only if low's revision is
+// unchanged after it read the cursors; else it reads them again.
+//
+// Eviction and its publish. A publish that finds the partition full and
+// evicts raises low by one and then publishes; in the model both are one
+// step. So the raise records the log end it was made at (low's Evict) and
+// counts only once a publish has landed past it: readLow (every reader of
+// low: Seek, placements, Poll, Ack, retention) waits until the log end has
+// moved past Evict. The publish that lands there is the evicting one or,
+// when another publish took the room first, that one, which in the model
+// evicts the same record; either way no call sees the log start raised
+// with the log end not yet advanced. A publisher that fails or dies after
+// its raise is waited for at most 2 s.
 //
 // Repair: a process that dies (or loses its connection) after raising low
 // and before purging leaves records below low in the stream: invisible
@@ -197,8 +214,15 @@
 //     start at the instant its key was written (rule 7 under rule 14's
 //     weakening).
 //   - A publish that evicts (replay window) raises low by one, purges, then
-//     publishes: between the two, a Seek or a group placement can see the
-//     log start raised and the log end not yet advanced. A Seek whose
-//     placement a purge overtook, or a process dying mid-placement, can
-//     also leave a cursor at the log start rather than where it was.
+//     publishes; readers wait for that publish (above), but one whose
+//     publisher died is waited for only 2 s. A Seek whose placement a
+//     purge overtook, or a process dying mid-placement, can also leave a
+//     cursor at the log start rather than where it was.
+//   - A Seek's cursor write is visible before its fence: if a purge then
+//     overtakes it, the Seek reports ErrOffsetOutOfRange and puts the old
+//     cursor back, but a Poll, Ack or Retry that read the write before
+//     the purge raised low (so it was not yet below the log start) may
+//     have acted on it (delivered from the sought offset, or found the
+//     cancelled delivery gone). The linearizability check still finds
+//     this in 1 to 2 histories in 100 of the seek mix.
 package jetstream

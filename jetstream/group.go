@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/engine/assign"
@@ -145,19 +146,32 @@ func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) 
 		if err != nil {
 			return false, err
 		}
-		least, err := b.leastCommitted(t, p)
+		least, err := b.leastCommitted(t, p, lv.Low)
 		if err != nil {
 			return false, err
 		}
-		target := lv.Low
+		target, mark := lv.Low, int64(0)
 		if least >= 0 {
 			target = max(lv.Low, least-w)
 			if evict && target == lv.Low && lv.Low < least {
-				target = lv.Low + 1
+				// An eviction: it takes effect with the publish that
+				// fills the room, so low records the log end it is for
+				// (readLow waits for that publish). Read while the
+				// stream is full: no publish lands before the raise's
+				// purge (a purge follows a raise of low, which would
+				// fail this compare-and-set).
+				info, err := b.partInfo(t, p)
+				if err != nil {
+					return false, err
+				}
+				if info.State.Msgs < uint64(info.Config.MaxMsgs) {
+					return true, nil // room made meanwhile: publish again
+				}
+				target, mark = lv.Low+1, int64(info.State.LastSeq)
 			}
 		}
 		if target > lv.Low {
-			_, ok, err := b.put(lowKey(t, p), lowVal{Low: target}, lrev)
+			_, ok, err := b.put(lowKey(t, p), lowVal{Low: target, Evict: mark}, lrev)
 			if err != nil {
 				return false, err
 			}
@@ -167,15 +181,9 @@ func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) 
 			return true, b.purge(t, p, target)
 		}
 		// low stays: purge only what an interrupted purge left below it.
-		s, err := b.partStream(t, p)
+		info, err := b.partInfo(t, p)
 		if err != nil {
 			return false, err
-		}
-		ctx, cancel := b.ctx()
-		info, err := s.Info(ctx)
-		cancel()
-		if err != nil {
-			return false, b.fail(err)
 		}
 		if info.State.Msgs < uint64(info.Config.MaxMsgs) {
 			// A concurrent retention (an Ack's, a Seek's) has made room
@@ -185,6 +193,15 @@ func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) 
 			return true, nil
 		}
 		if info.State.Msgs == 0 || info.State.FirstSeq > uint64(target) {
+			// Nothing to free, as of the cursors read: only if low has
+			// not moved since it was read. A raise meanwhile may have
+			// overtaken a placement whose write (below the new low, to
+			// be put back) those cursors include: read them again.
+			if _, rev, err := b.readLow(t, p); err != nil {
+				return false, err
+			} else if rev != lrev {
+				continue
+			}
 			return false, nil
 		}
 		return true, b.purge(t, p, target)
@@ -192,10 +209,29 @@ func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) 
 	return false, fmt.Errorf("%w: retention of %s/%d", ErrContention, t, p)
 }
 
+// partInfo returns partition p's stream info.
+func (b *Backend) partInfo(t string, p int32) (*njs.StreamInfo, error) {
+	s, err := b.partStream(t, p)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := b.ctx()
+	defer cancel()
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, b.fail(err)
+	}
+	return info, nil
+}
+
 // leastCommitted returns the least committed offset of the live cursors
 // of partition p (those of a group's current incarnation), -1 when there
-// are none.
-func (b *Backend) leastCommitted(t string, p int32) (int64, error) {
+// are none. low is the log start the caller read before: a cursor below it
+// is a placement a purge overtook (a Seek's write, about to be put back or
+// moved up by its placer: package doc), not a state of the model, so it
+// waits for the placer and reads that cursor again; after fallbackWait (a
+// placer that died) it counts the cursor as at low.
+func (b *Backend) leastCommitted(t string, p int32, low int64) (int64, error) {
 	groups, err := b.listKeys("cursor."+t+".*."+strconv.Itoa(int(p)), 4)
 	if err != nil {
 		return 0, err
@@ -203,19 +239,38 @@ func (b *Backend) leastCommitted(t string, p int32) (int64, error) {
 	least := int64(-1)
 	for _, g := range groups {
 		var c cursorVal
-		_, ok, err := b.get(cursorKey(t, g, p), &c)
-		if err != nil {
-			return 0, err
+		var deadline time.Time
+		live := false
+		for {
+			_, ok, err := b.get(cursorKey(t, g, p), &c)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				break
+			}
+			gv, _, gok, err := b.readGroup(t, g)
+			if err != nil {
+				return 0, err
+			}
+			if !gok || gv.Inc != c.Inc {
+				break // an orphan of a deleted incarnation
+			}
+			live = true
+			if c.Committed >= low {
+				break
+			}
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(fallbackWait)
+			} else if now.After(deadline) {
+				c.Committed = low
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
 		}
-		if !ok {
+		if !live {
 			continue
-		}
-		gv, _, gok, err := b.readGroup(t, g)
-		if err != nil {
-			return 0, err
-		}
-		if !gok || gv.Inc != c.Inc {
-			continue // an orphan of a deleted incarnation
 		}
 		if least < 0 || c.Committed < least {
 			least = c.Committed
@@ -589,15 +644,9 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 // logEnd returns partition p's log end offset: the next offset a publish
 // gets (the stream's last sequence).
 func (b *Backend) logEnd(t string, p int32) (int64, error) {
-	s, err := b.partStream(t, p)
+	info, err := b.partInfo(t, p)
 	if err != nil {
 		return 0, err
-	}
-	ctx, cancel := b.ctx()
-	defer cancel()
-	info, err := s.Info(ctx)
-	if err != nil {
-		return 0, b.fail(err)
 	}
 	return int64(info.State.LastSeq), nil
 }
@@ -668,7 +717,7 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 					// cursor advances already written (this cursor's, or
 					// another group's), whose passes may still be
 					// running, counts as done (package doc).
-					least, err := b.leastCommitted(topic, partition)
+					least, err := b.leastCommitted(topic, partition, low)
 					if err != nil {
 						return *cur, false, err
 					}
@@ -684,6 +733,13 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 				written = *cur
 				written.Committed, written.InFlight, written.Attempts, written.DeliveredAt = offset, false, 0, 0
 				return written, true, nil
+			case *cur != written && offset < low:
+				// Another call replaced this write after a purge passed
+				// it: the purge read the cursors before the write (else
+				// it could not pass offset), so this Seek comes after
+				// the purge, out of range, and its write, already
+				// replaced, changed nothing another call relies on.
+				return *cur, false, errOvertaken
 			case cur.Committed >= low:
 				return *cur, false, nil // stands: fence again
 			case *cur == written && !overtaken && prev.Committed >= low:

@@ -343,6 +343,17 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		if err != nil {
 			return false, err
 		}
+		// A cursor below the log start is a Seek's write that a purge
+		// overtook, about to be put back (in-flight delivery included):
+		// not a state of the model. Wait for it, as Poll does.
+		lv, _, err := m.b.readLow(m.t.name, partition)
+		if err != nil {
+			return false, err
+		}
+		if c.Committed < lv.Low {
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		if c.Owner != m.name || !c.InFlight || c.Committed != offset {
 			return false, nil
 		}

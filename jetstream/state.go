@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	njs "github.com/nats-io/nats.go/jetstream"
 )
@@ -93,9 +94,14 @@ type cursorVal struct {
 }
 
 // lowVal is the value of key low.<T>.<p>: the partition's log start offset,
-// the retention fence.
+// the retention fence. Evict, when not 0, is the log end at which a
+// publish that found the partition full raised Low by one (eviction): the
+// raise takes effect in the model's order only with the publish that fills
+// the room it made, so readLow returns it once the log end has passed
+// Evict (package doc).
 type lowVal struct {
-	Low int64 `json:"low"`
+	Low   int64 `json:"low"`
+	Evict int64 `json:"evict,omitempty"`
 }
 
 func topicKey(t string) string        { return "topic." + t }
@@ -173,8 +179,48 @@ func (b *Backend) readGroup(t, g string) (gv groupVal, rev uint64, ok bool, err 
 }
 
 // readLow reads partition p's log start.
+//
+// If the value records an eviction whose publish has not landed yet (the
+// log end is still lowVal.Evict), it waits for it, then reads low again:
+// between an eviction's raise of low and its publish, the partition is in
+// a state no sequential order has (log start raised, log end not), and no
+// reader may act on it (package doc). A publish lands within a request;
+// one that never comes (its publisher failed or died) is waited for at
+// most fallbackWait, and the raise then counts as done.
 func (b *Backend) readLow(t string, p int32) (lowVal, uint64, error) {
-	var lv lowVal
-	rev, _, err := b.get(lowKey(t, p), &lv)
-	return lv, rev, err
+	var deadline time.Time
+	for {
+		var lv lowVal
+		rev, _, err := b.get(lowKey(t, p), &lv)
+		if err != nil || lv.Evict == 0 {
+			return lv, rev, err
+		}
+		name := b.partName(t, p)
+		if v, ok := b.landed.Load(name); ok && v.(int64) >= lv.Evict {
+			return lv, rev, nil
+		}
+		end, err := b.logEnd(t, p)
+		if err != nil {
+			return lv, rev, err
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(fallbackWait)
+		}
+		if end > lv.Evict || now.After(deadline) {
+			b.markLanded(name, lv.Evict)
+			return lv, rev, nil
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// markLanded records that partition stream name's log end has passed e.
+func (b *Backend) markLanded(name string, e int64) {
+	for {
+		v, loaded := b.landed.LoadOrStore(name, e)
+		if !loaded || v.(int64) >= e || b.landed.CompareAndSwap(name, v, e) {
+			return
+		}
+	}
 }
