@@ -347,14 +347,20 @@ func rule18Sticky(t testing.TB, nb NewBackend) {
 	require.Equal(t, answers[0], answers[1], "deterministic")
 }
 
-// rule18Faulty: a user's assignor whose answer is not one current member
-// per partition makes Join, Leave, SetAssignor and AddPartitions fail with
-// an error that is not ErrInvalidArgument, changing nothing.
-func rule18Faulty(t testing.TB, nb NewBackend) {
-	faults := []struct {
-		name string
-		bad  func(members, previous []string) []string
-	}{
+// FaultyAssignorAnswer is one wrong answer of a user's assignor (SPEC rule
+// 18): Answer stands for Assignor.Assign.
+type FaultyAssignorAnswer struct {
+	Name   string
+	Answer func(members, previous []string) []string
+}
+
+// FaultyAssignorAnswers returns, in a new slice, the ways an assignor's
+// answer can fail to be one current member per partition: too short, too
+// long, nil, a stranger, an empty owner, a panic. Any backend must make the
+// rebalancing call fail on each and change nothing; the engine's own rule
+// 18 test uses the same table.
+func FaultyAssignorAnswers() []FaultyAssignorAnswer {
+	return []FaultyAssignorAnswer{
 		{"too short", func(m, p []string) []string { return slices.Repeat([]string{m[0]}, len(p)-1) }},
 		{"too long", func(m, p []string) []string { return slices.Repeat([]string{m[0]}, len(p)+1) }},
 		{"nil", func(m, p []string) []string { return nil }},
@@ -370,11 +376,18 @@ func rule18Faulty(t testing.TB, nb NewBackend) {
 		}},
 		{"panics", func(m, p []string) []string { panic("assignor exploded") }},
 	}
+}
+
+// rule18Faulty: a user's assignor whose answer is not one current member
+// per partition makes Join, Leave, SetAssignor and AddPartitions fail with
+// an error that is not ErrInvalidArgument, changing nothing.
+func rule18Faulty(t testing.TB, nb NewBackend) {
+	faults := FaultyAssignorAnswers()
 	for _, f := range faults {
 		broken := new(atomic.Bool)
 		sw := userAssignor{fn: func(m, p []string) []string {
 			if broken.Load() {
-				return f.bad(m, p)
+				return f.Answer(m, p)
 			}
 			return engine.RoundRobin.Assign(m, p)
 		}}
@@ -401,9 +414,9 @@ func rule18Faulty(t testing.TB, nb NewBackend) {
 		before := h.state()
 		requireFault := func(err error, call string) {
 			t.Helper()
-			require.Error(t, err, "%s with the assignor %s", call, f.name)
-			require.False(t, errors.Is(err, tributary.ErrInvalidArgument), "%s with the assignor %s: %v", call, f.name, err)
-			h.unchanged(before, "%s with the assignor %s", call, f.name)
+			require.Error(t, err, "%s with the assignor %s", call, f.Name)
+			require.False(t, errors.Is(err, tributary.ErrInvalidArgument), "%s with the assignor %s: %v", call, f.Name, err)
+			h.unchanged(before, "%s with the assignor %s", call, f.Name)
 		}
 		_, err := h.m("t", "g", "d").Join()
 		requireFault(err, "Join")

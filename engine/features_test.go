@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/f91dcac0/tributary/backendtest"
 	"github.com/f91dcac0/tributary/engine"
 )
 
@@ -1170,25 +1171,7 @@ func (a ftAssignor) Assign(members, previous []string) []string {
 // rebalanced (Join, Leave, SetAssignor, AddPartitions) return
 // ErrInvalidAssignment, not ErrInvalidArgument, and change nothing.
 func TestRule18InvalidAssignment(t *testing.T) {
-	bads := []struct {
-		name string
-		bad  func(members, previous []string) []string
-	}{
-		{"too short", func(m, p []string) []string { return slices.Repeat([]string{m[0]}, len(p)-1) }},
-		{"too long", func(m, p []string) []string { return slices.Repeat([]string{m[0]}, len(p)+1) }},
-		{"nil", func(m, p []string) []string { return nil }},
-		{"not a member", func(m, p []string) []string {
-			out := slices.Repeat([]string{m[0]}, len(p))
-			out[len(out)-1] = "stranger"
-			return out
-		}},
-		{"no owner", func(m, p []string) []string {
-			out := slices.Repeat([]string{m[0]}, len(p))
-			out[0] = ""
-			return out
-		}},
-		{"panics", func(m, p []string) []string { panic("assignor exploded") }},
-	}
+	bads := backendtest.FaultyAssignorAnswers()
 	calls := []struct {
 		name string
 		// setup builds the state before the call with a working assignor
@@ -1233,9 +1216,9 @@ func TestRule18InvalidAssignment(t *testing.T) {
 	}
 	for _, call := range calls {
 		for _, bad := range bads {
-			t.Run(call.name+"/"+bad.name, func(t *testing.T) {
+			t.Run(call.name+"/"+bad.Name, func(t *testing.T) {
 				broken := new(atomic.Bool)
-				a := ftAssignor{broken: broken, bad: bad.bad}
+				a := ftAssignor{broken: broken, bad: bad.Answer}
 				f := ftNew(t, 4)
 				f.create("t", 3)
 				f.join("t", "other", "a") // a healthy group on the same topic
@@ -1293,7 +1276,7 @@ func TestRule18InvalidAssignment(t *testing.T) {
 		f.join("t", "g", "a")
 		broken := new(atomic.Bool)
 		broken.Store(true)
-		_, err := f.SetAssignor("t", "g", ftAssignor{broken: broken, bad: bads[0].bad})
+		_, err := f.SetAssignor("t", "g", ftAssignor{broken: broken, bad: bads[0].Answer})
 		require.ErrorIs(t, err, engine.ErrInvalidAssignment)
 		require.Equal(t, "range", ftGroup(t, f.describe("t"), "g").Assignor)
 		require.Equal(t, []int32{1}, f.join("t", "g", "b"), "Range still rebalances")
@@ -1304,7 +1287,7 @@ func TestRule18InvalidAssignment(t *testing.T) {
 		f.createGroup("t", "g", engine.Range)
 		broken := new(atomic.Bool)
 		broken.Store(true)
-		require.True(t, f.setAssignor("t", "g", ftAssignor{broken: broken, bad: bads[0].bad}))
+		require.True(t, f.setAssignor("t", "g", ftAssignor{broken: broken, bad: bads[0].Answer}))
 		_, err := f.Join("t", "g", "a")
 		require.ErrorIs(t, err, engine.ErrInvalidAssignment)
 		require.Equal(t, []string{}, ftGroup(t, f.describe("t"), "g").Members)
