@@ -259,7 +259,7 @@ func hAssignor(name string, f func(m, p []string) []string) *hFunc { return &hFu
 // hFakeRoundRobin claims a built-in's name.
 type hFakeRoundRobin struct{}
 
-func (hFakeRoundRobin) Name() string { return "round-robin" }
+func (hFakeRoundRobin) Name() string { return "RoundRobin" }
 func (hFakeRoundRobin) Assign(m, p []string) []string {
 	out := make([]string, len(p))
 	for i := range out {

@@ -181,7 +181,7 @@ func TestWorkedExample(t *testing.T) {
 		t.Fatalf("partition %+v", p)
 	}
 	gp := d.Groups[0].Partitions[0]
-	if d.Groups[0].Assignor != "round-robin" || gp.Owner != "m1" || gp.Committed != 1 || !gp.InFlight || gp.Attempts != 1 || gp.Lag != 2 {
+	if d.Groups[0].Assignor != "RoundRobin" || gp.Owner != "m1" || gp.Committed != 1 || !gp.InFlight || gp.Attempts != 1 || gp.Lag != 2 {
 		t.Fatalf("group %+v", d.Groups[0])
 	}
 }
@@ -353,7 +353,7 @@ func TestAddPartitions(t *testing.T) {
 			t.Fatalf("partition %d: %+v", p, g)
 		}
 	}
-	if d.Groups[0].Assignor != "range" {
+	if d.Groups[0].Assignor != "Range" {
 		t.Fatalf("assignor %q", d.Groups[0].Assignor)
 	}
 }
@@ -897,7 +897,7 @@ func TestUserAssignors(t *testing.T) {
 		t.Fatalf("bad assignor: %v", err)
 	}
 	d := must(b.Describe("t")).of(t)
-	if d.Groups[0].Assignor != "round-robin" || !slices.Equal(mb.Assignment(), []int32{1}) {
+	if d.Groups[0].Assignor != "RoundRobin" || !slices.Equal(mb.Assignment(), []int32{1}) {
 		t.Fatalf("changed: %+v", d.Groups[0])
 	}
 	ok, err := b.SetAssignor("t", "g", firstAssignor{})

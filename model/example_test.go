@@ -42,7 +42,7 @@ func Example() {
 	// capacity=2
 	// topic orders partitions=1
 	//   log p0 [1,2) "b"{time=2025-01-02T03:04:05Z}
-	//   group billing assignor=round-robin members=[m1]
+	//   group billing assignor=RoundRobin members=[m1]
 	//     p0 owner=m1 committed=1 attempts=1 inflight
 }
 
@@ -123,7 +123,7 @@ func ExampleBroker_CreateGroup() {
 	// false <nil>
 	// [0 1 2 3] <nil>
 	// [2 3] <nil>
-	// range
+	// Range
 }
 
 // An abandoned group holds records back from retention until it is
@@ -224,7 +224,7 @@ func ExampleBroker_Describe() {
 	}
 	// Output:
 	// [{Partition:0 LogStartOffset:0 LogEndOffset:2} {Partition:1 LogStartOffset:0 LogEndOffset:0}]
-	// g round-robin [m]
+	// g RoundRobin [m]
 	// {Partition:0 Owner:m Committed:0 InFlight:true Attempts:1 Lag:2}
 	// {Partition:1 Owner:m Committed:0 InFlight:false Attempts:0 Lag:0}
 }

@@ -401,13 +401,13 @@ func fromModelDescription(d model.TopicDescription) *TopicDescription {
 	return out
 }
 
-// picky is the test assignor "picky": Range's answer, except that it answers
+// picky is the test assignor "Picky": Range's answer, except that it answers
 // invalidly (no owners) for a group of exactly three members. A workload
 // uses it to make Join, Leave, SetAssignor and AddPartitions return
 // ErrInvalidAssignment; engine and model both run it through assign.Run.
 type picky struct{}
 
-func (picky) Name() string { return "picky" }
+func (picky) Name() string { return "Picky" }
 
 func (picky) Assign(members, previous []string) []string {
 	if len(members) == 3 {
@@ -416,7 +416,7 @@ func (picky) Assign(members, previous []string) []string {
 	return assign.Range.Assign(members, previous)
 }
 
-// Picky is the assignor named "picky": assign.Range, except that its answer
+// Picky is the assignor named "Picky": assign.Range, except that its answer
 // for a group of exactly three members is invalid, so the rebalance fails
 // with ErrInvalidAssignment and changes nothing (SPEC rule 18).
 var Picky assign.Assignor = picky{}
@@ -426,7 +426,7 @@ var Picky assign.Assignor = picky{}
 var assignors = []assign.Assignor{assign.RoundRobin, assign.Range, assign.Sticky, Picky}
 
 // AssignorNames returns the names of the assignors a recorded call may
-// use: "round-robin", "range", "sticky" and "picky", as a new slice owned
+// use: "RoundRobin", "Range", "Sticky" and "Picky", as a new slice owned
 // by the caller.
 func AssignorNames() []string {
 	names := make([]string, len(assignors))

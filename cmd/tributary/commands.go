@@ -53,7 +53,7 @@ func init() {
 			flags:   map[string]bool{"dead-letter": true, "max-attempts": true},
 			summary: "the consumer joins the group (a rebalance); --dead-letter: after --max-attempts failures (default 3) an event goes there", run: (*session).createConsumer},
 		{words: w("create producer"), usage: "<producer> <Integer|String|JSON> <Random|Manual|RoundRobin|Key>", min: 3, max: 3,
-			summary: "a producer of that payload type with a fixed partition strategy", run: (*session).createProducer},
+			summary: "a producer of that payload type with a fixed partition strategy; Key is the KeyHash partitioner (Kafka's murmur2; KeyHash is accepted too)", run: (*session).createProducer},
 		{words: w("delete consumer group"), usage: "<group>", min: 1, max: 1,
 			summary: "remove a consumer group that has no members", run: (*session).deleteGroup},
 		{words: w("delete consumer"), usage: "<consumer>", min: 1, max: 1,
@@ -532,6 +532,23 @@ func (s *session) createConsumer(a args) error {
 	return nil
 }
 
+// parseStrategy returns a fresh partitioner for a create producer
+// strategy word: SPEC-CLI's Random, Manual, RoundRobin or Key, where Key is
+// the program's word for the library's KeyHash partitioner. The
+// partitioner's own name is accepted too (KeyHash, as every output prints
+// a producer's strategy: by its partitioner's Name()).
+func parseStrategy(word string) (tributary.Partitioner, error) {
+	name := word
+	if word == "Key" {
+		name = "KeyHash"
+	}
+	pt, err := tributary.ParsePartitioner(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: strategy %q: want Random, Manual, RoundRobin or Key (KeyHash)", errArgs, word)
+	}
+	return pt, nil
+}
+
 func (s *session) createProducer(a args) error {
 	name, typ := a.pos[0], a.pos[1]
 	if err := checkName("producer", name); err != nil {
@@ -541,9 +558,9 @@ func (s *session) createProducer(a args) error {
 	if err != nil {
 		return err
 	}
-	pt, err := tributary.ParsePartitioner(a.pos[2])
+	pt, err := parseStrategy(a.pos[2])
 	if err != nil {
-		return fmt.Errorf("%w: strategy %q: want Random, Manual, RoundRobin or Key", errArgs, a.pos[2])
+		return err
 	}
 	if pt.Name() == "Random" && s.seed >= 0 {
 		h := fnv.New64a()

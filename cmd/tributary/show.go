@@ -191,7 +191,7 @@ func (s *session) showGroup(a args) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "group %s: topic %s, assignor %s, members %s\n", g.Group, d.Topic, assignorName(g.Assignor), list(g.Members))
+	fmt.Fprintf(s.out, "group %s: topic %s, assignor %s, members %s\n", g.Group, d.Topic, g.Assignor, list(g.Members))
 	tw := newTable("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "IN-FLIGHT", "ATTEMPTS")
 	for p, gp := range g.Partitions {
 		tw.AppendRow(row(d.Topic, s.partName(d.Topic, int32(p)), gp.Committed, d.Partitions[p].LogEndOffset, gp.Lag, dash(gp.Owner), yesNo(gp.InFlight), gp.Attempts))
