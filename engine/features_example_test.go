@@ -332,7 +332,7 @@ func ExampleBroker_Describe() {
 
 // WithReplayWindow keeps the most recent fully committed records, so that a
 // group can Seek back to them; a publish to a full partition gives up the
-// oldest of them (the SPEC's worked example).
+// oldest of them (docs/contract.md's replay-window example).
 func ExampleWithReplayWindow() {
 	b, err := engine.New(3, engine.WithReplayWindow(2))
 	if err != nil {

@@ -1009,7 +1009,7 @@ func TestRule18Assignors(t *testing.T) {
 	}{
 		{"round-robin 7/2", engine.RoundRobin, 7, []string{"+b", "+a"}, []string{"a", "b", "a", "b", "a", "b", "a"}},
 		{"round-robin 7/3", engine.RoundRobin, 7, []string{"+c", "+a", "+b"}, []string{"a", "b", "c", "a", "b", "c", "a"}},
-		{"range 7/2 (SPEC)", engine.Range, 7, []string{"+b", "+a"}, []string{"a", "a", "a", "a", "b", "b", "b"}},
+		{"range 7/2 (rule 18)", engine.Range, 7, []string{"+b", "+a"}, []string{"a", "a", "a", "a", "b", "b", "b"}},
 		{"range 7/3", engine.Range, 7, []string{"+a", "+b", "+c"}, []string{"a", "a", "a", "b", "b", "c", "c"}},
 		{"range 8/3", engine.Range, 8, []string{"+a", "+b", "+c"}, []string{"a", "a", "a", "b", "b", "b", "c", "c"}},
 		{"range more members than partitions", engine.Range, 2, []string{"+a", "+b", "+c"}, []string{"a", "b"}},
@@ -1580,7 +1580,7 @@ func TestRule20Seek(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Rule 21: the replay window.
 
-// TestRule21WorkedExample is the SPEC 3.2 worked example, verbatim: capacity
+// TestRule21WorkedExample is docs/contract.md's replay-window example, verbatim: capacity
 // 3, WithReplayWindow(2), partition 0, group g with one member joined first.
 func TestRule21WorkedExample(t *testing.T) {
 	f := ftNew(t, 3, engine.WithReplayWindow(2))

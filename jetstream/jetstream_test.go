@@ -140,7 +140,7 @@ func wantBool(t *testing.T, what string, got bool, err error, want bool) {
 	}
 }
 
-// The SPEC's worked example (capacity 2), plus full and room after ack.
+// docs/contract.md's orders example (capacity 2), plus full and room after ack.
 func TestWorkedExample(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Capacity: 2})
 	bt := topic(t, b, "orders", 1)
@@ -186,7 +186,7 @@ func TestWorkedExample(t *testing.T) {
 	}
 }
 
-// The SPEC's rebalance example: b's join cancels a's in-flight delivery of
+// docs/contract.md's rebalance example: b's join cancels a's in-flight delivery of
 // partition 1, b gets it (attempt 2), a's stale ack is refused, a keeps 0.
 func TestRebalanceExample(t *testing.T) {
 	b, _ := start(t, jetstream.Config{})

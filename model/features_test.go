@@ -12,7 +12,7 @@ import (
 	"github.com/f91dcac0/tributary/model"
 )
 
-// This file checks SPEC section 3.2, rules 15 to 23, one table per rule.
+// This file checks rules 15 to 23 (docs/contract.md), one table per rule.
 
 // fakeClock is a clock that moves only when told and counts its readings.
 type fakeClock struct {
@@ -878,7 +878,7 @@ func TestSeek(t *testing.T) {
 	})
 }
 
-// TestReplayWindowSpecExample is SPEC section 3.2's worked example,
+// TestReplayWindowSpecExample is docs/contract.md's replay-window example,
 // verbatim: capacity 3, WithReplayWindow(2), partition 0, group g with one
 // member joined first.
 func TestReplayWindowSpecExample(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 )
 
 // fx wraps a broker with calls that must not return an error, so scenarios
-// read like the SPEC's worked examples.
+// read like docs/contract.md's worked examples.
 type fx struct {
 	t *testing.T
 	b *model.Broker
@@ -217,7 +217,7 @@ func kept(topic string, p int32, off int64, payload string) model.Record {
 	return recN(topic, p, off, payload, 0)
 }
 
-// TestSpecWorkedExample is SPEC section 2's first worked example, verbatim.
+// TestSpecWorkedExample is docs/contract.md's orders example, verbatim.
 func TestSpecWorkedExample(t *testing.T) {
 	f := newFx(t, 2)
 	require.True(t, f.create("orders", 1))
@@ -232,7 +232,7 @@ func TestSpecWorkedExample(t *testing.T) {
 	require.NoError(t, f.b.CheckInvariants())
 }
 
-// TestSpecRebalanceExample is SPEC section 2's rebalance example, verbatim.
+// TestSpecRebalanceExample is docs/contract.md's rebalance example, verbatim.
 func TestSpecRebalanceExample(t *testing.T) {
 	f := newFx(t, 10)
 	require.True(t, f.create("t", 3))

@@ -13,12 +13,11 @@ import (
 	"github.com/f91dcac0/tributary/model"
 )
 
-// Kind names one recorded call: one of the broker's calls (SPEC sections 1
-// and 3.1), or Advance, a move of a workload's test clock.
+// Kind names one recorded call: one of the broker's calls (docs/contract.md), or Advance, a move of a workload's test clock.
 type Kind uint8
 
 // The calls. The zero Kind is invalid. The first seven are the core calls
-// of SPEC section 1, in the order of the version 0 history format.
+// of the core API (rules 1–14), in the order of the version 0 history format.
 const (
 	KindCreate Kind = iota + 1
 	KindJoin
@@ -192,7 +191,7 @@ func (d *TopicDescription) Equal(e *TopicDescription) bool {
 // never by message.
 type ErrKind uint8
 
-// The error kinds: the sentinels of SPEC section 3.1 and ErrInvalidAssignment
+// The error kinds: the contract's sentinels (docs/contract.md) and ErrInvalidAssignment
 // (engine and model share assign.ErrInvalidAssignment), and ErrOther for
 // anything else, which the contract never returns.
 const (

@@ -137,7 +137,7 @@ func verdict(t *testing.T, capacity int32, ops []porcupine.Op, opts ...porcupine
 	return porcupine.Check(porcupine.History{Config: c, Ops: ops}, 0).Verdict
 }
 
-// The SPEC's worked example (capacity 2) as a sequential history.
+// docs/contract.md's orders example (capacity 2) as a sequential history.
 func workedExample() []porcupine.Op {
 	return sequential(
 		call(create("t", 1), ok(true)),

@@ -45,7 +45,7 @@ func checkEdits(t *testing.T, capacity int32, opts porcupine.Options, base func(
 	}
 }
 
-// The SPEC's replay-window example (section 3.2): capacity 3, window 2.
+// docs/contract.md's replay-window example (rule 21): capacity 3, window 2.
 func TestModelReplayWindow(t *testing.T) {
 	base := func() []porcupine.Op {
 		return sequential(

@@ -533,8 +533,8 @@ func (s *session) createConsumer(a args) error {
 }
 
 // parseStrategy returns a fresh partitioner for a create producer
-// strategy word: SPEC-CLI's Random, Manual, RoundRobin or Key, where Key is
-// the program's word for the library's KeyHash partitioner. The
+// strategy word: Random, Manual, RoundRobin or Key (docs/cli.md), where Key
+// is the program's word for the library's KeyHash partitioner. The
 // partitioner's own name is accepted too (KeyHash, as every output prints
 // a producer's strategy: by its partitioner's Name()).
 func parseStrategy(word string) (tributary.Partitioner, error) {

@@ -59,10 +59,10 @@ func TestAssignorNamesAgree(t *testing.T) {
 	}
 }
 
-// Each create producer strategy word of SPEC-CLI makes a producer whose
+// Each create producer strategy word of docs/cli.md makes a producer whose
 // printed strategy is its partitioner's Name(), and that printed name is
 // accepted back by the program and by tributary.ParsePartitioner: one name
-// per partitioner, Key being SPEC-CLI's word for KeyHash.
+// per partitioner, Key being the program's word for KeyHash.
 func TestStrategyNamesAgree(t *testing.T) {
 	for _, word := range []string{"Random", "Manual", "RoundRobin", "Key"} {
 		t.Run(word, func(t *testing.T) {
