@@ -12,7 +12,7 @@ import (
 // passed to NewClusterOn, leaving every typed call unchanged.
 //
 // Records, messages, assignors and descriptions are the engine's types
-// (SPEC section 3.1): a backend keeps rules 1–23 where it can and documents
+// (docs/contract.md): a backend keeps rules 1–23 where it can and documents
 // where it does not. Every method is safe for concurrent use.
 type Backend interface {
 	// CreateTopic creates topic with partitions partitions (1..64) and

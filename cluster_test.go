@@ -150,7 +150,7 @@ func TestClusterGroupAdmin(t *testing.T) {
 			})
 		}
 		g := groupDesc(t, c, "orders", "g-range")
-		if g.Assignor != "range" || len(g.Members) != 0 {
+		if g.Assignor != "Range" || len(g.Members) != 0 {
 			t.Fatalf("g-range = %+v, want assignor range (kept), no members", g)
 		}
 	})
@@ -170,7 +170,7 @@ func TestClusterGroupAdmin(t *testing.T) {
 		for _, p := range g.Partitions {
 			owners = append(owners, p.Owner)
 		}
-		if want := []string{"a", "a", "b", "b"}; g.Assignor != "range" || !slices.Equal(owners, want) {
+		if want := []string{"a", "a", "b", "b"}; g.Assignor != "Range" || !slices.Equal(owners, want) {
 			t.Fatalf("after SetAssignor(Range): assignor %q owners %v, want range %v", g.Assignor, owners, want)
 		}
 		if got, want := b.Assignment(), []int32{2, 3}; !slices.Equal(got, want) {

@@ -235,7 +235,7 @@ func TestAckRetry(t *testing.T) {
 	})
 }
 
-// TestAckAfterRebalance is SPEC's rebalance example through the typed API.
+// TestAckAfterRebalance is docs/contract.md's rebalance example through the typed API.
 func TestAckAfterRebalance(t *testing.T) {
 	c := testCluster(t, 10)
 	tp := testTopic[purchase](t, c, "orders", 3, nil)

@@ -341,7 +341,7 @@ func ExampleCluster_Describe() {
 	// Output:
 	// partition 0: offsets [1,3)
 	// partition 1: offsets [0,2)
-	// group billing round-robin [billing-1]
+	// group billing RoundRobin [billing-1]
 	//   0: owner billing-1 committed 1 in flight false attempts 0 lag 2
 	//   1: owner billing-1 committed 0 in flight true attempts 1 lag 2
 }
@@ -352,13 +352,13 @@ func ExampleCluster_SetAssignor() {
 	orders, _ := tributary.CreateTopic[Order](c, "orders", 5, nil)
 	a, _ := tributary.NewConsumer(orders, "billing", "a")
 	b, _ := tributary.NewConsumer(orders, "billing", "b")
-	fmt.Println("round-robin:", a.Assignment(), b.Assignment())
+	fmt.Println("RoundRobin:", a.Assignment(), b.Assignment())
 
 	c.SetAssignor("orders", "billing", engine.Range) // rebalances now
-	fmt.Println("range:", a.Assignment(), b.Assignment())
+	fmt.Println("Range:", a.Assignment(), b.Assignment())
 	// Output:
-	// round-robin: [0 2 4] [1 3]
-	// range: [0 1 2] [3 4]
+	// RoundRobin: [0 2 4] [1 3]
+	// Range: [0 1 2] [3 4]
 }
 
 func ExampleCluster_CreateGroup() {
@@ -375,7 +375,7 @@ func ExampleCluster_CreateGroup() {
 	// Output:
 	// true
 	// false
-	// billing sticky [b1]
+	// billing Sticky [b1]
 }
 
 func ExampleCluster_AddPartitions() {
@@ -434,7 +434,7 @@ func ExampleLookupProducer() {
 	fmt.Println(errors.Is(err, tributary.ErrNotFound))
 	fmt.Println(c.Producers())
 	// Output:
-	// web Key <nil>
+	// web KeyHash <nil>
 	// true
 	// true
 	// [web]

@@ -13,8 +13,10 @@ import (
 // must be safe for concurrent use: a producer's sends may run in many
 // goroutines at once.
 type Partitioner interface {
-	// Name is the strategy's name: "Manual", "Random", "RoundRobin",
-	// "Key", or a user's.
+	// Name is the strategy's name. The built-ins are named as their
+	// constructors: "Manual", "Random" (RandomSeeded's too), "RoundRobin",
+	// "KeyHash"; ParsePartitioner takes these names back. A user's
+	// partitioner names itself.
 	Name() string
 	// Partition returns the partition in [0, partitions) for a message
 	// with this key; partition is the Partition field the caller set on
@@ -119,7 +121,7 @@ func (r *roundRobin) pick(partitions int32) int32 {
 	return int32((r.next.Add(1) - 1) % uint64(partitions))
 }
 
-// KeyHash returns a Partitioner named "Key", Kafka's default partitioner
+// KeyHash returns a Partitioner named "KeyHash", Kafka's default partitioner
 // for keyed messages: a message with a non-empty key goes to partition
 // (Murmur2(key) & 0x7fffffff) % partitions, so one key always lands on one
 // partition (of a topic whose partition count does not change) and on the
@@ -136,10 +138,10 @@ type keyHash struct {
 	noKey roundRobin // the fallback for messages with an empty key
 }
 
-func (*keyHash) Name() string { return "Key" }
+func (*keyHash) Name() string { return "KeyHash" }
 
 func (k *keyHash) Partition(key string, _, partitions int32) (int32, error) {
-	if err := checkPartitions("Key", partitions); err != nil {
+	if err := checkPartitions("KeyHash", partitions); err != nil {
 		return -1, err
 	}
 	if key == "" {
@@ -188,8 +190,9 @@ func Murmur2(key string) int32 {
 
 // ParsePartitioner returns a fresh Partitioner for one of the built-in
 // names, as Name spells them (exact and case-sensitive): "Manual",
-// "Random", "RoundRobin" or "Key" (KeyHash). Any other name is an error
-// wrapping ErrInvalidArgument that names the accepted ones.
+// "Random", "RoundRobin" or "KeyHash", so ParsePartitioner(p.Name()) makes
+// a partitioner of p's strategy for any built-in p. Any other name is an
+// error wrapping ErrInvalidArgument that names the accepted ones.
 func ParsePartitioner(name string) (Partitioner, error) {
 	switch name {
 	case "Manual":
@@ -198,8 +201,8 @@ func ParsePartitioner(name string) (Partitioner, error) {
 		return Random(), nil
 	case "RoundRobin":
 		return RoundRobin(), nil
-	case "Key":
+	case "KeyHash":
 		return KeyHash(), nil
 	}
-	return nil, fmt.Errorf(`%w: partitioner %q: want "Manual", "Random", "RoundRobin" or "Key"`, ErrInvalidArgument, name)
+	return nil, fmt.Errorf(`%w: partitioner %q: want "Manual", "Random", "RoundRobin" or "KeyHash"`, ErrInvalidArgument, name)
 }

@@ -3,6 +3,8 @@ package tributary_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -276,7 +278,7 @@ func TestPartitionInRange(t *testing.T) {
 		{"Manual", tributary.Manual(), "Manual"},
 		{"Random", tributary.Random(), "Random"},
 		{"RoundRobin", tributary.RoundRobin(), "RoundRobin"},
-		{"KeyHash", tributary.KeyHash(), "Key"},
+		{"KeyHash", tributary.KeyHash(), "KeyHash"},
 	}
 	keys := []string{"", "a", "user-42", "a-little-bit-longer-string", "\xff\xfe"}
 	for _, tt := range tests {
@@ -315,6 +317,21 @@ func TestPartitionNoPartitions(t *testing.T) {
 	}
 }
 
+// Each built-in partitioner is named by its constructor: the Name() a
+// producer reports as its Strategy() is the Go function that made it.
+func TestPartitionerNamedByConstructor(t *testing.T) {
+	for _, ctor := range []func() tributary.Partitioner{tributary.Manual, tributary.Random, tributary.RoundRobin, tributary.KeyHash} {
+		full := runtime.FuncForPC(reflect.ValueOf(ctor).Pointer()).Name()
+		fn := full[strings.LastIndexByte(full, '.')+1:]
+		if got := ctor().Name(); got != fn {
+			t.Errorf("tributary.%s().Name() = %q, want %q", fn, got, fn)
+		}
+	}
+	if got, want := tributary.RandomSeeded(1).Name(), tributary.Random().Name(); got != want {
+		t.Errorf("RandomSeeded's Name() = %q, want Random's %q (the same strategy)", got, want)
+	}
+}
+
 func TestParsePartitioner(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -323,13 +340,13 @@ func TestParsePartitioner(t *testing.T) {
 		{"Manual", "Manual"},
 		{"Random", "Random"},
 		{"RoundRobin", "RoundRobin"},
-		{"Key", "Key"},
+		{"KeyHash", "KeyHash"},
 		{"random", ""},
 		{"", ""},
-		{"Keys", ""},
-		{"KeyHash", ""},
+		{"Key", ""},
+		{"keyhash", ""},
 		{"roundrobin", ""},
-		{" Key", ""},
+		{" KeyHash", ""},
 		{"Manual\x00", ""},
 	}
 	for _, tt := range tests {
@@ -339,7 +356,7 @@ func TestParsePartitioner(t *testing.T) {
 				if !errors.Is(err, tributary.ErrInvalidArgument) || p != nil {
 					t.Fatalf("ParsePartitioner(%q) = %v, %v; want nil, ErrInvalidArgument", tt.name, p, err)
 				}
-				for _, w := range []string{fmt.Sprintf("%q", tt.name), `"Manual"`, `"Random"`, `"RoundRobin"`, `"Key"`} {
+				for _, w := range []string{fmt.Sprintf("%q", tt.name), `"Manual"`, `"Random"`, `"RoundRobin"`, `"KeyHash"`} {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("error %q does not name %s", err, w)
 					}
@@ -351,6 +368,17 @@ func TestParsePartitioner(t *testing.T) {
 			}
 		})
 	}
+	t.Run("round trip", func(t *testing.T) {
+		// One name per strategy: each built-in's Name parses back to a
+		// partitioner of that name, so a Producer's Strategy() can be fed
+		// to ParsePartitioner.
+		for _, p := range []tributary.Partitioner{tributary.Manual(), tributary.Random(), tributary.RandomSeeded(1), tributary.RoundRobin(), tributary.KeyHash()} {
+			q, err := tributary.ParsePartitioner(p.Name())
+			if err != nil || q.Name() != p.Name() {
+				t.Errorf("ParsePartitioner(%q) = %v, %v; want a %q partitioner", p.Name(), q, err, p.Name())
+			}
+		}
+	})
 	t.Run("fresh", func(t *testing.T) {
 		a, _ := tributary.ParsePartitioner("RoundRobin")
 		b, _ := tributary.ParsePartitioner("RoundRobin")

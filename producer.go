@@ -43,8 +43,8 @@ func NewProducer[T any](c *Cluster, name string, p Partitioner) (*Producer[T], e
 // Name returns the producer's name.
 func (p *Producer[T]) Name() string { return p.name }
 
-// Strategy returns the name of the producer's partitioner ("Manual",
-// "Random", "RoundRobin", "Key", or a user's).
+// Strategy returns the name of the producer's partitioner, its Name():
+// "Manual", "Random", "RoundRobin", "KeyHash", or a user's.
 func (p *Producer[T]) Strategy() string { return p.part.Name() }
 
 // Close removes the producer from the cluster's registry and ends a Send

@@ -22,7 +22,7 @@ func TestProducerStrategy(t *testing.T) {
 		{tributary.Manual(), "Manual"},
 		{tributary.Random(), "Random"},
 		{tributary.RoundRobin(), "RoundRobin"},
-		{tributary.KeyHash(), "Key"},
+		{tributary.KeyHash(), "KeyHash"},
 		{lastPartition{}, "Last"},
 	}
 	for _, tt := range tests {

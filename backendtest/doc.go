@@ -1,5 +1,5 @@
 // Package backendtest is a conformance suite for tributary.Backend: the
-// sequential rule tests of SPEC sections 2 and 3, written once against the
+// sequential rule tests of the contract's rules 1–23 (docs/contract.md), written once against the
 // Backend, BackendTopic and BackendMember interfaces, so that every
 // backend (the in-process engine, NATS JetStream, …) is held to the same
 // rules.
@@ -41,7 +41,7 @@
 // nothing" is checked by comparing Topics and every topic's Snapshot
 // before and after.
 //
-//   - Worked examples: SPEC section 2's two, verbatim
+//   - Worked examples: docs/contract.md's orders and rebalance examples, verbatim
 //     (SpecWorkedExampleOrders, SpecWorkedExampleRebalance).
 //   - Rule 1: a partition retains exactly Capacity records. New's bounds
 //     are the factory's business and are not checked.
@@ -89,7 +89,7 @@
 //   - Rule 20: Seek's check order, ErrOffsetOutOfRange outside
 //     [log start, log end] changing nothing, cancel and attempt reset,
 //     replay, forward seeks freeing records, member-less groups.
-//   - Rule 21: SPEC section 3.2's worked example for the window, verbatim
+//   - Rule 21: docs/contract.md's replay-window example, verbatim
 //     (capacity 3, window 2), with the log start at each step; with no
 //     group, or only groups that committed nothing, a full partition
 //     stays full (a deleted group's commits stop counting); a new group

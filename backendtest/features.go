@@ -561,7 +561,7 @@ func rule20Replay(t testing.TB, nb NewBackend) {
 	require.Equal(t, int64(-1), h.pub("t", 0, "h"))
 }
 
-// rule21WorkedExample is SPEC section 3.2's worked example for rule 21,
+// rule21WorkedExample is docs/contract.md's replay-window example (rule 21),
 // verbatim (capacity 3, WithReplayWindow(2), partition 0, group g with one
 // member joined first), with the log start checked at each step.
 func rule21WorkedExample(t testing.TB, nb NewBackend) {

@@ -12,7 +12,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// coreChecks are the SPEC's worked examples and rules 1–13.
+// coreChecks are docs/contract.md's orders and rebalance examples and rules 1–13.
 func coreChecks() []Check {
 	return []Check{
 		{"SpecWorkedExampleOrders", specWorkedExampleOrders},
@@ -46,7 +46,7 @@ func coreChecks() []Check {
 	}
 }
 
-// specWorkedExampleOrders is SPEC section 2's worked example, verbatim.
+// specWorkedExampleOrders is docs/contract.md's orders example, verbatim.
 func specWorkedExampleOrders(t testing.TB, nb NewBackend) {
 	h := newH(t, nb, Config{Capacity: 2})
 	h.create("orders", 1)
@@ -60,7 +60,7 @@ func specWorkedExampleOrders(t testing.TB, nb NewBackend) {
 	require.Equal(t, []string{"0/1 b #1"}, h.poll("orders", "billing", "m1", 2))
 }
 
-// specWorkedExampleRebalance is SPEC section 2's rebalance example: topic
+// specWorkedExampleRebalance is docs/contract.md's rebalance example: topic
 // of 3 partitions, member a owns [0 1 2]; b joins: a owns [0 2], b owns
 // [1]; a's in-flight record of partition 1 is cancelled, b can poll it, and
 // a's later ack of it returns false.

@@ -2,8 +2,8 @@
 // harness, so that every comparison is made in the same run on the same
 // machine.
 //
-// A Subject is anything the scenarios can drive: the core API of SPEC
-// section 1 with Poll replaced by PollInto, which appends to a caller's
+// A Subject is anything the scenarios can drive: the core API of
+// docs/contract.md (rules 1–14) with Poll replaced by PollInto, which appends to a caller's
 // buffer. Five subject kinds exist (Kinds):
 //
 //   - "engine": engine.Broker, polling with AppendPoll into a reused buffer,

@@ -11,7 +11,7 @@ import (
 	"github.com/f91dcac0/tributary/model"
 )
 
-// Subject is a broker under measurement: the core API of SPEC section 1,
+// Subject is a broker under measurement: the core API (docs/contract.md),
 // with Poll replaced by PollInto. Results and errors follow engine.Broker,
 // except where a Kind's documentation says otherwise.
 type Subject interface {

@@ -27,7 +27,8 @@ func poll(t *testing.T, s bench.Subject, topic, group, member string, maxRecords
 	return core(recs)
 }
 
-// core reduces recs to the four fields of SPEC section 1, in place: the
+// core reduces recs to the core API's four fields (Topic, Partition, Offset,
+// Payload), in place: the
 // baselines implement the core contract only, and the engine's Key,
 // Headers, Time and Attempt are tested in package engine.
 func core(recs []engine.Record) []engine.Record {
@@ -98,7 +99,7 @@ func TestEverySubjectHandsOff(t *testing.T) {
 }
 
 // TestBrokerSubjectsFollowTheContract: the engine kinds and the naive broker
-// agree on the SPEC's worked example, its rebalance example and retention;
+// agree on docs/contract.md's orders and rebalance examples and retention;
 // the channel baseline refuses Retry.
 func TestBrokerSubjectsFollowTheContract(t *testing.T) {
 	for _, kind := range []string{bench.KindEngine, bench.KindEnginePoll, bench.KindNaive} {

@@ -1,11 +1,11 @@
 package engine_test
 
-// Hostile concurrent tests of the per-(group, partition) cursor design
-// (commit 03edc89): lock-free polls of the log end, compare-and-swap commits
+// Hostile concurrent tests of the per-(group, partition) cursor design:
+// lock-free polls of the log end, compare-and-swap commits
 // of unpinned cursors, the pin at the least committed offset, rebalances
 // that lock only moved cursors, and AddPartitions publishing assignments
 // before the count. Every check is an exact expectation derived from the
-// SPEC, never a timing assertion. Names start with "cx" / "TestCursorHostile"
+// contract (docs/contract.md), never a timing assertion. Names start with "cx" / "TestCursorHostile"
 // so as not to clash with the other test files.
 
 import (

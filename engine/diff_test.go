@@ -26,7 +26,7 @@ import (
 // random test and the fuzz target share one generator; on a mismatch the
 // sequence is shrunk to a short failing one and printed.
 //
-// Every call of SPEC sections 1 and 3.1 is generated, and the additions
+// Every call of docs/contract.md is generated, and the additions
 // MemberHandle.AppendPollPartition (against model.PollPartition) and
 // Snapshot (against model.Snapshot, also compared every few calls), with
 // valid and invalid arguments, on brokers built with random options (WithReplayWindow,

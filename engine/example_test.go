@@ -69,8 +69,8 @@ func ExampleBroker_Ack() {
 }
 
 // Retry releases a delivery without committing it: the next poll delivers
-// the same record again, its Attempt one higher (the SPEC's worked example,
-// capacity 2).
+// the same record again, its Attempt one higher (docs/contract.md's orders
+// example, capacity 2).
 func ExampleBroker_Retry() {
 	b, _ := engine.New(2)
 	b.Create("orders", 1)

@@ -89,7 +89,7 @@ func ExampleBroker_CreateGroup() {
 	// Output:
 	// created: true
 	// created again: false
-	// billing range [m1 m2]
+	// billing Range [m1 m2]
 	// partition 0: m1
 	// partition 1: m1
 	// partition 2: m2
@@ -325,14 +325,14 @@ func ExampleBroker_Describe() {
 	// Output:
 	// partition 0: log [0, 2)
 	// partition 1: log [0, 1)
-	// billing round-robin [m1]
+	// billing RoundRobin [m1]
 	//   0: owner m1 committed 0 in flight true attempts 1 lag 2
 	//   1: owner m1 committed 0 in flight false attempts 0 lag 1
 }
 
 // WithReplayWindow keeps the most recent fully committed records, so that a
 // group can Seek back to them; a publish to a full partition gives up the
-// oldest of them (the SPEC's worked example).
+// oldest of them (docs/contract.md's replay-window example).
 func ExampleWithReplayWindow() {
 	b, err := engine.New(3, engine.WithReplayWindow(2))
 	if err != nil {

@@ -697,7 +697,7 @@ func TestRule17CreateGroup(t *testing.T) {
 		require.False(t, f.createGroup("t", "g", engine.Sticky))
 		require.False(t, f.createGroup("t", "g", engine.RoundRobin))
 		g := ftGroup(t, f.describe("t"), "g")
-		require.Equal(t, "range", g.Assignor)
+		require.Equal(t, "Range", g.Assignor)
 		require.Equal(t, []string{}, g.Members)
 		// Joins rebalance with the group's assignor.
 		require.Equal(t, []int32{0, 1, 2, 3}, f.join("t", "g", "a"))
@@ -847,7 +847,7 @@ func TestRule17DeleteGroup(t *testing.T) {
 
 		require.True(t, f.createGroup("t", "g", engine.Range))
 		want := engine.GroupDescription{
-			Group: "g", Assignor: "range", Members: []string{},
+			Group: "g", Assignor: "Range", Members: []string{},
 			Partitions: []engine.GroupPartition{
 				{Partition: 0, Committed: 0, Lag: 3},
 				{Partition: 1, Committed: 0, Lag: 2},
@@ -862,7 +862,7 @@ func TestRule17DeleteGroup(t *testing.T) {
 		require.True(t, f.deleteGroup("t", "g"))
 		f.join("t", "g", "m")
 		g := ftGroup(t, f.describe("t"), "g")
-		require.Equal(t, "round-robin", g.Assignor)
+		require.Equal(t, "RoundRobin", g.Assignor)
 		require.Equal(t, []int64{0, 0}, ftCommitted(g))
 	})
 	t.Run("other groups untouched", func(t *testing.T) {
@@ -1009,7 +1009,7 @@ func TestRule18Assignors(t *testing.T) {
 	}{
 		{"round-robin 7/2", engine.RoundRobin, 7, []string{"+b", "+a"}, []string{"a", "b", "a", "b", "a", "b", "a"}},
 		{"round-robin 7/3", engine.RoundRobin, 7, []string{"+c", "+a", "+b"}, []string{"a", "b", "c", "a", "b", "c", "a"}},
-		{"range 7/2 (SPEC)", engine.Range, 7, []string{"+b", "+a"}, []string{"a", "a", "a", "a", "b", "b", "b"}},
+		{"range 7/2 (rule 18)", engine.Range, 7, []string{"+b", "+a"}, []string{"a", "a", "a", "a", "b", "b", "b"}},
 		{"range 7/3", engine.Range, 7, []string{"+a", "+b", "+c"}, []string{"a", "a", "a", "b", "b", "c", "c"}},
 		{"range 8/3", engine.Range, 8, []string{"+a", "+b", "+c"}, []string{"a", "a", "a", "b", "b", "b", "c", "c"}},
 		{"range more members than partitions", engine.Range, 2, []string{"+a", "+b", "+c"}, []string{"a", "b"}},
@@ -1085,7 +1085,7 @@ func TestRule18SetAssignor(t *testing.T) {
 	// RoundRobin [a b a b] → Range [a a b b]: 1 and 2 move.
 	require.True(t, f.setAssignor("t", "g", engine.Range))
 	g := ftGroup(t, f.describe("t"), "g")
-	require.Equal(t, "range", g.Assignor)
+	require.Equal(t, "Range", g.Assignor)
 	require.Equal(t, []string{"a", "a", "b", "b"}, ftOwners(g))
 	require.Equal(t, []bool{true, false, false, true}, ftInFlight(g))
 	require.Equal(t, []int32{1, 1, 1, 1}, ftAttempts(g))
@@ -1100,8 +1100,8 @@ func TestRule18SetAssignor(t *testing.T) {
 	before := ftGroup(t, f.describe("t"), "g")
 	require.True(t, f.setAssignor("t", "g", engine.Sticky))
 	g = ftGroup(t, f.describe("t"), "g")
-	require.Equal(t, "sticky", g.Assignor)
-	before.Assignor = "sticky"
+	require.Equal(t, "Sticky", g.Assignor)
+	before.Assignor = "Sticky"
 	require.Empty(t, cmp.Diff(before, g), "switching to Sticky moved something")
 
 	// Sticky [a a b b] → RoundRobin [a b a b]: 1 and 2 move again.
@@ -1121,7 +1121,7 @@ func TestRule18SetAssignor(t *testing.T) {
 		f.create("t", 3)
 		f.createGroup("t", "g", engine.RoundRobin)
 		require.True(t, f.setAssignor("t", "g", engine.Range))
-		require.Equal(t, "range", ftGroup(t, f.describe("t"), "g").Assignor)
+		require.Equal(t, "Range", ftGroup(t, f.describe("t"), "g").Assignor)
 		f.join("t", "g", "a")
 		require.Equal(t, []int32{2}, f.join("t", "g", "b"))
 	})
@@ -1278,7 +1278,7 @@ func TestRule18InvalidAssignment(t *testing.T) {
 		broken.Store(true)
 		_, err := f.SetAssignor("t", "g", ftAssignor{broken: broken, bad: bads[0].Answer})
 		require.ErrorIs(t, err, engine.ErrInvalidAssignment)
-		require.Equal(t, "range", ftGroup(t, f.describe("t"), "g").Assignor)
+		require.Equal(t, "Range", ftGroup(t, f.describe("t"), "g").Assignor)
 		require.Equal(t, []int32{1}, f.join("t", "g", "b"), "Range still rebalances")
 	})
 	t.Run("memberless group: SetAssignor does not run it", func(t *testing.T) {
@@ -1580,7 +1580,7 @@ func TestRule20Seek(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Rule 21: the replay window.
 
-// TestRule21WorkedExample is the SPEC 3.2 worked example, verbatim: capacity
+// TestRule21WorkedExample is docs/contract.md's replay-window example, verbatim: capacity
 // 3, WithReplayWindow(2), partition 0, group g with one member joined first.
 func TestRule21WorkedExample(t *testing.T) {
 	f := ftNew(t, 3, engine.WithReplayWindow(2))
@@ -1869,17 +1869,17 @@ func TestRule23Describe(t *testing.T) {
 			{Partition: 2, LogStartOffset: 0, LogEndOffset: 0},
 		},
 		Groups: []engine.GroupDescription{
-			{Group: "a-grp", Assignor: "sticky", Members: []string{}, Partitions: []engine.GroupPartition{
+			{Group: "a-grp", Assignor: "Sticky", Members: []string{}, Partitions: []engine.GroupPartition{
 				{Partition: 0, Lag: 4},
 				{Partition: 1, Lag: 2},
 				{Partition: 2},
 			}},
-			{Group: "b-grp", Assignor: "range", Members: []string{"a", "m", "z"}, Partitions: []engine.GroupPartition{
+			{Group: "b-grp", Assignor: "Range", Members: []string{"a", "m", "z"}, Partitions: []engine.GroupPartition{
 				{Partition: 0, Owner: "a", Committed: 1, InFlight: true, Attempts: 2, Lag: 3},
 				{Partition: 1, Owner: "m", Committed: 1, Lag: 1},
 				{Partition: 2, Owner: "z"},
 			}},
-			{Group: "c", Assignor: "round-robin", Members: []string{"x"}, Partitions: []engine.GroupPartition{
+			{Group: "c", Assignor: "RoundRobin", Members: []string{"x"}, Partitions: []engine.GroupPartition{
 				{Partition: 0, Owner: "x", InFlight: true, Attempts: 1, Lag: 4},
 				{Partition: 1, Owner: "x", Committed: 1, InFlight: true, Attempts: 1, Lag: 1},
 				{Partition: 2, Owner: "x"},

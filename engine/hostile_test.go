@@ -641,10 +641,9 @@ func TestHostilePayloadsRoundTrip(t *testing.T) {
 
 // TestHostileSettleEmptyMemberOnMemberlessGroup: Ack and Retry with the
 // empty (invalid, rule 3) member id on a group that has no members must
-// return ErrInvalidArgument (rule 4: validation before state). A regression
-// test: the engine once compared the id with the partition's owner before
-// validating it, and the owner of every partition of a memberless group is
-// "", so the empty id passed the owner check and the call returned
+// return ErrInvalidArgument (rule 4: validation before state). The owner
+// of every partition of a memberless group is "", so an engine that
+// compared the id with the owner before validating it would return
 // (false, nil).
 func TestHostileSettleEmptyMemberOnMemberlessGroup(t *testing.T) {
 	h := hNewPair(t, 4)
@@ -665,8 +664,8 @@ func TestHostileSettleEmptyMemberOnMemberlessGroup(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Sequential scripts and random scripts against the model.
 
-// TestHostileEdgeScriptsMatchModel replays hand-written corner cases of SPEC
-// section 2, checking every outcome and the whole state after every step.
+// TestHostileEdgeScriptsMatchModel replays hand-written corner cases of rules
+// 1–14, checking every outcome and the whole state after every step.
 func TestHostileEdgeScriptsMatchModel(t *testing.T) {
 	scripts := map[string][]hOp{
 		"leave of last member clears in-flight, rejoin redelivers": {

@@ -94,7 +94,7 @@ func TestHundredThousandGroups(t *testing.T) {
 	d := f.describe("t")
 	require.Len(t, d.Groups, n)
 	for i, g := range d.Groups {
-		if g.Group != names[i] || g.Assignor != "range" || len(g.Partitions) != 2 || g.Partitions[0].Committed != 0 || g.Partitions[0].Lag != 2 {
+		if g.Group != names[i] || g.Assignor != "Range" || len(g.Partitions) != 2 || g.Partitions[0].Committed != 0 || g.Partitions[0].Lag != 2 {
 			t.Fatalf("group %d: %+v, want %s, range, committed 0, lag 2", i, g, names[i])
 		}
 	}

@@ -14,11 +14,11 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// One table test per rule of SPEC section 2. Scripts are lists of lines (a
+// One table test per core rule (1–14, docs/contract.md). Scripts are lists of lines (a
 // call and the result it must have); "changes nothing" is checked on twin
 // brokers with requireNoEffect.
 
-// TestSpecWorkedExampleOrders is the SPEC's worked example, verbatim.
+// TestSpecWorkedExampleOrders is docs/contract.md's orders example, verbatim.
 func TestSpecWorkedExampleOrders(t *testing.T) {
 	play(t, newBroker(t, 2), []line{
 		{create("orders", 1), isTrue},
@@ -33,7 +33,7 @@ func TestSpecWorkedExampleOrders(t *testing.T) {
 	})
 }
 
-// TestSpecWorkedExampleRebalance is the SPEC's rebalance example: topic of 3
+// TestSpecWorkedExampleRebalance is docs/contract.md's rebalance example: topic of 3
 // partitions, member a owns [0 1 2]; b joins: a owns [0 2], b owns [1]; a's
 // in-flight record of partition 1 is cancelled, b can poll it, and a's later
 // ack of it returns false.

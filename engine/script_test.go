@@ -139,9 +139,9 @@ func delivers(records ...engine.Record) result {
 	return result{Records: records}
 }
 
-// coreRecords returns recs reduced to the four fields of SPEC section 1
-// (Topic, Partition, Offset, Payload), for comparisons with rec; the
-// features of section 3 (key, headers, time, attempt) are checked by their
+// coreRecords returns recs reduced to the core API's four fields (Topic,
+// Partition, Offset, Payload), for comparisons with rec; the features of
+// rules 15–23 (key, headers, time, attempt) are checked by their
 // own tests.
 func coreRecords(recs []engine.Record) []engine.Record {
 	if recs == nil {

@@ -64,10 +64,10 @@
 // returns, it brings every cursor of the group up to the generation it
 // committed, or, when it changed nothing, to the one it read (settle): a
 // concurrent rebalance may still be migrating, and once a Join has
-// returned, no member it displaced may poll or ack (found by the
-// linearizability check: a Join of a member already added by a slower
-// concurrent Join returned at once, and the displaced owner then polled a
-// record published after that return).
+// returned, no member it displaced may poll or ack (without settle, a
+// Join of a member already added by a slower concurrent Join would return
+// at once, and the displaced owner could then poll a record published after
+// that return; the linearizability check covers this).
 //
 // Poll, Ack, Retry: read the group, then the cursor, then compare-and-set
 // the cursor on the revision read. Ack requires the member to own the

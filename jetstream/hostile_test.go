@@ -259,7 +259,7 @@ func hAssignor(name string, f func(m, p []string) []string) *hFunc { return &hFu
 // hFakeRoundRobin claims a built-in's name.
 type hFakeRoundRobin struct{}
 
-func (hFakeRoundRobin) Name() string { return "round-robin" }
+func (hFakeRoundRobin) Name() string { return "RoundRobin" }
 func (hFakeRoundRobin) Assign(m, p []string) []string {
 	out := make([]string, len(p))
 	for i := range out {
@@ -375,7 +375,7 @@ func TestHostileAssignorNameCollision(t *testing.T) {
 	}
 	ma := member(t, bt, "g1", "a")
 	if _, err := ma.Join(); err != nil {
-		t.Fatal("regression (was a bug): a failed SetAssignor(g2, broken user assignor named \"custom\") replaced g1's assignor \"custom\" in the process-local registry (Backend.checkAssignor registers by name, overwriting any other assignor of that name, before the call succeeds): the invalid call changed g1, whose Join now fails with: " + err.Error())
+		t.Fatal("a failed SetAssignor(g2, broken user assignor named \"custom\") replaced g1's assignor \"custom\" in the process-local registry (Backend.checkAssignor registers by name, overwriting any other assignor of that name, before the call succeeds): the invalid call changed g1, whose Join now fails with: " + err.Error())
 	}
 	if a := ma.Assignment(); !slices.Equal(a, []int32{0, 1}) {
 		t.Fatalf("g1/a owns %v, want [0 1] (assignor toA)", a)
@@ -397,7 +397,7 @@ func TestHostileAssignorNameShared(t *testing.T) {
 		_, err = mb.Join()
 	}
 	if a := ma.Assignment(); err != nil || !slices.Equal(a, []int32{0, 1}) {
-		t.Fatalf("regression (was a bug): group g1's user assignor (everything to \"a\") was replaced by group g2's assignor of the same Name (everything to \"b\"): a Join of g1: %v; g1/a owns %v; the process-local registry (Backend.assignors) is keyed by Name only", err, a)
+		t.Fatalf("group g1's user assignor (everything to \"a\") was replaced by group g2's assignor of the same Name (everything to \"b\"): a Join of g1: %v; g1/a owns %v; the process-local registry (Backend.assignors) is keyed by Name only", err, a)
 	}
 }
 
@@ -487,7 +487,7 @@ func TestHostileHeaderInvalidUTF8(t *testing.T) {
 		t.Fatalf("key %q payload %q", rs[0].Key, rs[0].Payload)
 	}
 	if !slices.Equal(rs[0].Headers, msg.Headers) {
-		t.Fatalf("regression (was a bug): header bytes that are not valid UTF-8 are not kept: published %q, polled %q (topic.go encode: json.Marshal of the header pairs replaces invalid UTF-8 with U+FFFD)", msg.Headers, rs[0].Headers)
+		t.Fatalf("header bytes that are not valid UTF-8 are not kept: published %q, polled %q (topic.go encode: json.Marshal of the header pairs replaces invalid UTF-8 with U+FFFD)", msg.Headers, rs[0].Headers)
 	}
 }
 
@@ -520,7 +520,7 @@ func TestHostileMessageTime(t *testing.T) {
 		must(m.Ack(0, off)).of(t)
 	}
 	if len(bad) > 0 {
-		t.Fatalf("regression (was a bug): message times outside the int64 UnixNano range are silently changed (topic.go encode: ts.UnixNano()): %s", strings.Join(bad, "; "))
+		t.Fatalf("message times outside the int64 UnixNano range are silently changed (topic.go encode: ts.UnixNano()): %s", strings.Join(bad, "; "))
 	}
 }
 
@@ -597,7 +597,7 @@ func TestHostileBigKeyHeaders(t *testing.T) {
 		}
 	}
 	if len(bad) > 0 {
-		t.Fatalf("regression (was a bug): a message whose key or headers exceed about 48 KiB (60 KiB here, payload empty, no MaxMessageBytes, far below the documented 1 MiB max_payload) is refused by the server's 64 KiB NATS header limit (API error 10097; topic.go encode puts the base64 key and headers in NATS headers) and reported as ErrUnavailable, not ErrInvalidArgument, while the engine accepts it: %s", strings.Join(bad, "; "))
+		t.Fatalf("a message whose key or headers exceed about 48 KiB (60 KiB here, payload empty, no MaxMessageBytes, far below the documented 1 MiB max_payload) is refused by the server's 64 KiB NATS header limit (API error 10097; topic.go encode puts the base64 key and headers in NATS headers) and reported as ErrUnavailable, not ErrInvalidArgument, while the engine accepts it: %s", strings.Join(bad, "; "))
 	}
 }
 

@@ -140,7 +140,7 @@ func wantBool(t *testing.T, what string, got bool, err error, want bool) {
 	}
 }
 
-// The SPEC's worked example (capacity 2), plus full and room after ack.
+// docs/contract.md's orders example (capacity 2), plus full and room after ack.
 func TestWorkedExample(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Capacity: 2})
 	bt := topic(t, b, "orders", 1)
@@ -181,12 +181,12 @@ func TestWorkedExample(t *testing.T) {
 		t.Fatalf("partition %+v", p)
 	}
 	gp := d.Groups[0].Partitions[0]
-	if d.Groups[0].Assignor != "round-robin" || gp.Owner != "m1" || gp.Committed != 1 || !gp.InFlight || gp.Attempts != 1 || gp.Lag != 2 {
+	if d.Groups[0].Assignor != "RoundRobin" || gp.Owner != "m1" || gp.Committed != 1 || !gp.InFlight || gp.Attempts != 1 || gp.Lag != 2 {
 		t.Fatalf("group %+v", d.Groups[0])
 	}
 }
 
-// The SPEC's rebalance example: b's join cancels a's in-flight delivery of
+// docs/contract.md's rebalance example: b's join cancels a's in-flight delivery of
 // partition 1, b gets it (attempt 2), a's stale ack is refused, a keeps 0.
 func TestRebalanceExample(t *testing.T) {
 	b, _ := start(t, jetstream.Config{})
@@ -353,7 +353,7 @@ func TestAddPartitions(t *testing.T) {
 			t.Fatalf("partition %d: %+v", p, g)
 		}
 	}
-	if d.Groups[0].Assignor != "range" {
+	if d.Groups[0].Assignor != "Range" {
 		t.Fatalf("assignor %q", d.Groups[0].Assignor)
 	}
 }
@@ -897,7 +897,7 @@ func TestUserAssignors(t *testing.T) {
 		t.Fatalf("bad assignor: %v", err)
 	}
 	d := must(b.Describe("t")).of(t)
-	if d.Groups[0].Assignor != "round-robin" || !slices.Equal(mb.Assignment(), []int32{1}) {
+	if d.Groups[0].Assignor != "RoundRobin" || !slices.Equal(mb.Assignment(), []int32{1}) {
 		t.Fatalf("changed: %+v", d.Groups[0])
 	}
 	ok, err := b.SetAssignor("t", "g", firstAssignor{})

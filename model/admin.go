@@ -9,7 +9,7 @@ import (
 	"github.com/f91dcac0/tributary/engine/assign"
 )
 
-// This file holds the administrative calls of SPEC section 3.2: group
+// This file holds the administrative calls of rules 15–23: group
 // lifecycle (rule 17), assignors (rule 18), adding partitions (rule 19),
 // seeking (rule 20) and describing a topic (rule 23, and Snapshot).
 

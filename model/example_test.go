@@ -8,7 +8,7 @@ import (
 	"github.com/f91dcac0/tributary/model"
 )
 
-// The SPEC's worked example (capacity 2), call by call. A fixed clock makes
+// docs/contract.md's orders example (capacity 2), call by call. A fixed clock makes
 // the records' times known.
 func Example() {
 	clock := func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
@@ -42,11 +42,11 @@ func Example() {
 	// capacity=2
 	// topic orders partitions=1
 	//   log p0 [1,2) "b"{time=2025-01-02T03:04:05Z}
-	//   group billing assignor=round-robin members=[m1]
+	//   group billing assignor=RoundRobin members=[m1]
 	//     p0 owner=m1 committed=1 attempts=1 inflight
 }
 
-// The SPEC's rebalance example: b joins a three-partition topic that a owns.
+// docs/contract.md's rebalance example: b joins a three-partition topic that a owns.
 func ExampleBroker_Join() {
 	b, _ := model.New(10)
 	b.Create("t", 3)
@@ -123,7 +123,7 @@ func ExampleBroker_CreateGroup() {
 	// false <nil>
 	// [0 1 2 3] <nil>
 	// [2 3] <nil>
-	// range
+	// Range
 }
 
 // An abandoned group holds records back from retention until it is
@@ -224,12 +224,12 @@ func ExampleBroker_Describe() {
 	}
 	// Output:
 	// [{Partition:0 LogStartOffset:0 LogEndOffset:2} {Partition:1 LogStartOffset:0 LogEndOffset:0}]
-	// g round-robin [m]
+	// g RoundRobin [m]
 	// {Partition:0 Owner:m Committed:0 InFlight:true Attempts:1 Lag:2}
 	// {Partition:1 Owner:m Committed:0 InFlight:false Attempts:0 Lag:0}
 }
 
-// The SPEC's replay-window example (section 3.2), call by call.
+// docs/contract.md's replay-window example (rule 21), call by call.
 func ExampleWithReplayWindow() {
 	b, _ := model.New(3, model.WithReplayWindow(2))
 	b.Create("t", 1)

@@ -1,6 +1,7 @@
 // Package model is the executable specification of the Tributary broker
 // contract: a pure, sequential reference implementation of SPEC rules 1–23
-// (the core contract, section 2, and the Tributary features, section 3.2),
+// (the core contract, rules 1–14, and the Tributary features, rules 15–23;
+// both in docs/contract.md),
 // with the same API shape as package engine.
 //
 //	b, _ := model.New(2, model.WithReplayWindow(1))
@@ -64,7 +65,7 @@ import (
 	"github.com/f91dcac0/tributary/engine/assign"
 )
 
-// Limits from SPEC section 2, rules 1 to 4, and rule 19.
+// Limits from rules 1 to 4 and rule 19.
 const (
 	MinCapacity       = 1    // smallest capacityPerPartition New accepts, in records
 	MaxCapacity       = 1000 // largest capacityPerPartition New accepts, in records

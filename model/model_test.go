@@ -16,7 +16,7 @@ import (
 )
 
 // fx wraps a broker with calls that must not return an error, so scenarios
-// read like the SPEC's worked examples.
+// read like docs/contract.md's worked examples.
 type fx struct {
 	t *testing.T
 	b *model.Broker
@@ -217,7 +217,7 @@ func kept(topic string, p int32, off int64, payload string) model.Record {
 	return recN(topic, p, off, payload, 0)
 }
 
-// TestSpecWorkedExample is SPEC section 2's first worked example, verbatim.
+// TestSpecWorkedExample is docs/contract.md's orders example, verbatim.
 func TestSpecWorkedExample(t *testing.T) {
 	f := newFx(t, 2)
 	require.True(t, f.create("orders", 1))
@@ -232,7 +232,7 @@ func TestSpecWorkedExample(t *testing.T) {
 	require.NoError(t, f.b.CheckInvariants())
 }
 
-// TestSpecRebalanceExample is SPEC section 2's rebalance example, verbatim.
+// TestSpecRebalanceExample is docs/contract.md's rebalance example, verbatim.
 func TestSpecRebalanceExample(t *testing.T) {
 	f := newFx(t, 10)
 	require.True(t, f.create("t", 3))
@@ -1179,10 +1179,10 @@ topic audit partitions=1
 topic orders partitions=2
   log p0 [0,2) "a"{time=2025-01-02T03:04:05Z} "b\n"{time=2025-01-02T03:04:05Z}
   log p1 [0,0)
-  group billing assignor=round-robin members=[m1]
+  group billing assignor=RoundRobin members=[m1]
     p0 owner=m1 committed=0 attempts=1 inflight
     p1 owner=m1 committed=0
-  group ship assignor=round-robin members=[]
+  group ship assignor=RoundRobin members=[]
     p0 owner=- committed=0
     p1 owner=- committed=0
 `
@@ -1205,9 +1205,9 @@ topic orders partitions=2
 	want = `capacity=3 window=1 acktimeout=30s maxbytes=1024
 topic orders partitions=1
   log p0 [0,2) "a"{key="k" headers=["h":"v" "h":""] time=2025-01-02T03:04:05Z} "b"{time=2025-01-02T02:04:05Z}
-  group audit assignor=sticky members=[]
+  group audit assignor=Sticky members=[]
     p0 owner=- committed=0
-  group billing assignor=round-robin members=[m1]
+  group billing assignor=RoundRobin members=[m1]
     p0 owner=m1 committed=1 attempts=1 inflight since=2025-01-02T03:04:06.5Z
 `
 	require.Equal(t, want, g.b.String())

@@ -151,7 +151,7 @@ func (b *Broker) Hash() uint64 {
 //	capacity=2 window=1 acktimeout=30s maxbytes=1024
 //	topic orders partitions=1
 //	  log p0 [0,2) "a" "b"{key="k" headers=["h":"v"] time=2025-01-02T03:04:05Z}
-//	  group billing assignor=round-robin members=[m1]
+//	  group billing assignor=RoundRobin members=[m1]
 //	    p0 owner=m1 committed=0 attempts=1 inflight since=2025-01-02T03:04:06Z
 //
 // Payloads are Go-quoted; a record's key, headers and time follow in braces

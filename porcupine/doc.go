@@ -27,7 +27,7 @@
 // Every call of the engine is recorded and checked: the seven core calls
 // (Create, Join, Leave, Publish, Poll, Ack, Retry) and PublishMessage (key
 // and headers), CreateGroup and SetAssignor (an assignor named among
-// round-robin, range, sticky and the test assignor picky, which refuses
+// RoundRobin, Range, Sticky and the test assignor Picky, which refuses
 // groups of three members so that rebalances fail with
 // ErrInvalidAssignment), DeleteGroup, AddPartitions, Seek and Describe (the
 // whole description is compared), and MemberHandle.AppendPollPartition
@@ -129,7 +129,7 @@
 // compared only under a test clock, and then only the clock's readings
 // between calls: when in a call the engine reads its clock is not checked
 // (the gate hides it). A user's own Assignor cannot be recorded (a history
-// names assignors, and the model knows only the built-in ones and picky).
+// names assignors, and the model knows only the built-in ones and Picky).
 // The inspection methods (LogStartOffset, Committed, Attempts, …), Topics,
 // AppendPoll and Snapshot are not recorded (Snapshot's description is
 // Describe's, which is; its records are checked by engine's tests), nor

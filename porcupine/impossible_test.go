@@ -152,7 +152,7 @@ func randomCall(rng *rand.Rand, c Config, s *state) Input {
 }
 
 func randomAssignor(rng *rand.Rand) string {
-	return []string{"", "round-robin", "range", "sticky", "picky"}[rng.IntN(5)]
+	return []string{"", "RoundRobin", "Range", "Sticky", "Picky"}[rng.IntN(5)]
 }
 
 // TestStepIsPure checks, for every config, that Step never changes the

@@ -13,12 +13,11 @@ import (
 	"github.com/f91dcac0/tributary/model"
 )
 
-// Kind names one recorded call: one of the broker's calls (SPEC sections 1
-// and 3.1), or Advance, a move of a workload's test clock.
+// Kind names one recorded call: one of the broker's calls (docs/contract.md), or Advance, a move of a workload's test clock.
 type Kind uint8
 
 // The calls. The zero Kind is invalid. The first seven are the core calls
-// of SPEC section 1, in the order of the version 0 history format.
+// of the core API (rules 1–14), in the order of the version 0 history format.
 const (
 	KindCreate Kind = iota + 1
 	KindJoin
@@ -192,7 +191,7 @@ func (d *TopicDescription) Equal(e *TopicDescription) bool {
 // never by message.
 type ErrKind uint8
 
-// The error kinds: the sentinels of SPEC section 3.1 and ErrInvalidAssignment
+// The error kinds: the contract's sentinels (docs/contract.md) and ErrInvalidAssignment
 // (engine and model share assign.ErrInvalidAssignment), and ErrOther for
 // anything else, which the contract never returns.
 const (
@@ -401,13 +400,13 @@ func fromModelDescription(d model.TopicDescription) *TopicDescription {
 	return out
 }
 
-// picky is the test assignor "picky": Range's answer, except that it answers
+// picky is the test assignor "Picky": Range's answer, except that it answers
 // invalidly (no owners) for a group of exactly three members. A workload
 // uses it to make Join, Leave, SetAssignor and AddPartitions return
 // ErrInvalidAssignment; engine and model both run it through assign.Run.
 type picky struct{}
 
-func (picky) Name() string { return "picky" }
+func (picky) Name() string { return "Picky" }
 
 func (picky) Assign(members, previous []string) []string {
 	if len(members) == 3 {
@@ -416,7 +415,7 @@ func (picky) Assign(members, previous []string) []string {
 	return assign.Range.Assign(members, previous)
 }
 
-// Picky is the assignor named "picky": assign.Range, except that its answer
+// Picky is the assignor named "Picky": assign.Range, except that its answer
 // for a group of exactly three members is invalid, so the rebalance fails
 // with ErrInvalidAssignment and changes nothing (SPEC rule 18).
 var Picky assign.Assignor = picky{}
@@ -426,7 +425,7 @@ var Picky assign.Assignor = picky{}
 var assignors = []assign.Assignor{assign.RoundRobin, assign.Range, assign.Sticky, Picky}
 
 // AssignorNames returns the names of the assignors a recorded call may
-// use: "round-robin", "range", "sticky" and "picky", as a new slice owned
+// use: "RoundRobin", "Range", "Sticky" and "Picky", as a new slice owned
 // by the caller.
 func AssignorNames() []string {
 	names := make([]string, len(assignors))

@@ -137,7 +137,7 @@ func verdict(t *testing.T, capacity int32, ops []porcupine.Op, opts ...porcupine
 	return porcupine.Check(porcupine.History{Config: c, Ops: ops}, 0).Verdict
 }
 
-// The SPEC's worked example (capacity 2) as a sequential history.
+// docs/contract.md's orders example (capacity 2) as a sequential history.
 func workedExample() []porcupine.Op {
 	return sequential(
 		call(create("t", 1), ok(true)),
@@ -271,7 +271,7 @@ func randomInput(rng *rand.Rand, m *model.Broker) porcupine.Input {
 	topic := topics[rng.IntN(len(topics))]
 	group, member := groups[rng.IntN(2)], members[rng.IntN(3)]
 	p := rng.Int32N(3) - rng.Int32N(2)
-	assignor := []string{"", "round-robin", "range", "sticky", "picky"}[rng.IntN(5)]
+	assignor := []string{"", "RoundRobin", "Range", "Sticky", "Picky"}[rng.IntN(5)]
 	switch rng.IntN(15) {
 	case 8:
 		return publishMessage(topic, p, "k", "y", porcupine.Header{Key: "h", Value: "v"})
@@ -440,18 +440,18 @@ func TestDescribe(t *testing.T) {
 		{porcupine.Input{Kind: porcupine.KindPublishMessage, Topic: "t", Payload: "x", Time: porcupine.Epoch.Add(time.Second)}, offset(0), `PublishMessage(p0 "x" at +1s) → 0`},
 		{poll("t", "g0", "m1", 1), porcupine.Output{Records: []porcupine.Record{{Partition: 0, Offset: 5, Key: "k1", Headers: []porcupine.Header{{Key: "h0", Value: "a b"}}, Payload: "c2.4", Attempt: 1, Time: porcupine.Epoch.Add(2 * time.Second)}}},
 			`Poll(g0 m1 max=1) → p0@5 key="k1" [h0:"a b"] "c2.4"#1 at +2s`},
-		{createGroup("t", "g1", "sticky"), ok(true), "CreateGroup(g1 sticky) → true"},
+		{createGroup("t", "g1", "Sticky"), ok(true), "CreateGroup(g1 Sticky) → true"},
 		{createGroup("t", "g1", ""), invalid(), "CreateGroup(g1 nil) → invalid"},
 		{deleteGroup("t", "g1"), fails(porcupine.ErrNotEmpty), "DeleteGroup(g1) → group-not-empty"},
-		{setAssignor("t", "g1", "picky"), fails(porcupine.ErrAssignment), "SetAssignor(g1 picky) → invalid-assignment"},
+		{setAssignor("t", "g1", "Picky"), fails(porcupine.ErrAssignment), "SetAssignor(g1 Picky) → invalid-assignment"},
 		{addPartitions("t", 2), count(5), "AddPartitions(+2) → 5"},
 		{seek("t", "g1", 0, 2), fails(porcupine.ErrOutOfRange), "Seek(g1 p0@2) → offset-out-of-range"},
 		{advance("t", 5*time.Second), now(15 * time.Second), "Advance(+5s) → +15s"},
 		{describe("t"), porcupine.Output{Desc: &porcupine.TopicDescription{Topic: "t",
 			Partitions: []porcupine.PartitionDescription{{Partition: 0, LogStartOffset: 2, LogEndOffset: 5}, {Partition: 1, LogEndOffset: 1}},
-			Groups: []porcupine.GroupDescription{{Group: "g0", Assignor: "range", Members: []string{"m0", "m1"}, Partitions: []porcupine.GroupPartition{
+			Groups: []porcupine.GroupDescription{{Group: "g0", Assignor: "Range", Members: []string{"m0", "m1"}, Partitions: []porcupine.GroupPartition{
 				{Partition: 0, Owner: "m0", Committed: 3, InFlight: true, Attempts: 2, Lag: 2}, {Partition: 1, Owner: "m1", Committed: 1}}}}}},
-			"Describe() → p0[2,5) p1[0,1) | g0 range [m0 m1] p0:m0@3*/2 p1:m1@1"},
+			"Describe() → p0[2,5) p1[0,1) | g0 Range [m0 m1] p0:m0@3*/2 p1:m1@1"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.wtext, porcupine.Describe(tt.in, tt.out))

@@ -45,7 +45,7 @@ func checkEdits(t *testing.T, capacity int32, opts porcupine.Options, base func(
 	}
 }
 
-// The SPEC's replay-window example (section 3.2): capacity 3, window 2.
+// docs/contract.md's replay-window example (rule 21): capacity 3, window 2.
 func TestModelReplayWindow(t *testing.T) {
 	base := func() []porcupine.Op {
 		return sequential(
@@ -66,7 +66,7 @@ func TestModelReplayWindow(t *testing.T) {
 			call(publish("t", 0, "e"), offset(4)), // 14: removes offset 1
 			call(describe("t"), porcupine.Output{Desc: &porcupine.TopicDescription{Topic: "t",
 				Partitions: []porcupine.PartitionDescription{{LogStartOffset: 2, LogEndOffset: 5}},
-				Groups: []porcupine.GroupDescription{{Group: "g", Assignor: "round-robin", Members: []string{"m"},
+				Groups: []porcupine.GroupDescription{{Group: "g", Assignor: "RoundRobin", Members: []string{"m"},
 					Partitions: []porcupine.GroupPartition{{Owner: "m", Committed: 2, Lag: 3}}}}}}),
 		)
 	}
@@ -132,12 +132,12 @@ func TestModelGroups(t *testing.T) {
 	base := func() []porcupine.Op {
 		return sequential(
 			call(create("t", 2), ok(true)),
-			call(createGroup("t", "g1", "range"), ok(true)),
-			call(createGroup("t", "g1", "sticky"), ok(false)),
-			call(createGroup("t", "g2", "picky"), ok(true)),
+			call(createGroup("t", "g1", "Range"), ok(true)),
+			call(createGroup("t", "g1", "Sticky"), ok(false)),
+			call(createGroup("t", "g2", "Picky"), ok(true)),
 			call(join("t", "g2", "m0"), parts(0, 1)),
 			call(join("t", "g2", "m1"), parts(1)),
-			call(join("t", "g2", "m2"), fails(porcupine.ErrAssignment)), // 6: picky refuses three members
+			call(join("t", "g2", "m2"), fails(porcupine.ErrAssignment)), // 6: Picky refuses three members
 			call(publish("t", 0, "a"), offset(0)),
 			call(poll("t", "g2", "m0", 2), rec(0, 0, "a", 1)),
 			call(ack("t", "g2", "m0", 0, 0), ok(true)),
@@ -146,8 +146,8 @@ func TestModelGroups(t *testing.T) {
 			call(deleteGroup("t", "g1"), ok(true)), // 12: "a" goes at once
 			call(deleteGroup("t", "g1"), ok(false)),
 			call(publish("t", 0, "b"), offset(1)),
-			call(setAssignor("t", "g2", "round-robin"), ok(true)),
-			call(setAssignor("t", "g3", "round-robin"), ok(false)),
+			call(setAssignor("t", "g2", "RoundRobin"), ok(true)),
+			call(setAssignor("t", "g3", "RoundRobin"), ok(false)),
 			call(setAssignor("t", "g2", ""), invalid()),
 			call(join("t", "g2", "m2"), parts()),
 			call(addPartitions("t", 2), count(4)),
@@ -155,7 +155,7 @@ func TestModelGroups(t *testing.T) {
 		)
 	}
 	checkEdits(t, 1, porcupine.Options{}, base, []edit{
-		{"picky accepts three members", func(ops []porcupine.Op) { ops[6].Out = parts() }, porc.Illegal},
+		{"Picky accepts three members", func(ops []porcupine.Op) { ops[6].Out = parts() }, porc.Illegal},
 		{"a deleted group keeps holding retention", func(ops []porcupine.Op) { ops[14].Out = offset(-1) }, porc.Illegal},
 		{"the memberless group does not hold retention", func(ops []porcupine.Op) { ops[10].Out = offset(1) }, porc.Illegal},
 		{"delete of a group with members", func(ops []porcupine.Op) {

@@ -125,7 +125,7 @@ func run(w Workload, rec *Recorder, topicClients func() (func() *Client, error))
 			tr.growTo = min(w.Partitions+4, engine.MaxPartitionCount)
 		}
 		if tr.assignors == nil {
-			tr.assignors = []string{"round-robin", "range", "sticky"}
+			tr.assignors = []string{"RoundRobin", "Range", "Sticky"}
 		}
 		tr.parts.Store(w.Partitions)
 		newClient, err := topicClients()
@@ -422,7 +422,7 @@ func (tr *topicRun) invalid(cl *Client, rng *rand.Rand, group, member string) {
 	case 10:
 		cl.CreateGroup(tr.name, group, "")
 	case 11:
-		cl.SetAssignor(tr.name, "g.bad", "range")
+		cl.SetAssignor(tr.name, "g.bad", "Range")
 	case 12:
 		cl.AddPartitions(tr.name, []int32{0, -1, engine.MaxPartitionCount}[rng.IntN(3)])
 	case 13:

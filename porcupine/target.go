@@ -2,8 +2,8 @@ package porcupine
 
 import "github.com/f91dcac0/tributary/engine"
 
-// Target is what a recorded Client calls: the engine's calls by name (SPEC
-// sections 1 and 3.1), plus PollPartition, the one-partition poll of
+// Target is what a recorded Client calls: the engine's calls by name
+// (docs/contract.md), plus PollPartition, the one-partition poll of
 // MemberHandle.AppendPollPartition. *engine.Broker is one (ClientFor wraps
 // it); BackendTarget makes one of any tributary.Backend, so that the same
 // workloads and the same model check another backend (RunOn).

@@ -52,7 +52,7 @@ type Mix struct {
 	// Partitions + 4.
 	GrowTo int32
 	// Assignors are the names CreateGroup and SetAssignor draw from (see
-	// AssignorNames); nil means round-robin, range and sticky.
+	// AssignorNames); nil means RoundRobin, Range and Sticky.
 	Assignors []string
 }
 
@@ -130,13 +130,13 @@ var mixes = []Mix{
 		OtherMember: 30, AimPolled: 70, AimHint: 15,
 	},
 	{
-		Name: "assignor", About: "assignor switching: SetAssignor among round-robin, range, sticky and picky racing joins, leaves, polls and acks",
+		Name: "assignor", About: "assignor switching: SetAssignor among RoundRobin, Range, Sticky and Picky racing joins, leaves, polls and acks",
 		Partitions: 5, Capacity: 4, Groups: 1, Members: 3,
 		Weights: weighted(map[Kind]int{KindJoin: 10, KindLeave: 8, KindPublish: 14, KindPublishMessage: 4,
 			KindPoll: 26, KindAck: 22, KindRetry: 4, KindSetAssignor: 12, KindDescribe: 4}),
 		Invalid:     3,
 		OtherMember: 50, AimPolled: 70, AimHint: 20,
-		Assignors: []string{"round-robin", "range", "sticky", "picky"},
+		Assignors: []string{"RoundRobin", "Range", "Sticky", "Picky"},
 	},
 	{
 		Name: "addpartitions", About: "AddPartitions racing publishes, polls (of all partitions and of one) and acks: topics start with one partition and grow to eight",

@@ -957,17 +957,18 @@ func TestHostile2SubscribeOnClosedCluster(t *testing.T) {
 	}
 }
 
-// Regression (fixed: hold recognises a stale re-reservation from either poll, run's Poll or a worker's TryPollPartition): the run loop's Poll could return a re-reservation
-// of a record (its ack timeout expired while the handler held it) that the
-// handler then acks before run calls hold on it: the worker's release and
-// Ack consume that re-reservation, the worker takes the next record with
-// TryPollPartition and holds it, and run's hold then starts a delivery of
-// the stale, already committed record and overwrites the partition's
-// pending entry with it. From then on the pending map no longer covers the
-// next record's delivery: when its ack timeout expires while the handler
-// holds it, Poll's re-reservation starts a second, concurrent delivery of
-// the very record the handler holds, which is what the pending map exists
-// to prevent. This test counts both: copies of a record delivered while an
+// subscription.hold recognises a stale re-reservation from either poll
+// (run's Poll or a worker's TryPollPartition). The run loop's Poll can
+// return a re-reservation of a record (its ack timeout expired while the
+// handler held it) that the handler then acks before run calls hold on it:
+// the worker's release and Ack consume that re-reservation, and the worker
+// takes the next record with TryPollPartition and holds it. Were run's hold
+// to start a delivery of the stale, already committed record, it would
+// overwrite the partition's pending entry, which would then miss the next
+// record's delivery: when that record's ack timeout expired while the
+// handler held it, Poll's re-reservation would start a second, concurrent
+// delivery of the very record the handler holds, which is what the pending
+// map exists to prevent. This test counts both: copies of a record delivered while an
 // earlier copy is still with the handler (the failure), and deliveries of
 // records the handler had already acked (logged; at least once allows
 // them, but each one also poisons the pending map). The race is narrow:

@@ -281,10 +281,10 @@ func TestHostileOddMessagesRoundTrip(t *testing.T) {
 	m.Ack()
 }
 
-// Regression (fixed in toWatermill): a message whose UUID is "" came back with the UUID
-// "<partition>-<offset>". The package doc says the UUID travels in
-// HeaderUUID; the header is there (with value ""), but toWatermill treats an
-// empty header value like an absent header.
+// A message whose UUID is "" comes back with the UUID "": the package doc
+// says the UUID travels in HeaderUUID, and toWatermill tells a header with
+// the value "" from an absent header (which falls back to
+// "<partition>-<offset>").
 func TestHostileEmptyUUIDRoundTrip(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
@@ -365,11 +365,10 @@ func TestHostilePartitionKeyFailures(t *testing.T) {
 	}
 }
 
-// Was a BUG (fixed meanwhile in subscriber.go): Subscribe(nil, topic)
-// panicked ("cannot create context from nil parent") AFTER it joined the
-// group, leaving the member in the group for ever (holding partitions and
-// retention) and registered in the cluster. It must return
-// ErrInvalidArgument and leave no member or ephemeral group behind.
+// Subscribe(nil, topic) returns ErrInvalidArgument before it joins the
+// group: it leaves no member (which would hold partitions and retention
+// for ever), no registration in the cluster and no ephemeral group behind,
+// and does not panic ("cannot create context from nil parent").
 func TestHostileSubscribeNilContext(t *testing.T) {
 	for _, eph := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ephemeral=%v", eph), func(t *testing.T) {
@@ -502,14 +501,11 @@ func TestHostileNackResendSleep(t *testing.T) {
 	m3.Ack()
 }
 
-// Regression (fixed in subscription.deliver): the package doc (and deliver's doc) promise that a message's context
-// "is cancelled once the message is acked or nacked"; after a Nack it stayed
-// live for the whole NackResendSleep (deliver only cancels it when it
-// returns, after the sleep and the Retry). A handler that derived work
-// from msg.Context() keeps running for up to NackResendSleep. Fix: in
-// subscription.deliver, call cancel() as soon as <-wm.Nacked() fires,
-// before the sleep (or document that the context lives until the
-// redelivery is released).
+// The package doc (and deliver's doc) promise that a message's context "is
+// cancelled once the message is acked or nacked": subscription.deliver
+// cancels it as soon as the Nack arrives, before NackResendSleep and the
+// Retry, so work a handler derived from msg.Context() stops at the Nack
+// rather than up to NackResendSleep later.
 func TestHostileNackCancelsMessageContext(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
@@ -1005,17 +1001,13 @@ func hNoResult(t *testing.T, ch <-chan error, d time.Duration) {
 	}
 }
 
-// Regression (fixed in Publisher.publish; ErrClosed is now tributary.ErrClosed): a Publish racing Publisher.Close could fail with
-// tributary.ErrClosed (the producer's) instead of tributarywm.ErrClosed:
-// Publish checks p.closing only once at the top, and publish() converts to
-// ErrClosed only on the blocking Send path, not when TrySend itself fails
-// because Close already closed the producer. Callers testing
-// errors.Is(err, tributarywm.ErrClosed), as the doc invites, miss it. The
-// race is made deterministic here by closing from inside PartitionKey
-// (which runs between the check and TrySend). Fix: in Publisher.publish,
-// map any error returned while p.closing.Err() != nil (and the message
-// context is live) to ErrClosed, on the TrySend path too (or re-check
-// p.closing before each message).
+// A Publish racing Publisher.Close fails with an error that
+// errors.Is(err, tributarywm.ErrClosed), as the doc invites callers to
+// test, on the TrySend path too: Publish checks p.closing once at the top,
+// and a TrySend that fails because Close has since closed the producer
+// must still read as ErrClosed. The race is made deterministic here by
+// closing from inside PartitionKey, which runs between the check and
+// TrySend.
 func TestHostilePublishRacingCloseErrClosed(t *testing.T) {
 	c := newCluster(t, 100)
 	var pub *tributarywm.Publisher
@@ -1035,7 +1027,7 @@ func TestHostilePublishRacingCloseErrClosed(t *testing.T) {
 }
 
 // Stochastic version of the above: many publishers, Close in the middle.
-// Every error must be tributarywm.ErrClosed (see the regression above).
+// Every error must be tributarywm.ErrClosed (as in the test above).
 func TestHostilePublishRacingCloseStochastic(t *testing.T) {
 	c := newCluster(t, 1000)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 8})
@@ -1085,14 +1077,10 @@ func TestHostilePublishRacingCloseStochastic(t *testing.T) {
 	}
 }
 
-// Regression (fixed in the core: Producer.Close ends a waiting Send): a Publish blocked
-// on a full partition was not ended by Cluster.Close, although Cluster.Close
-// closes the publisher's producer: the engine wait (engineTopic.Publish)
-// selects only on room and ctx, and Producer.Close has no channel to wake
-// it. After Cluster.Close no consumer can be created, so nothing acks and
-// the publish waits until Publisher.Close or the message's ctx. Fix: give
-// tributary.Producer a stop channel closed by Close and select on it in
-// Send's wait (or, in the adapter, end the wait when the producer closes).
+// Cluster.Close ends a Publish blocked on a full partition: it closes the
+// publisher's producer, and Producer.Close ends a waiting Send. (After
+// Cluster.Close no consumer can be created, so nothing would ever ack to
+// make room.)
 func TestHostileClusterCloseEndsBlockedPublish(t *testing.T) {
 	c := newCluster(t, 1)
 	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
@@ -1354,17 +1342,14 @@ func TestHostileCloseFromHandler(t *testing.T) {
 	}
 }
 
-// Regression (fixed: subscription.hold skips a re-reservation of a pending record): with engine.WithAckTimeout, a message the application has not
-// taken from the channel (or has not settled) is reserved again at every
-// ack-timeout expiry (SPEC rule 22: "the owner's next Poll delivers it
-// again"), and subscription.run starts one more deliver goroutine, each
-// holding a copy blocked on the unbuffered channel. A handler stalled for
-// T holds T/ackTimeout goroutines and copies, and then receives them all
-// (a burst of duplicates of one message). Expected: at most one pending
-// copy per partition per subscription; a re-reservation of a message
-// already pending in a deliver goroutine should replace it (e.g. keep a
-// map partition -> pending delivery in run and update its attempt/offset
-// rather than spawning another goroutine).
+// With engine.WithAckTimeout, a message the application has not taken from
+// the channel (or has not settled) is reserved again at every ack-timeout
+// expiry (SPEC rule 22: "the owner's next Poll delivers it again"). A
+// subscription keeps at most one pending copy per partition:
+// subscription.hold skips a re-reservation of a record already pending in
+// a deliver goroutine, so a handler stalled for T does not hold
+// T/ackTimeout goroutines and copies and then receive them all as a burst
+// of duplicates.
 func TestHostileAckTimeoutPilesUpCopies(t *testing.T) {
 	c := newCluster(t, 10, engine.WithAckTimeout(5*time.Millisecond))
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})

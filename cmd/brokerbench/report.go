@@ -251,7 +251,8 @@ func evaluateTargets(rs []Result) []Target {
 	}
 	ts = append(ts, t)
 
-	// Round two (16 procs: bench/scaling.sh on a 16-core machine).
+	// The goals of the per-group cursor locks (16 procs: bench/scaling.sh on
+	// a 16-core machine).
 	scalingAt("fan-out: 16 groups reading one partition, 16 procs vs 1", "Contended/groups=16", 16, 6)
 	scalingAt("membership churn (Mixed, 1% join/leave), 16 procs vs 1", "Mixed", 16, 4)
 	scalingAt("fan-out: 16 groups reading one partition, 2 procs vs 1", "Contended/groups=16", 2, 1.2)

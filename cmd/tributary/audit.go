@@ -140,7 +140,7 @@ func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
 				"Replays the broker contract's worked examples, then runs a concurrent\n"+
 				"workload and verifies that every group acknowledged every record once, in order.\n"+
 				"A bad flag value exits with status 2 before anything runs.\n\nFlags:\n")
-			fs.PrintDefaults()
+			printFlags(help, fs)
 			return cfg, err
 		case bad != nil:
 			return cfg, bad

@@ -53,7 +53,7 @@ func init() {
 			flags:   map[string]bool{"dead-letter": true, "max-attempts": true},
 			summary: "the consumer joins the group (a rebalance); --dead-letter: after --max-attempts failures (default 3) an event goes there", run: (*session).createConsumer},
 		{words: w("create producer"), usage: "<producer> <Integer|String|JSON> <Random|Manual|RoundRobin|Key>", min: 3, max: 3,
-			summary: "a producer of that payload type with a fixed partition strategy", run: (*session).createProducer},
+			summary: "a producer of that payload type with a fixed partition strategy; Key is the KeyHash partitioner (Kafka's murmur2; KeyHash is accepted too)", run: (*session).createProducer},
 		{words: w("delete consumer group"), usage: "<group>", min: 1, max: 1,
 			summary: "remove a consumer group that has no members", run: (*session).deleteGroup},
 		{words: w("delete consumer"), usage: "<consumer>", min: 1, max: 1,
@@ -64,12 +64,12 @@ func init() {
 			summary: "the consumer takes the next event of the partition and acks it (--fail: it fails instead and is retried or dead-lettered)", run: (*session).consumeEvent},
 		{words: w("consume events"), usage: "<consumer> <partition> <n> [--fail]", min: 3, max: 3, flags: map[string]bool{"fail": false},
 			summary: "the same, up to n events (1..1000) in offset order", run: (*session).consumeEvents},
-		{words: w("show topics"), min: 0, max: 0,
-			summary: "every topic with its type, partitions, events and groups", run: (*session).showTopics},
-		{words: w("show topic"), usage: "<topic>", min: 1, max: 1,
-			summary: "one snapshot of the topic: every partition's log start and end and its retained events", run: (*session).showTopic},
-		{words: w("show consumer group"), usage: "<group>", min: 1, max: 1,
-			summary: "one snapshot of the group: assignor, members, and per partition its consumer, committed offset, log end, lag, in-flight and attempts", run: (*session).showGroup},
+		{words: w("show topics"), usage: "[--wide]", min: 0, max: 0, flags: map[string]bool{"wide": false},
+			summary: "every topic with its type, partitions, events and groups (--wide: no cell is cut to fit 100 columns)", run: (*session).showTopics},
+		{words: w("show topic"), usage: "<topic> [--wide]", min: 1, max: 1, flags: map[string]bool{"wide": false},
+			summary: "one snapshot of the topic: every partition's log start and end and its retained events (--wide: keys, headers and values whole)", run: (*session).showTopic},
+		{words: w("show consumer group"), usage: "<group> [--wide]", min: 1, max: 1, flags: map[string]bool{"wide": false},
+			summary: "one snapshot of the group: assignor, members, and per partition its consumer, committed offset, log end, lag, in-flight and attempts (--wide: no cell is cut)", run: (*session).showGroup},
 		{words: w("parallel produce"), usage: "(<producer>, <topic>, <event.json>[, <partition>]), ...", tuples: true, min: 3, max: 4,
 			summary: "all the publishes run concurrently", run: (*session).parallelProduce},
 		{words: w("parallel consume"), usage: "(<consumer>, <partition>[, <n>]), ...", tuples: true, min: 2, max: 3,
@@ -408,7 +408,7 @@ func (s *session) createTopic(a args) error {
 		return err
 	}
 	s.addTopic(t)
-	fmt.Fprintf(s.out, "created topic %s: type %s, partitions %s\n", name, typ, strings.Join(s.parts[name], " "))
+	s.printf("created topic %s: type %s, partitions %s\n", name, typ, strings.Join(s.parts[name], " "))
 	return nil
 }
 
@@ -431,7 +431,7 @@ func (s *session) createPartition(a args) error {
 		return err
 	}
 	s.parts[topic] = append(s.parts[topic], name)
-	fmt.Fprintf(s.out, "topic %s: partitions %s\n", topic, strings.Join(s.parts[topic][:n], " "))
+	s.printf("topic %s: partitions %s\n", topic, strings.Join(s.parts[topic][:n], " "))
 	return s.printRebalanced(topic)
 }
 
@@ -445,7 +445,7 @@ func (s *session) printRebalanced(topic string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(s.out, "rebalanced %s\n", line)
+		s.printf("rebalanced %s\n", line)
 	}
 	return nil
 }
@@ -473,7 +473,7 @@ func (s *session) createGroup(a args) error {
 		return fmt.Errorf("consumer group %q %w on topic %q", group, errDuplicateID, topic)
 	}
 	s.groups[group] = topic
-	fmt.Fprintf(s.out, "created consumer group %s on topic %s: assignor %s, no members\n", group, topic, a.pos[2])
+	s.printf("created consumer group %s on topic %s: assignor %s, no members\n", group, topic, a.pos[2])
 	return nil
 }
 
@@ -521,15 +521,32 @@ func (s *session) createConsumer(a args) error {
 				return err
 			}
 			s.addTopic(dl)
-			fmt.Fprintf(s.out, "created dead-letter topic %s: type %s, partitions %s\n", dl.Name(), dl.Kind(), strings.Join(s.parts[dl.Name()], " "))
+			s.printf("created dead-letter topic %s: type %s, partitions %s\n", dl.Name(), dl.Kind(), strings.Join(s.parts[dl.Name()], " "))
 		}
 	}
 	line, err := s.assignmentLine(group)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "%s joined %s\n", name, line)
+	s.printf("%s joined %s\n", name, line)
 	return nil
+}
+
+// parseStrategy returns a fresh partitioner for a create producer
+// strategy word: Random, Manual, RoundRobin or Key (docs/cli.md), where Key
+// is the program's word for the library's KeyHash partitioner. The
+// partitioner's own name is accepted too (KeyHash, as every output prints
+// a producer's strategy: by its partitioner's Name()).
+func parseStrategy(word string) (tributary.Partitioner, error) {
+	name := word
+	if word == "Key" {
+		name = "KeyHash"
+	}
+	pt, err := tributary.ParsePartitioner(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: strategy %q: want Random, Manual, RoundRobin or Key (KeyHash)", errArgs, word)
+	}
+	return pt, nil
 }
 
 func (s *session) createProducer(a args) error {
@@ -541,9 +558,9 @@ func (s *session) createProducer(a args) error {
 	if err != nil {
 		return err
 	}
-	pt, err := tributary.ParsePartitioner(a.pos[2])
+	pt, err := parseStrategy(a.pos[2])
 	if err != nil {
-		return fmt.Errorf("%w: strategy %q: want Random, Manual, RoundRobin or Key", errArgs, a.pos[2])
+		return err
 	}
 	if pt.Name() == "Random" && s.seed >= 0 {
 		h := fnv.New64a()
@@ -558,7 +575,7 @@ func (s *session) createProducer(a args) error {
 		return err
 	}
 	s.producers[name] = p
-	fmt.Fprintf(s.out, "created producer %s: type %s, strategy %s\n", name, typ, p.Strategy())
+	s.printf("created producer %s: type %s, strategy %s\n", name, typ, p.Strategy())
 	return nil
 }
 
@@ -576,7 +593,7 @@ func (s *session) deleteGroup(a args) error {
 		return err
 	}
 	delete(s.groups, group)
-	fmt.Fprintf(s.out, "deleted consumer group %s of topic %s\n", group, topic)
+	s.printf("deleted consumer group %s of topic %s\n", group, topic)
 	return nil
 }
 
@@ -593,7 +610,7 @@ func (s *session) deleteConsumer(a args) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "%s left %s\n", c.Name(), line)
+	s.printf("%s left %s\n", c.Name(), line)
 	return nil
 }
 
@@ -659,7 +676,7 @@ func (s *session) produceEvent(a args) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "produced %s to %s %s at offset %d%s\n", r.ID, j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, keyNote(r.Key))
+	s.printf("produced %s to %s %s at offset %d%s\n", r.ID, j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, keyNote(r.Key))
 	return nil
 }
 
@@ -774,9 +791,9 @@ func (s *session) printNothingMore(j consumeJob, got int) error {
 		why = fmt.Sprintf("offset %d is in flight", gp.Committed)
 	}
 	if got == 0 {
-		fmt.Fprintf(s.out, "%s: nothing to consume on %s %s: %s\n", j.c.Name(), topic, s.partName(topic, j.partition), why)
+		s.printf("%s: nothing to consume on %s %s: %s\n", j.c.Name(), topic, s.partName(topic, j.partition), why)
 	} else {
-		fmt.Fprintf(s.out, "%s: %s %s has no more events: %s\n", j.c.Name(), topic, s.partName(topic, j.partition), why)
+		s.printf("%s: %s %s has no more events: %s\n", j.c.Name(), topic, s.partName(topic, j.partition), why)
 	}
 	return nil
 }
@@ -798,7 +815,7 @@ func (s *session) setRebalancing(a args) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "rebalanced %s\n", line)
+	s.printf("rebalanced %s\n", line)
 	return nil
 }
 
@@ -826,7 +843,7 @@ func (s *session) playback(a args) error {
 		return err
 	}
 	if off > was {
-		fmt.Fprintf(s.out, "%s skipped %d unconsumed events on %s %s (offsets %d to %d)\n", j.c.Group(), off-was, topic, s.partName(topic, j.partition), was, off-1)
+		s.printf("%s skipped %d unconsumed events on %s %s (offsets %d to %d)\n", j.c.Group(), off-was, topic, s.partName(topic, j.partition), was, off-1)
 	}
 	d, err := s.c.Describe(topic)
 	if err != nil {
@@ -834,10 +851,10 @@ func (s *session) playback(a args) error {
 	}
 	j.n = int(d.Partitions[j.partition].LogEndOffset - off)
 	if j.n == 0 {
-		fmt.Fprintf(s.out, "%s: nothing to replay on %s %s: offset %d is the log end\n", j.c.Group(), topic, s.partName(topic, j.partition), off)
+		s.printf("%s: nothing to replay on %s %s: offset %d is the log end\n", j.c.Group(), topic, s.partName(topic, j.partition), off)
 		return nil
 	}
-	fmt.Fprintf(s.out, "%s replays %s %s from offset %d to %d\n", j.c.Group(), topic, s.partName(topic, j.partition), off, off+int64(j.n)-1)
+	s.printf("%s replays %s %s from offset %d to %d\n", j.c.Group(), topic, s.partName(topic, j.partition), off, off+int64(j.n)-1)
 	ds, err := s.consume(j, "", 0)
 	s.printDeliveries(j, ds)
 	return err
@@ -930,7 +947,7 @@ func (s *session) help(a args) error {
 			var shown bool
 			for _, c := range commands {
 				if len(c.words) > len(a.pos) && equalWords(c.words[:len(a.pos)], a.pos) {
-					fmt.Fprintf(s.out, "%s\n  %s\n", c.synopsis(), c.summary)
+					s.helpEntry(c)
 					shown = true
 				}
 			}
@@ -939,15 +956,26 @@ func (s *session) help(a args) error {
 			}
 			return nil
 		}
-		fmt.Fprintf(s.out, "%s\n  %s\n", c.synopsis(), c.summary)
+		s.helpEntry(c)
 		return nil
 	}
-	tw := newTable("COMMAND", "DOES")
 	for _, c := range commands {
-		tw.AppendRow(row(c.synopsis(), c.summary))
+		s.helpEntry(c)
 	}
-	s.render(tw)
-	fmt.Fprintln(s.out, "Event files: {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": <payload>}; key and headers optional.")
-	fmt.Fprintln(s.out, "A <partition> is a name (p0, p1, …) or an index. # starts a comment (at a line's start or after a space).")
+	s.printf("Event files (key and headers optional):")
+	s.printf("  {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": <payload>}")
+	s.printf("A <partition> is a name (p0, p1, …) or an index.")
+	s.printf("# starts a comment, at a line's start or after a space.")
 	return nil
+}
+
+// helpEntry prints c's synopsis, then its summary indented by two, each
+// wrapped to lineWidth; a synopsis breaks only between arguments.
+func (s *session) helpEntry(c *command) {
+	for _, l := range wrap(c.synopsis(), lineWidth, 4, "[]<>()") {
+		fmt.Fprintln(s.out, l)
+	}
+	for _, l := range wrap(c.summary, lineWidth-2, 0, "") {
+		fmt.Fprintln(s.out, "  "+l)
+	}
 }

@@ -57,8 +57,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 			if errors.Is(err, flag.ErrHelp) {
 				usage(stdout)
 				fmt.Fprintln(stdout, "\nFlags:")
-				fs.SetOutput(stdout)
-				fs.PrintDefaults()
+				printFlags(stdout, fs)
 				return f, nil, err
 			}
 			return f, nil, fmt.Errorf("%v (%s -h lists the flags and their ranges)", err, cmd)
@@ -133,6 +132,10 @@ func runInteractive(args []string, stdin io.Reader, stdout, stderr io.Writer, is
 
 	ln := liner.NewLiner()
 	defer ln.Close()
+	// A line longer than the terminal wraps onto the next rows instead of
+	// scrolling sideways, where liner shows only a window of it between
+	// "{" and "}" (so a long parallel produce read "tributary> {, …").
+	ln.SetMultiLineMode(true)
 	ln.SetCtrlCAborts(true)
 	ln.SetCompleter(complete)
 	history := historyFile()
@@ -200,7 +203,8 @@ func complete(line string) []string {
 // input), one per line.
 func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	runUsage := func(w io.Writer) {
-		fmt.Fprintln(w, "Usage: tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME] [-seed N] [-backend memory|jetstream] [-nats URL] FILE")
+		fmt.Fprintln(w, "Usage: tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME]")
+		fmt.Fprintln(w, "                     [-seed N] [-backend memory|jetstream] [-nats URL] FILE")
 		fmt.Fprintln(w, "Runs the commands of FILE (- for standard input) on a new cluster; stops at the first error.")
 	}
 	f, rest, err := parseSessionFlags("tributary run", args, stdout, runUsage)

@@ -222,7 +222,7 @@ func (s *session) assignmentLine(group string) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s):", group, assignorName(g.Assignor))
+	fmt.Fprintf(&b, "%s (%s):", group, g.Assignor)
 	if len(g.Members) == 0 {
 		b.WriteString(" no members")
 	}
@@ -240,21 +240,14 @@ func (s *session) assignmentLine(group string) (string, error) {
 
 // ---- parsing helpers ----
 
+// assignors are the built-in assignors the program offers, each named by
+// its Name() ("RoundRobin", "Range", "Sticky"): the word a command takes
+// and the word every output prints.
 var assignors = []engine.Assignor{engine.RoundRobin, engine.Range, engine.Sticky}
-
-// assignorNames are the program's names of the engine's assignors.
-var assignorNames = map[string]string{"round-robin": "RoundRobin", "range": "Range", "sticky": "Sticky"}
-
-func assignorName(engineName string) string {
-	if n, ok := assignorNames[engineName]; ok {
-		return n
-	}
-	return engineName
-}
 
 func parseAssignor(name string) (engine.Assignor, error) {
 	for _, a := range assignors {
-		if assignorNames[a.Name()] == name {
+		if a.Name() == name {
 			return a, nil
 		}
 	}

@@ -12,47 +12,19 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// newTable is a table in the program's style: no borders, columns two
-// spaces apart, upper-case headers, so that output is aligned for people
-// and splits on whitespace for grep and awk.
-func newTable(headers ...any) table.Writer {
-	tw := table.NewWriter()
-	st := table.StyleDefault
-	st.Options = table.OptionsNoBordersAndSeparators
-	st.Box.PaddingLeft, st.Box.PaddingRight = "", "  "
-	tw.SetStyle(st)
-	tw.AppendHeader(table.Row(headers))
-	return tw
-}
-
-// row is a table row; every cell is printed as text, left-aligned.
-func row(cells ...any) table.Row {
-	r := make(table.Row, len(cells))
-	for i, c := range cells {
-		r[i] = fmt.Sprint(c)
-	}
-	return r
-}
-
-// maxValueCell is the most runes of a value a table shows.
+// maxValueCell is the most runes of a value a table cell holds before the
+// table is fitted to lineWidth; a value cut here notes its full size.
 const maxValueCell = 120
 
 // valueCell is a formatted value for a table, cut to maxValueCell runes
-// with its full size noted, so that one large event does not widen every
-// row.
-func valueCell(v string) string {
+// with its full size noted, so that one large event costs no more than
+// its cell; wide keeps it whole (a show command's --wide).
+func valueCell(v string, wide bool) string {
 	r := []rune(v)
-	if len(r) <= maxValueCell {
+	if wide || len(r) <= maxValueCell {
 		return v
 	}
 	return fmt.Sprintf("%s… (%d bytes)", string(r[:maxValueCell]), len(v))
-}
-
-// render prints tw without trailing spaces.
-func (s *session) render(tw table.Writer) {
-	for _, line := range strings.Split(tw.Render(), "\n") {
-		fmt.Fprintln(s.out, strings.TrimRight(line, " "))
-	}
 }
 
 // dash is s, or "-" for an empty cell (so every row has every column).
@@ -97,21 +69,22 @@ func (s *session) printDeliveries(j consumeJob, ds []delivery) {
 }
 
 // deliveryTable is the table of consumed events: deliveryRow's columns.
-func deliveryTable() table.Writer {
+func deliveryTable() *outTable {
 	return newTable("CONSUMER", "PARTITION", "OFFSET", "ID", "ATTEMPT", "KEY", "RESULT", "VALUE")
 }
 
 // deliveryRow is d, taken by j's consumer, as a row of deliveryTable.
 func (s *session) deliveryRow(j consumeJob, d delivery) table.Row {
-	return row(j.c.Name(), s.partName(j.c.Topic().Name(), d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value))
+	return row(j.c.Name(), s.partName(j.c.Topic().Name(), d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value, false))
 }
 
-func (s *session) showTopics(args) error {
+func (s *session) showTopics(a args) error {
 	if len(s.topics) == 0 {
-		fmt.Fprintln(s.out, "no topics (create topic <topic> <type> [<partitions>])")
+		s.printf("no topics (create topic <topic> <type> [<partitions>])")
 		return nil
 	}
 	tw := newTable("TOPIC", "TYPE", "PARTITIONS", "RETAINED", "GROUPS")
+	tw.wide = a.has("wide")
 	for _, name := range keys(s.topics) {
 		d, err := s.c.Describe(name)
 		if err != nil {
@@ -131,8 +104,9 @@ func (s *session) showTopics(args) error {
 	return nil
 }
 
-// showTopic prints one snapshot of a topic: a line per partition with no
-// events, a line per retained event.
+// showTopic prints one snapshot of a topic: a table of its partitions
+// (log start and end, events retained), then a table of its retained
+// events, a line each.
 func (s *session) showTopic(a args) error {
 	t, err := s.topic(a.pos[0])
 	if err != nil {
@@ -146,18 +120,24 @@ func (s *session) showTopic(a args) error {
 	for i, g := range snap.Groups {
 		groups[i] = g.Group
 	}
-	fmt.Fprintf(s.out, "topic %s: type %s, partitions %d, groups %s\n", t.Name(), t.Kind(), len(snap.Partitions), list(groups))
-	tw := newTable("PARTITION", "LOG-START", "LOG-END", "OFFSET", "ID", "TIME", "KEY", "HEADERS", "VALUE")
+	s.printf("topic %s: type %s, partitions %d, groups %s\n", t.Name(), t.Kind(), len(snap.Partitions), list(groups))
+	parts := newTable("PARTITION", "LOG-START", "LOG-END", "RETAINED")
+	parts.wide = a.has("wide")
+	events := newTable("PARTITION", "OFFSET", "ID", "TIME", "KEY", "HEADERS", "VALUE")
+	events.wide = parts.wide
 	for p, pd := range snap.Partitions {
 		name := s.partName(t.Name(), int32(p))
-		if len(snap.Messages[p]) == 0 {
-			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, "-", "-", "-", "-", "-", "(empty)"))
-		}
+		parts.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, pd.LogEndOffset-pd.LogStartOffset))
 		for _, m := range snap.Messages[p] {
-			tw.AppendRow(row(name, pd.LogStartOffset, pd.LogEndOffset, m.Offset, m.ID, m.Time.UTC().Format(time.RFC3339), cell(m.Key), headerText(m.Headers), valueCell(m.Value)))
+			events.AppendRow(row(name, m.Offset, m.ID, m.Time.UTC().Format(time.RFC3339), cell(m.Key), headerText(m.Headers), valueCell(m.Value, events.wide)))
 		}
 	}
-	s.render(tw)
+	s.render(parts)
+	if events.Length() == 0 {
+		s.printf("no retained events")
+		return nil
+	}
+	s.render(events)
 	return nil
 }
 
@@ -191,8 +171,9 @@ func (s *session) showGroup(a args) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "group %s: topic %s, assignor %s, members %s\n", g.Group, d.Topic, assignorName(g.Assignor), list(g.Members))
+	s.printf("group %s: topic %s, assignor %s, members %s\n", g.Group, d.Topic, g.Assignor, list(g.Members))
 	tw := newTable("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "IN-FLIGHT", "ATTEMPTS")
+	tw.wide = a.has("wide")
 	for p, gp := range g.Partitions {
 		tw.AppendRow(row(d.Topic, s.partName(d.Topic, int32(p)), gp.Committed, d.Partitions[p].LogEndOffset, gp.Lag, dash(gp.Owner), yesNo(gp.InFlight), gp.Attempts))
 	}

@@ -39,7 +39,9 @@ var ErrInvalidAssignment = errors.New("tributary: invalid assignment")
 // Assignor decides which member of a consumer group owns each partition of a
 // topic (SPEC rule 18).
 type Assignor interface {
-	// Name identifies the assignor in descriptions, e.g. "round-robin".
+	// Name identifies the assignor in descriptions and lookups. The
+	// built-ins are named as their Go variables: "RoundRobin", "Range",
+	// "Sticky".
 	Name() string
 
 	// Assign returns owner with len(owner) == len(previous): owner[p] is the
@@ -63,19 +65,19 @@ type Assignor interface {
 // Each returns a newly allocated owner slice that belongs to the caller and
 // works for any P >= 1 and n >= 1 (the broker limits P to 64).
 var (
-	// RoundRobin, named "round-robin", gives partition p to members[p mod n]
+	// RoundRobin, named "RoundRobin", gives partition p to members[p mod n]
 	// (SPEC rules 6 and 18). It ignores previous. P=7, n=2 (members a, b):
 	// a owns [0 2 4 6], b owns [1 3 5].
 	RoundRobin Assignor = roundRobin{}
 
-	// Range, named "range", is Kafka's RangeAssignor for one topic: it deals
+	// Range, named "Range", is Kafka's RangeAssignor for one topic: it deals
 	// contiguous blocks in member order from partition 0; the first P mod n
 	// members take ⌈P/n⌉ partitions, the rest ⌊P/n⌋. When n > P, the last
 	// n-P members get nothing. It ignores previous. P=7, n=2 (members a, b):
 	// a owns [0 1 2 3], b owns [4 5 6].
 	Range Assignor = rangeAssignor{}
 
-	// Sticky, named "sticky", balances first, then keeps as many partitions
+	// Sticky, named "Sticky", balances first, then keeps as many partitions
 	// as possible with their previous owner, so a rebalance cancels as few
 	// in-flight deliveries as balance allows (SPEC rule 18). Every member
 	// gets ⌊P/n⌋ or ⌈P/n⌉ partitions, and among all such balanced
@@ -118,9 +120,9 @@ var (
 // builtins lists the built-in assignors in the order Names reports them.
 var builtins = [...]Assignor{RoundRobin, Range, Sticky}
 
-// Lookup returns the built-in assignor with the given name ("round-robin",
-// "range" or "sticky") and true, or nil and false for any other name.
-// Names are case-sensitive.
+// Lookup returns the built-in assignor with the given name ("RoundRobin",
+// "Range" or "Sticky", each its Name()) and true, or nil and false for any
+// other name. Names are case-sensitive.
 func Lookup(name string) (Assignor, bool) {
 	for _, a := range builtins {
 		if a.Name() == name {
@@ -130,8 +132,8 @@ func Lookup(name string) (Assignor, bool) {
 	return nil, false
 }
 
-// Names returns the built-in assignors' names in the order round-robin,
-// range, sticky. The slice is newly allocated and belongs to the caller.
+// Names returns the built-in assignors' names in the order "RoundRobin",
+// "Range", "Sticky". The slice is newly allocated and belongs to the caller.
 func Names() []string {
 	names := make([]string, len(builtins))
 	for i, a := range builtins {
@@ -240,7 +242,7 @@ func Moved(previous, owner []string) int {
 
 type roundRobin struct{}
 
-func (roundRobin) Name() string { return "round-robin" }
+func (roundRobin) Name() string { return "RoundRobin" }
 
 func (roundRobin) Assign(members []string, previous []string) []string {
 	owner := make([]string, len(previous))
@@ -252,7 +254,7 @@ func (roundRobin) Assign(members []string, previous []string) []string {
 
 type rangeAssignor struct{}
 
-func (rangeAssignor) Name() string { return "range" }
+func (rangeAssignor) Name() string { return "Range" }
 
 func (rangeAssignor) Assign(members []string, previous []string) []string {
 	n, P := len(members), len(previous)
@@ -273,7 +275,7 @@ func (rangeAssignor) Assign(members []string, previous []string) []string {
 
 type sticky struct{}
 
-func (sticky) Name() string { return "sticky" }
+func (sticky) Name() string { return "Sticky" }
 
 // Assign implements the algorithm documented on Sticky. It allocates the
 // owner slice and one scratch slice of ints.

@@ -153,12 +153,12 @@ func TestMoved(t *testing.T) {
 }
 
 func TestLookupNames(t *testing.T) {
-	if got, want := assign.Names(), []string{"round-robin", "range", "sticky"}; !slices.Equal(got, want) {
+	if got, want := assign.Names(), []string{"RoundRobin", "Range", "Sticky"}; !slices.Equal(got, want) {
 		t.Fatalf("Names() = %q, want %q", got, want)
 	}
 	names := assign.Names()
 	names[0] = "changed"
-	if assign.Names()[0] != "round-robin" {
+	if assign.Names()[0] != "RoundRobin" {
 		t.Fatal("Names returned a shared slice")
 	}
 	tests := []struct {
@@ -166,10 +166,11 @@ func TestLookupNames(t *testing.T) {
 		wa   assign.Assignor
 		wok  bool
 	}{
-		{"round-robin", assign.RoundRobin, true},
-		{"range", assign.Range, true},
-		{"sticky", assign.Sticky, true},
-		{"Sticky", nil, false},
+		{"RoundRobin", assign.RoundRobin, true},
+		{"Range", assign.Range, true},
+		{"Sticky", assign.Sticky, true},
+		{"sticky", nil, false},
+		{"round-robin", nil, false},
 		{"roundrobin", nil, false},
 		{"", nil, false},
 	}

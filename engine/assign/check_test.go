@@ -40,7 +40,7 @@ func TestIsNil(t *testing.T) {
 
 func TestName(t *testing.T) {
 	name, err := assign.Name(assign.Range)
-	if err != nil || name != "range" {
+	if err != nil || name != "Range" {
 		t.Errorf("Name(Range) = %q, %v; want \"range\", nil", name, err)
 	}
 	name, err = assign.Name(panicName{})

@@ -39,13 +39,13 @@ func ExampleSticky() {
 	owner := assign.Sticky.Assign(members, previous)
 	show(members, owner)
 	fmt.Println("moved:", assign.Moved(previous, owner))
-	fmt.Println("round-robin would move:", assign.Moved(previous, assign.RoundRobin.Assign(members, previous)))
+	fmt.Println("RoundRobin would move:", assign.Moved(previous, assign.RoundRobin.Assign(members, previous)))
 	// Output:
 	// a [0 2 4]
 	// b [1 3]
 	// c [5 6]
 	// moved: 2
-	// round-robin would move: 4
+	// RoundRobin would move: 4
 }
 
 // A user's assignor that names a member who is not in the group is
@@ -93,17 +93,17 @@ func ExampleMoved() {
 }
 
 func ExampleLookup() {
-	for _, name := range []string{"sticky", "fair"} {
+	for _, name := range []string{"Sticky", "fair"} {
 		a, ok := assign.Lookup(name)
 		fmt.Println(name, ok, a == assign.Sticky)
 	}
 	// Output:
-	// sticky true true
+	// Sticky true true
 	// fair false false
 }
 
 func ExampleNames() {
 	names := assign.Names()
-	fmt.Println(names, slices.Contains(names, "range"))
-	// Output: [round-robin range sticky] true
+	fmt.Println(names, slices.Contains(names, "Range"))
+	// Output: [RoundRobin Range Sticky] true
 }

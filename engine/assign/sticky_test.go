@@ -229,9 +229,9 @@ func TestStickySavings(t *testing.T) {
 	const steps, maxMembers = 500, 10
 	seeds := []uint64{1, 2, 3, 4}
 	var table strings.Builder
-	fmt.Fprintf(&table, "%4s %6s %12s %12s %12s %8s\n", "P", "steps", "round-robin", "range", "sticky", "saving")
+	fmt.Fprintf(&table, "%4s %6s %12s %12s %12s %8s\n", "P", "steps", "RoundRobin", "Range", "Sticky", "saving")
 	for _, P := range []int{6, 12, 32} {
-		var cancelled [3]int // by builtins index: round-robin, range, sticky
+		var cancelled [3]int // by builtins index: RoundRobin, Range, Sticky
 		for _, seed := range seeds {
 			rng := rand.New(rand.NewPCG(seed, uint64(P)))
 			pool := ids(2 * maxMembers)
@@ -281,7 +281,7 @@ func TestStickySavings(t *testing.T) {
 		saving := 100 * float64(cancelled[0]-cancelled[2]) / float64(cancelled[0])
 		fmt.Fprintf(&table, "%4d %6d %12d %12d %12d %7.1f%%\n", P, steps*len(seeds), cancelled[0], cancelled[1], cancelled[2], saving)
 		if cancelled[2] > cancelled[0] || cancelled[2] > cancelled[1] {
-			t.Errorf("P %d: Sticky cancelled %d, more than round-robin %d or range %d", P, cancelled[2], cancelled[0], cancelled[1])
+			t.Errorf("P %d: Sticky cancelled %d, more than RoundRobin %d or Range %d", P, cancelled[2], cancelled[0], cancelled[1])
 		}
 	}
 	t.Logf("in-flight deliveries cancelled by rebalances (seeds %v, 1..%d members, each assignor on its own history):\n%s", seeds, maxMembers, table.String())
