@@ -235,5 +235,9 @@ func (g GroupConfig) Policy() string {
 	if g.DeadLetter == "" {
 		return fmt.Sprintf("retry for ever, backoff %v to %v", initial, max)
 	}
-	return fmt.Sprintf("dead-letter to %s after %d attempts, backoff %v to %v", g.DeadLetter, g.MaxAttempts, initial, max)
+	n := fmt.Sprintf("%d attempts", g.MaxAttempts)
+	if g.MaxAttempts == 1 {
+		n = "1 attempt"
+	}
+	return fmt.Sprintf("dead-letter to %s after %s, backoff %v to %v", g.DeadLetter, n, initial, max)
 }
