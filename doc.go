@@ -51,10 +51,14 @@
 // or a panic retries it after a doubling, capped backoff; after the
 // maximum attempts of its group's WithDeadLetter (or at once when the
 // payload does not decode) the record goes to the dead-letter topic with
-// headers naming its origin and the last error, then is acked. A full dead-letter topic makes
-// Run wait: a record is never lost. Delivery is at least once: a record
-// whose delivery a rebalance or an ack timeout cancelled is processed
-// again, by its new owner.
+// headers naming its origin and the last error, then is acked. A full
+// dead-letter topic makes Run wait: a record is never lost. Delivery is at
+// least once: a record whose delivery a rebalance or an ack timeout
+// cancelled is processed again, by its new owner.
+//
+// A handler may call anything on the cluster — publish to its own topic,
+// ack, seek, close its consumer — without deadlock: no lock is held while
+// it runs.
 //
 // # Consumer groups
 //
@@ -69,16 +73,12 @@
 // from any process (Kafka's RemoveMembersFromConsumerGroup); its Run ends
 // with ErrClosed.
 //
-// A handler may call anything on the cluster — publish to its own topic,
-// ack, seek, close its consumer — without deadlock: no lock is held while
-// it runs.
-//
 // # Errors
 //
 // Sentinels, each returned wrapped with context (test with errors.Is):
 // ErrInvalidArgument, ErrUnknownTopic, ErrExists, ErrNotFound,
-// ErrTypeMismatch, ErrPolicyMismatch, ErrPartitionFull, ErrNotInFlight, ErrClosed, ErrEncode,
-// ErrDecode, and the engine's ErrOffsetOutOfRange, ErrGroupNotEmpty and
-// ErrInvalidAssignment. A call that returns an error changed nothing unless
+// ErrTypeMismatch, ErrPolicyMismatch, ErrPartitionFull, ErrNotInFlight,
+// ErrClosed, ErrEncode, ErrDecode, and the engine's ErrOffsetOutOfRange,
+// ErrGroupNotEmpty and ErrInvalidAssignment. A call that returns an error changed nothing unless
 // its doc says otherwise.
 package tributary
