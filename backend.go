@@ -23,7 +23,28 @@ type Backend interface {
 	OpenTopic(topic string) (BackendTopic, string, error)
 	// Topics returns the topic names, sorted, in a new slice.
 	Topics() []string
-	CreateGroup(topic, group string, a engine.Assignor) (bool, error)
+	// CreateGroup creates an empty consumer group on topic with assignor a
+	// and the configuration opts give (NewGroupConfig: where it starts, its
+	// failure policy), which the backend keeps with the group for every
+	// process to read (GroupConfig); false, changing nothing, if the group
+	// exists (SPEC rule 17). With engine.StartLatest the committed offsets
+	// start at the log ends. Errors: ErrInvalidArgument (unknown topic,
+	// invalid identifier, nil assignor, an option NewGroupConfig refuses),
+	// ErrInvalidAssignment.
+	CreateGroup(topic, group string, a engine.Assignor, opts ...GroupOption) (bool, error)
+	// GroupConfig returns the configuration group was created with and
+	// true; false when the group is absent. A group created by a Join has
+	// the zero GroupConfig, and a group deleted and created again has the
+	// new one's. Errors: ErrInvalidArgument (unknown topic, invalid
+	// identifier).
+	GroupConfig(topic, group string) (GroupConfig, bool, error)
+	// RemoveMember removes member from group as its own Leave would (a
+	// rebalance, SPEC rules 8, 9), whoever made it and in whatever
+	// process: Kafka's admin RemoveMembersFromConsumerGroup. The member's
+	// blocked and later Polls return ErrClosed. False when the group or
+	// the member is absent. Errors: ErrInvalidArgument (unknown topic,
+	// invalid identifier), ErrInvalidAssignment.
+	RemoveMember(topic, group, member string) (bool, error)
 	DeleteGroup(topic, group string) (bool, error)
 	SetAssignor(topic, group string, a engine.Assignor) (bool, error)
 	AddPartitions(topic string, count int32) (int32, error)

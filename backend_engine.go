@@ -2,6 +2,7 @@ package tributary
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,18 +12,27 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// engineBackend is the in-process Backend: an *engine.Broker plus the
-// payload type of each topic, which the engine does not keep.
+// engineBackend is the in-process Backend: an *engine.Broker plus what the
+// engine does not keep, the payload type of each topic and the
+// configuration of each group created by CreateGroup.
 type engineBackend struct {
 	b *engine.Broker
 
-	// mu guards types: topic name → payload type.
-	mu    sync.Mutex
-	types map[string]string
+	// mu guards types (topic name → payload type) and groups (a group
+	// created by CreateGroup → its configuration; a group of the engine
+	// that has none was created by a Join, with the zero GroupConfig). It
+	// is held across the engine's CreateGroupAt and DeleteGroup, so that a
+	// group's entry appears and disappears with the group.
+	mu     sync.Mutex
+	types  map[string]string
+	groups map[groupKey]GroupConfig
 }
 
+// groupKey names a group: its topic and its name.
+type groupKey struct{ topic, group string }
+
 func newEngineBackend(b *engine.Broker) *engineBackend {
-	return &engineBackend{b: b, types: map[string]string{}}
+	return &engineBackend{b: b, types: map[string]string{}, groups: map[groupKey]GroupConfig{}}
 }
 
 func (e *engineBackend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
@@ -55,11 +65,48 @@ func (e *engineBackend) Topics() []string {
 	return t
 }
 
-func (e *engineBackend) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
-	return e.b.CreateGroup(topic, group, a)
+// CreateGroup is the engine's CreateGroupAt, whose start is atomic with the
+// group's creation; the rest of the configuration is kept here.
+func (e *engineBackend) CreateGroup(topic, group string, a engine.Assignor, opts ...GroupOption) (bool, error) {
+	cfg, err := NewGroupConfig(topic, opts...)
+	if err != nil {
+		if _, lerr := e.b.PartitionCount(topic); lerr != nil {
+			return false, lerr // rule 4: an unknown topic first
+		}
+		return false, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ok, err := e.b.CreateGroupAt(topic, group, a, cfg.Start)
+	if ok {
+		e.groups[groupKey{topic, group}] = cfg
+	}
+	return ok, err
 }
+
+func (e *engineBackend) GroupConfig(topic, group string) (GroupConfig, bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, err := e.b.Committed(topic, group, 0); errors.Is(err, engine.ErrUnknownGroup) {
+		return GroupConfig{}, false, nil
+	} else if err != nil {
+		return GroupConfig{}, false, err
+	}
+	return e.groups[groupKey{topic, group}], true, nil
+}
+
+func (e *engineBackend) RemoveMember(topic, group, member string) (bool, error) {
+	return e.b.Leave(topic, group, member)
+}
+
 func (e *engineBackend) DeleteGroup(topic, group string) (bool, error) {
-	return e.b.DeleteGroup(topic, group)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ok, err := e.b.DeleteGroup(topic, group)
+	if ok {
+		delete(e.groups, groupKey{topic, group})
+	}
+	return ok, err
 }
 func (e *engineBackend) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
 	return e.b.SetAssignor(topic, group, a)

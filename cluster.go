@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/engine/assign"
 )
 
 // Cluster is the entry point of the typed library: it owns a broker (the
@@ -103,13 +104,66 @@ func (c *Cluster) Close() error {
 func (c *Cluster) Topics() []string { return c.backend.Topics() }
 
 // CreateGroup creates an empty consumer group on topic with assignor a
-// (engine.RoundRobin, engine.Range, engine.Sticky or a user's), its
-// committed offsets at the log start (SPEC rule 17); false, changing
-// nothing, if it exists. A consumer joining an absent group creates it with
-// RoundRobin. Errors: ErrInvalidArgument (unknown topic, invalid id, nil
-// assignor), ErrInvalidAssignment.
-func (c *Cluster) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
-	return c.backend.CreateGroup(topic, group, a)
+// (engine.RoundRobin, engine.Range, engine.Sticky or a user's) and the
+// configuration opts give (SPEC rule 17), and returns true; false, changing
+// nothing, if it exists. The options, kept by the backend for every
+// consumer of the group in any process (GroupConfig):
+//
+//   - WithStart: where the committed offsets start, engine.StartEarliest
+//     (the default) at the log start, the earliest retained record (SPEC
+//     rule 7), or engine.StartLatest at the log end (Kafka's
+//     auto.offset.reset=latest).
+//   - WithDeadLetter, WithBackoff: the group's failure policy, which every
+//     consumer follows (Consumer.Run, Consumer.Nack). Without them a
+//     failing record is retried for ever, with the default backoff.
+//
+// A consumer joining an absent group creates it with RoundRobin, at the
+// log start, with its own failure options or the default policy. Errors:
+// ErrInvalidArgument (unknown topic, invalid id, nil assignor, an option
+// NewGroupConfig refuses), ErrTypeMismatch (an existing dead-letter topic
+// holds another payload type than topic), ErrInvalidAssignment.
+func (c *Cluster) CreateGroup(topic, group string, a engine.Assignor, opts ...GroupOption) (bool, error) {
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return false, err
+	}
+	if assign.IsNil(a) {
+		return false, fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	}
+	cfg, err := NewGroupConfig(topic, opts...)
+	if err != nil {
+		return false, err
+	}
+	if cfg.DeadLetter != "" {
+		_, pt, err1 := c.backend.OpenTopic(topic)
+		_, dpt, err2 := c.backend.OpenTopic(cfg.DeadLetter)
+		if err1 == nil && err2 == nil && pt != dpt {
+			return false, fmt.Errorf("%w: dead-letter topic %q holds %s; topic %q holds %s", ErrTypeMismatch, cfg.DeadLetter, dpt, topic, pt)
+		}
+	}
+	return c.backend.CreateGroup(topic, group, a, opts...)
+}
+
+// GroupConfig returns the configuration group of topic was created with
+// (where it started, its failure policy) and true; false when the group is
+// absent. A group a consumer's Join created has the zero GroupConfig, or
+// the failure options of the consumer that created it. Errors:
+// ErrInvalidArgument (unknown topic, invalid id).
+func (c *Cluster) GroupConfig(topic, group string) (GroupConfig, bool, error) {
+	return c.backend.GroupConfig(topic, group)
+}
+
+// RemoveMember removes member from group of topic, as Kafka's admin
+// RemoveMembersFromConsumerGroup does: the group rebalances at once (SPEC
+// rules 8, 9: the member's in-flight deliveries go to the new owners,
+// committed offsets stay), whichever process the member runs in. The
+// removed member's blocked Poll, and every later one, return ErrClosed, so
+// its Consumer.Run ends with that error and the consumer is closed; a new
+// NewConsumer of the same name joins again. False when the group or the
+// member is absent. Errors: ErrInvalidArgument (unknown topic, invalid id),
+// ErrInvalidAssignment (the group's assignor refused the remaining
+// members: nothing changes).
+func (c *Cluster) RemoveMember(topic, group, member string) (bool, error) {
+	return c.backend.RemoveMember(topic, group, member)
 }
 
 // DeleteGroup deletes an empty group (SPEC rule 17): it stops holding

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,52 +21,52 @@ import (
 // call anything on the cluster, this consumer included.
 type Handler[T any] func(ctx context.Context, m Message[T]) error
 
-// ConsumerOption configures a Consumer (NewConsumer).
-type ConsumerOption func(*consumerConfig)
-
+// consumerConfig is a consumer's configuration: its own options, and the
+// failure policy of its group, read from the backend when it joins.
 type consumerConfig struct {
+	batch int32 // records per poll in Run, 1..64
+
+	// The group's failure policy, which Run and Nack apply.
 	deadLetter  string        // dead-letter topic; "" for none
 	maxAttempts int32         // with deadLetter: attempts before a record is dead-lettered
 	backoff     time.Duration // first retry delay
 	maxBackoff  time.Duration // cap of the doubling delay
-	batch       int32         // records per poll in Run, 1..64
+
+	// The consumer's own failure options (FailureOption), which must agree
+	// with its group's policy: asked holds what they set, askedDeadLetter
+	// and askedBackoff which of them were given, failure the options
+	// themselves (a group absent so far is created with them).
+	asked           GroupConfig
+	askedDeadLetter bool
+	askedBackoff    bool
+	failure         []GroupOption
 }
 
-// Defaults of a Consumer's options.
-const (
-	DefaultBackoff    = 100 * time.Millisecond // first retry delay of Run
-	DefaultMaxBackoff = 10 * time.Second       // cap of Run's doubling retry delay
-	DefaultBatch      = 16                     // records per poll in Run
-)
-
-// WithDeadLetter makes Run send a record whose handler failed maxAttempts
-// times (1..1000; attempts as Message.Attempt counts them, SPEC rule 16),
-// or whose payload does not decode, to the dead-letter topic topic, then ack
-// it. The dead-letter topic is created, if absent, with the origin topic's
-// payload type and partition count; the record keeps its key, headers and
-// time, gains the HeaderDeadLetter* headers and goes to the partition of
-// the same index (modulo the dead-letter topic's count). When the
-// dead-letter topic is full, Run waits for room: the record stays in flight
-// and is never lost. The error header keeps at most 512 bytes of the error's
-// text, and none when the copy would exceed engine.WithMaxMessageBytes; a
-// copy too big even so stops Run with that ErrInvalidArgument (the record
-// stays unacked). Without this option Run retries a failing record for
-// ever (with backoff), as Watermill does without a poison queue.
-func WithDeadLetter(topic string, maxAttempts int32) ConsumerOption {
-	return func(c *consumerConfig) { c.deadLetter, c.maxAttempts = topic, maxAttempts }
+// follow makes g's failure policy the consumer's.
+func (c *consumerConfig) follow(g GroupConfig) {
+	c.deadLetter, c.maxAttempts = g.DeadLetter, g.MaxAttempts
+	c.backoff, c.maxBackoff = g.backoffs()
 }
 
-// WithBackoff sets Run's retry delay after a handler error: initial for the
-// first failure, doubling with each attempt, capped at max (0 < initial ≤
-// max). Defaults: DefaultBackoff, DefaultMaxBackoff.
-func WithBackoff(initial, max time.Duration) ConsumerOption {
-	return func(c *consumerConfig) { c.backoff, c.maxBackoff = initial, max }
-}
-
-// WithBatch sets how many records Run reserves per poll, 1..64 (at most one
-// per partition is in flight at a time). Default DefaultBatch.
-func WithBatch(n int32) ConsumerOption {
-	return func(c *consumerConfig) { c.batch = n }
+// agree returns ErrPolicyMismatch unless the consumer's own failure options
+// (none: it agrees with anything) match g, the policy of its group.
+func (c *consumerConfig) agree(g GroupConfig, topic, group, name string) error {
+	var want []string
+	if c.askedDeadLetter && (c.asked.DeadLetter != g.DeadLetter || c.asked.MaxAttempts != g.MaxAttempts) {
+		want = append(want, fmt.Sprintf("WithDeadLetter(%q, %d)", c.asked.DeadLetter, c.asked.MaxAttempts))
+	}
+	if c.askedBackoff {
+		ai, am := c.asked.backoffs()
+		if gi, gm := g.backoffs(); ai != gi || am != gm {
+			want = append(want, fmt.Sprintf("WithBackoff(%v, %v)", ai, am))
+		}
+	}
+	if want == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: consumer %q asks for %s; group %q of topic %q has the policy it was created with: %s "+
+		"(set a group's failure policy when creating it, Cluster.CreateGroup with WithDeadLetter and WithBackoff, and give its consumers none or the same)",
+		ErrPolicyMismatch, name, strings.Join(want, " and "), group, topic, g.Policy())
 }
 
 // ConsumerStats counts a consumer's work since it was made.
@@ -90,6 +91,9 @@ type Consumer[T any] struct {
 	name string
 	cfg  consumerConfig
 	dlq  *Topic[T]
+	// group is the configuration of the consumer's group, read from the
+	// backend when it joined; cfg holds its failure policy.
+	group GroupConfig
 
 	stop      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -101,30 +105,33 @@ type Consumer[T any] struct {
 
 // NewConsumer makes name (an identifier) a member of group on topic t: it
 // joins, creating the group with engine.RoundRobin if absent (SPEC rule 7;
-// Cluster.CreateGroup picks another assignor), which rebalances the group.
-// Consumer names are unique in the cluster. Errors: ErrInvalidArgument (an
-// invalid id, an option out of range), ErrExists (a consumer of that name
-// is open), ErrTypeMismatch (the dead-letter topic holds another payload
-// type), ErrInvalidAssignment, ErrClosed.
+// Cluster.CreateGroup picks another assignor and the group's
+// configuration), which rebalances the group. The consumer follows its
+// group's failure policy (GroupConfig: dead-letter topic, attempts,
+// backoff), read from the backend as it joins, whatever process created
+// the group. Given WithDeadLetter or WithBackoff, it creates an absent
+// group with them (and RoundRobin), and is refused with ErrPolicyMismatch,
+// without joining, when its group's policy differs. Consumer names are
+// unique in the cluster. Errors: ErrInvalidArgument (an invalid id, an
+// option out of range), ErrExists (a consumer of that name is open),
+// ErrPolicyMismatch, ErrTypeMismatch (the dead-letter topic holds another
+// payload type), ErrInvalidAssignment, ErrClosed.
 func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption) (*Consumer[T], error) {
-	cfg := consumerConfig{backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff, batch: DefaultBatch}
+	cfg := consumerConfig{batch: DefaultBatch}
 	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil ConsumerOption", ErrInvalidArgument)
+		if err := checkOption(o); err != nil {
+			return nil, fmt.Errorf("%w (a ConsumerOption)", err)
 		}
-		o(&cfg)
-	}
-	if cfg.backoff <= 0 || cfg.maxBackoff < cfg.backoff {
-		return nil, fmt.Errorf("%w: backoff %v, max %v: want 0 < initial <= max", ErrInvalidArgument, cfg.backoff, cfg.maxBackoff)
+		o.applyConsumer(&cfg)
 	}
 	if cfg.batch < 1 || cfg.batch > engine.MaxPollRecords {
 		return nil, fmt.Errorf("%w: batch %d outside [1,%d]", ErrInvalidArgument, cfg.batch, engine.MaxPollRecords)
 	}
-	if cfg.deadLetter != "" && (cfg.maxAttempts < 1 || cfg.maxAttempts > 1000) {
-		return nil, fmt.Errorf("%w: dead-letter maxAttempts %d outside [1,1000]", ErrInvalidArgument, cfg.maxAttempts)
-	}
 	if t == nil {
 		return nil, fmt.Errorf("%w: nil Topic", ErrInvalidArgument)
+	}
+	if err := cfg.asked.check(t.Name()); err != nil {
+		return nil, err
 	}
 	if err := engine.CheckIdentifier("group", group); err != nil {
 		return nil, err
@@ -134,20 +141,6 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 		return nil, err
 	}
 	c := &Consumer[T]{t: t, m: m, name: name, cfg: cfg, stop: make(chan struct{})}
-	if cfg.deadLetter != "" {
-		// Check an existing dead-letter topic now; create a missing one only
-		// once the consumer exists, so a refused call creates nothing.
-		if err := engine.CheckIdentifier("topic", cfg.deadLetter); err != nil {
-			return nil, err
-		}
-		if cfg.deadLetter == t.Name() {
-			return nil, fmt.Errorf("%w: dead-letter topic %q is the consumed topic", ErrInvalidArgument, cfg.deadLetter)
-		}
-		c.dlq, err = OpenTopic(t.c, cfg.deadLetter, t.codec)
-		if err != nil && !errors.Is(err, ErrUnknownTopic) {
-			return nil, err
-		}
-	}
 	cl := t.c
 	err = cl.register("consumer", name, func() {
 		cl.consumers[name] = consumerEntry{goType: reflect.TypeFor[T](), c: c, close: c.Close}
@@ -155,11 +148,42 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.Join(); err != nil {
+	unregister := func(err error) (*Consumer[T], error) {
 		cl.mu.Lock()
 		delete(cl.consumers, name)
 		cl.mu.Unlock()
 		return nil, err
+	}
+	// The group's policy, checked before joining so that a refused consumer
+	// causes no rebalance; an existing dead-letter topic is checked too.
+	// The first consumer of a group absent so far creates it with its own.
+	be := cl.backend
+	if cfg.askedDeadLetter {
+		if c.dlq, err = OpenTopic(cl, cfg.asked.DeadLetter, t.codec); err != nil && !errors.Is(err, ErrUnknownTopic) {
+			return unregister(err)
+		}
+	}
+	if len(cfg.failure) > 0 {
+		if _, err := be.CreateGroup(t.Name(), group, engine.RoundRobin, cfg.failure...); err != nil {
+			return unregister(err)
+		}
+	}
+	gc, ok, err := be.GroupConfig(t.Name(), group)
+	if err != nil {
+		return unregister(err)
+	}
+	if ok {
+		if err := cfg.agree(gc, t.Name(), group, name); err != nil {
+			return unregister(err)
+		}
+		if gc.DeadLetter != "" {
+			if c.dlq, err = OpenTopic(cl, gc.DeadLetter, t.codec); err != nil && !errors.Is(err, ErrUnknownTopic) {
+				return unregister(err)
+			}
+		}
+	}
+	if _, err := m.Join(); err != nil {
+		return unregister(err)
 	}
 	if c.closed() {
 		// Closed (Cluster.Close, CloseConsumer) between register and Join:
@@ -169,8 +193,26 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 		m.Leave() //nolint:errcheck // the Join above succeeded with the same names
 		return nil, fmt.Errorf("%w: consumer %q closed while joining", ErrClosed, name)
 	}
-	if cfg.deadLetter != "" && c.dlq == nil {
-		if c.dlq, err = deadLetterTopic(t, cfg.deadLetter); err != nil {
+	// Read again now that the consumer is a member: the group can no longer
+	// be deleted, so this is the policy it keeps (the first read may have
+	// seen a group deleted and created again since, or none).
+	if gc, ok, err = be.GroupConfig(t.Name(), group); err == nil && !ok {
+		err = fmt.Errorf("%w: group %q of topic %q is gone", ErrNotFound, group, t.Name())
+	}
+	if err == nil {
+		err = cfg.agree(gc, t.Name(), group, name)
+	}
+	if err != nil {
+		c.Close() //nolint:errcheck // reporting err
+		return nil, err
+	}
+	c.cfg.follow(gc)
+	c.group = gc
+	if c.cfg.deadLetter == "" {
+		c.dlq = nil
+	}
+	if c.cfg.deadLetter != "" && (c.dlq == nil || c.dlq.Name() != c.cfg.deadLetter) {
+		if c.dlq, err = deadLetterTopic(t, c.cfg.deadLetter); err != nil {
 			c.Close() //nolint:errcheck // reporting err
 			return nil, err
 		}
@@ -193,10 +235,17 @@ func (c *Consumer[T]) Topic() *Topic[T] { return c.t }
 func (c *Consumer[T]) Group() string { return c.m.Group() }
 
 // DeadLetter returns the dead-letter topic's name and the attempts after
-// which a failing record goes there (WithDeadLetter); "" and 0 without one.
+// which a failing record goes there, its group's (WithDeadLetter); "" and 0
+// without one.
 func (c *Consumer[T]) DeadLetter() (topic string, maxAttempts int32) {
 	return c.cfg.deadLetter, c.cfg.maxAttempts
 }
+
+// GroupConfig returns the configuration of the consumer's group, as the
+// backend had it when the consumer joined: the failure policy Run and Nack
+// apply, and where the group started. It stays fixed while the consumer is
+// a member (a group with members cannot be deleted and created again).
+func (c *Consumer[T]) GroupConfig() GroupConfig { return c.group }
 
 // Assignment returns the partitions the consumer owns now, ascending, in a
 // new slice.
@@ -346,8 +395,8 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 }
 
 // Nack reports that processing m, in flight to this consumer, failed with
-// cause, and applies the consumer's failure policy as Run does: with
-// WithDeadLetter, a message that has had its maximum attempts (m.Attempt ≥
+// cause, and applies its group's failure policy as Run does: with a
+// dead-letter topic (WithDeadLetter), a message that has had its maximum attempts (m.Attempt ≥
 // maxAttempts) or whose payload does not decode (m.Err) is published to the
 // dead-letter topic with the HeaderDeadLetter* headers, waiting for room
 // until ctx ends or the consumer is closed (ErrClosed), then acked, and
@@ -410,19 +459,22 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // ctx.Err()) or the consumer is closed (it returns nil); either way it
 // leaves the group when it returns (Close). For each message, in partition
 // order: h returns nil → Ack; h returns an error or panics → the record is
-// redelivered after a backoff (WithBackoff: doubling from the first delay,
-// capped), its partition held meanwhile while the others go on; after
-// WithDeadLetter's maximum attempts, or at once for a payload that does not
-// decode, the record is sent to the dead-letter topic and acked. Run
+// redelivered after a backoff (the group's WithBackoff: doubling from the
+// first delay, capped), its partition held meanwhile while the others go
+// on; after the group's WithDeadLetter maximum attempts, or at once for a
+// payload that does not decode, the record is sent to the dead-letter
+// topic and acked (GroupConfig: the group's policy, whoever created it). Run
 // returns promptly on cancellation even when h ignores ctx: h runs on a
 // goroutine of Run's, which is abandoned (its result ignored) and ends when
 // h does. While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
 // doubling from 50 ms to 2 s, and polls or acks again; an ack that may
 // have been lost is tried again, so a record is at worst delivered twice.
-// Errors: ErrInvalidArgument (nil handler, Run already running); an error
-// sending to the dead-letter topic other than ctx's (the record stays
-// unacked and is redelivered); any other error of the backend.
+// Errors: ErrInvalidArgument (nil handler, Run already running); ErrClosed
+// when the consumer was removed from its group (Cluster.RemoveMember, from
+// any process; it is then closed, and a new NewConsumer of its name joins
+// again); an error sending to the dead-letter topic other than ctx's (the
+// record stays unacked and is redelivered); any other error of the backend.
 func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	if h == nil || ctx == nil {
 		return fmt.Errorf("%w: nil Handler or Context", ErrInvalidArgument)

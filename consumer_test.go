@@ -476,7 +476,7 @@ func TestDeadLetterTopic(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "c" + strconv.Itoa(i)
-			cons, err := tributary.NewConsumer(tp, "g", name, tributary.WithDeadLetter(tt.dlq, 3))
+			cons, err := tributary.NewConsumer(tp, "g"+strconv.Itoa(i), name, tributary.WithDeadLetter(tt.dlq, 3))
 			checkErr(t, "NewConsumer", err, tt.werr)
 			if err != nil {
 				if slices.Contains(c.Consumers(), name) {

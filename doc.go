@@ -48,24 +48,37 @@
 // Poll blocks until messages are deliverable, woken by the broker: a
 // publish, a Retry, a rebalance, a Seek or an ack timeout. An idle consumer
 // uses no CPU. Run calls a Handler for each message: nil acks it; an error
-// or a panic retries it after a doubling, capped backoff; after
-// WithDeadLetter's maximum attempts (or at once when the payload does not
-// decode) the record goes to the dead-letter topic with headers naming its
-// origin and the last error, then is acked. A full dead-letter topic makes
-// Run wait: a record is never lost. Delivery is at least once: a record
-// whose delivery a rebalance or an ack timeout cancelled is processed
-// again, by its new owner.
+// or a panic retries it after a doubling, capped backoff; after the
+// maximum attempts of its group's WithDeadLetter (or at once when the
+// payload does not decode) the record goes to the dead-letter topic with
+// headers naming its origin and the last error, then is acked. A full
+// dead-letter topic makes Run wait: a record is never lost. Delivery is at
+// least once: a record whose delivery a rebalance or an ack timeout
+// cancelled is processed again, by its new owner.
 //
 // A handler may call anything on the cluster — publish to its own topic,
 // ack, seek, close its consumer — without deadlock: no lock is held while
 // it runs.
 //
+// # Consumer groups
+//
+// A group's configuration is the group's, kept by the backend for every
+// process (Cluster.CreateGroup's GroupOptions, Cluster.GroupConfig): where
+// it starts, at the log start (SPEC rule 7, the default) or with
+// WithStart(engine.StartLatest) at the log end, and its failure policy,
+// WithDeadLetter and WithBackoff, which every consumer of the group
+// follows. A consumer given a failure option that differs from its
+// group's is refused (ErrPolicyMismatch); the first consumer of an absent
+// group creates it with its own. Cluster.RemoveMember removes a member
+// from any process (Kafka's RemoveMembersFromConsumerGroup); its Run ends
+// with ErrClosed.
+//
 // # Errors
 //
 // Sentinels, each returned wrapped with context (test with errors.Is):
 // ErrInvalidArgument, ErrUnknownTopic, ErrExists, ErrNotFound,
-// ErrTypeMismatch, ErrPartitionFull, ErrNotInFlight, ErrClosed, ErrEncode,
-// ErrDecode, and the engine's ErrOffsetOutOfRange, ErrGroupNotEmpty and
-// ErrInvalidAssignment. A call that returns an error changed nothing unless
+// ErrTypeMismatch, ErrPolicyMismatch, ErrPartitionFull, ErrNotInFlight,
+// ErrClosed, ErrEncode, ErrDecode, and the engine's ErrOffsetOutOfRange,
+// ErrGroupNotEmpty and ErrInvalidAssignment. A call that returns an error changed nothing unless
 // its doc says otherwise.
 package tributary

@@ -43,6 +43,12 @@ var (
 	// Name, and for topics this Cluster created the Go type) differs from the one the topic
 	// or producer was created with.
 	ErrTypeMismatch = errors.New("tributary: payload type mismatch")
+	// ErrPolicyMismatch is returned by NewConsumer when the consumer's
+	// WithDeadLetter or WithBackoff differs from the failure policy its
+	// consumer group was created with (GroupConfig): a group's policy is
+	// the group's, set by Cluster.CreateGroup, and every consumer of the
+	// group follows it. The consumer did not join.
+	ErrPolicyMismatch = errors.New("tributary: consumer's failure policy differs from its group's")
 	// ErrPartitionFull is returned by Producer.TrySend when the chosen
 	// partition retains as many records as the cluster's capacity (SPEC rule
 	// 5): nothing was published. Producer.Send waits for room instead.

@@ -53,7 +53,7 @@ type Check struct {
 
 // Checks returns every check of the suite, in rule order, in a new slice.
 func Checks() []Check {
-	return slices.Concat(coreChecks(), featureChecks(), blockingChecks())
+	return slices.Concat(coreChecks(), featureChecks(), groupChecks(), blockingChecks())
 }
 
 // Run runs every check of the suite as a subtest of t, each on fresh

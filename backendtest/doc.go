@@ -29,7 +29,7 @@
 //
 // The checks are also exported one by one (Checks): each runs on a
 // testing.TB, so a test of the suite can run it on a recorder and show it
-// fails on a faulty backend (see faults_test.go, where each of 29 faults
+// fails on a faulty backend (see faults_test.go, where each of 34 faults
 // trips at least one check and every check is tripped by some fault).
 //
 // # Coverage, rule by rule
@@ -99,6 +99,15 @@
 //     before; Ack and Retry of an expired delivery; only the owner's poll.
 //   - Rule 23: Describe field by field, and Snapshot's records. Nil and
 //     empty member and group lists compare equal.
+//   - Groups (the typed library's additions): CreateGroup's options kept
+//     and returned by GroupConfig (through joins, leaves and a duplicate
+//     CreateGroup; zero for a group a Join made; gone with DeleteGroup, new
+//     with the group made again), options out of range refused changing
+//     nothing; engine.StartLatest at the log ends, delivering only later
+//     records, freeing what no group needs but the window; RemoveMember
+//     rebalancing as Leave, false for absent members and groups,
+//     ErrInvalidArgument for bad names, and ending a blocked Poll with
+//     ErrClosed.
 //   - Blocking calls: Publish waits for room and wakes on an ack; Poll wakes
 //     on a publish and on a Retry; both return ctx.Err() when ctx ends and
 //     ErrClosed when stop is closed; Poll returns ErrClosed when the member

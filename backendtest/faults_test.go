@@ -52,6 +52,11 @@ const (
 	windowIgnored       fault = "the replay window is ignored"
 	windowIsCapacity    fault = "the replay window is always the capacity"
 	windowOnTop         fault = "the replay window is kept on top of the capacity"
+	groupOptsForgotten  fault = "CreateGroup forgets its options"
+	startIgnored        fault = "CreateGroup ignores WithStart"
+	configDropsStart    fault = "GroupConfig forgets the start"
+	removeIsNoop        fault = "RemoveMember does nothing and says true"
+	removeAbsentTrue    fault = "RemoveMember of an absent member is true"
 )
 
 var faults = []fault{
@@ -62,7 +67,8 @@ var faults = []fault{
 	emptyPayloadInvalid, joinDescending, pollDropsDst, pollDropsKey,
 	snapshotNoHeaders, exactLimitInvalid, addReturnsAdded, addClamps,
 	pollIgnoresStop, pollCtxNoError, windowIgnored, windowIsCapacity,
-	windowOnTop,
+	windowOnTop, groupOptsForgotten, startIgnored, configDropsStart,
+	removeIsNoop, removeAbsentTrue,
 }
 
 // configure returns the configuration a backend with fault f is made
@@ -141,12 +147,52 @@ func (b *faultyBackend) Snapshot(topic string) (engine.TopicSnapshot, error) {
 	return s, err
 }
 
-func (b *faultyBackend) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
-	ok, err := b.Backend.CreateGroup(topic, group, a)
+func (b *faultyBackend) CreateGroup(topic, group string, a engine.Assignor, opts ...tributary.GroupOption) (bool, error) {
+	switch b.f {
+	case groupOptsForgotten:
+		opts = nil
+	case startIgnored:
+		if cfg, err := tributary.NewGroupConfig(topic, opts...); err == nil {
+			opts = nil
+			if cfg.DeadLetter != "" {
+				opts = append(opts, tributary.WithDeadLetter(cfg.DeadLetter, cfg.MaxAttempts))
+			}
+			if cfg.Backoff != 0 {
+				opts = append(opts, tributary.WithBackoff(cfg.Backoff, cfg.MaxBackoff))
+			}
+		}
+	}
+	ok, err := b.Backend.CreateGroup(topic, group, a, opts...)
 	if b.f == duplicateGroupTrue && err == nil {
 		return true, nil
 	}
 	return ok, err
+}
+
+func (b *faultyBackend) GroupConfig(topic, group string) (tributary.GroupConfig, bool, error) {
+	c, ok, err := b.Backend.GroupConfig(topic, group)
+	if b.f == configDropsStart {
+		c.Start = engine.StartEarliest
+	}
+	return c, ok, err
+}
+
+func (b *faultyBackend) RemoveMember(topic, group, member string) (bool, error) {
+	switch b.f {
+	case removeIsNoop:
+		if engine.CheckIdentifier("member", member) == nil {
+			if _, err := b.Backend.Describe(topic); err == nil {
+				return true, nil
+			}
+		}
+	case removeAbsentTrue:
+		ok, err := b.Backend.RemoveMember(topic, group, member)
+		if err == nil {
+			return true, nil
+		}
+		return ok, err
+	}
+	return b.Backend.RemoveMember(topic, group, member)
 }
 
 func (b *faultyBackend) AddPartitions(topic string, k int32) (int32, error) {

@@ -53,12 +53,82 @@ type GroupPartition struct {
 // its committed offset on each partition at that partition's log start
 // offset (SPEC rules 7, 17), and returns true. If the group exists it returns
 // false and changes nothing (its assignor included). The assignor's Name is
-// read once, here, and shown by Describe. Errors: ErrInvalidArgument for an
-// unknown topic, an invalid identifier, or a nil assignor (an interface
-// holding a nil pointer included); ErrInvalidAssignment when a's Name
-// panics.
+// read once, here, and shown by Describe. It is CreateGroupAt with
+// StartEarliest. Errors: ErrInvalidArgument for an unknown topic, an invalid
+// identifier, or a nil assignor (an interface holding a nil pointer
+// included); ErrInvalidAssignment when a's Name panics.
 func (b *Broker) CreateGroup(topicName, groupName string, a Assignor) (bool, error) {
-	t, name, err := b.checkGroupAssignor(topicName, groupName, a)
+	return b.CreateGroupAt(topicName, groupName, a, StartEarliest)
+}
+
+// GroupStart says where a group created by CreateGroupAt starts: its
+// committed offset on each partition at the instant it appears.
+type GroupStart uint8
+
+const (
+	// StartEarliest starts a new group at each partition's log start
+	// offset, the earliest retained record (SPEC rules 7, 17; with
+	// WithReplayWindow the window's fully committed records included): the
+	// group receives every record the topic still retains. Join and
+	// CreateGroup start groups here.
+	StartEarliest GroupStart = iota
+	// StartLatest starts a new group at each partition's log end offset,
+	// as Kafka's auto.offset.reset=latest: the group receives only records
+	// published after it was created. Like a forward Seek (SPEC rule 20),
+	// retention is applied again: records no other group still needs are
+	// removed, beyond the replay window.
+	StartLatest
+)
+
+// String returns "earliest" or "latest", the names Kafka gives the two
+// positions (auto.offset.reset), as ParseGroupStart accepts them.
+func (s GroupStart) String() string {
+	switch s {
+	case StartEarliest:
+		return "earliest"
+	case StartLatest:
+		return "latest"
+	}
+	return fmt.Sprintf("GroupStart(%d)", uint8(s))
+}
+
+// ParseGroupStart returns the GroupStart named name ("earliest" or
+// "latest"); ErrInvalidArgument for another name.
+func ParseGroupStart(name string) (GroupStart, error) {
+	switch name {
+	case "earliest":
+		return StartEarliest, nil
+	case "latest":
+		return StartLatest, nil
+	}
+	return 0, fmt.Errorf("%w: group start %q: want earliest or latest", ErrInvalidArgument, name)
+}
+
+// CreateGroupAt is CreateGroup with the group's start: StartEarliest puts
+// its committed offset on each partition at the log start (SPEC rules 7,
+// 17), StartLatest at the log end. The group appears at one instant, under
+// every partition lock, with every committed offset placed at that
+// instant: a record published before the call is not delivered to a
+// StartLatest group, one published after it returns is. A StartLatest
+// group commits past every retained record, so retention is applied again
+// at the same instant (rules 13, 21). False, changing nothing, if the
+// group exists. Errors: as CreateGroup, and ErrInvalidArgument for a start
+// that is neither (checked before the assignor's Name is read).
+func (b *Broker) CreateGroupAt(topicName, groupName string, a Assignor, start GroupStart) (bool, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return false, err
+	}
+	if err := checkID("group", groupName); err != nil {
+		return false, err
+	}
+	if assign.IsNil(a) {
+		return false, fmt.Errorf("%w: nil Assignor", ErrInvalidArgument)
+	}
+	if start != StartEarliest && start != StartLatest {
+		return false, fmt.Errorf("%w: %v: want StartEarliest or StartLatest", ErrInvalidArgument, start)
+	}
+	name, err := assign.Name(a)
 	if err != nil {
 		return false, err
 	}
@@ -67,7 +137,7 @@ func (b *Broker) CreateGroup(topicName, groupName string, a Assignor) (bool, err
 	if t.groups.Load(groupName) != nil {
 		return false, nil
 	}
-	t.addGroup(t.newGroupLocked(groupName, a, name))
+	t.addGroup(t.newGroupLocked(groupName, a, name), start)
 	return true, nil
 }
 

@@ -35,6 +35,7 @@ var (
 		engine.FaultAddedPartitionsWrongOffset,
 		engine.FaultRebalanceResetsAttempts,
 		engine.FaultAckIgnoresPin,
+		engine.FaultLatestStartsBehind,
 	}
 	raceFaults = []engine.Fault{
 		engine.FaultPollReleasesEach,

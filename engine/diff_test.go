@@ -146,10 +146,11 @@ type op struct {
 	payload string
 	key     string
 	headers []engine.Header
-	time    time.Time     // PublishMessage's Message.Time; zero: the broker clock
-	assign  int           // CreateGroup, SetAssignor: index in diffAssignors
-	advance time.Duration // Advance: how far the clock moves
-	sel     byte          // macros: the pattern of messages, retries and re-acks
+	time    time.Time         // PublishMessage's Message.Time; zero: the broker clock
+	assign  int               // CreateGroup, CreateGroupAt, SetAssignor: index in diffAssignors
+	start   engine.GroupStart // CreateGroupAt: where the group starts (2: invalid)
+	advance time.Duration     // Advance: how far the clock moves
+	sel     byte              // macros: the pattern of messages, retries and re-acks
 
 	// Aims, resolved against the model's state just before the call, so
 	// that successful and interesting calls are common (and stay so while
@@ -192,6 +193,8 @@ func (o op) String() string {
 		return fmt.Sprintf("PollPartition(%q, %q, %q, %d)", o.topic, o.group, o.member, o.partition)
 	case "CreateGroup", "SetAssignor":
 		return fmt.Sprintf("%s(%q, %q, %s)", o.kind, o.topic, o.group, assignorName(o.assign))
+	case "CreateGroupAt":
+		return fmt.Sprintf("CreateGroupAt(%q, %q, %s, %v)", o.topic, o.group, assignorName(o.assign), o.start)
 	case "DeleteGroup":
 		return fmt.Sprintf("DeleteGroup(%q, %q)", o.topic, o.group)
 	case "AddPartitions":
@@ -324,19 +327,19 @@ var kindWeights = [...][]struct {
 		{"Create", 2}, {"Join", 6}, {"Leave", 2}, {"Publish", 7}, {"PublishMessage", 3}, {"Poll", 8},
 		{"Ack", 8}, {"Retry", 3}, {"CreateGroup", 2}, {"DeleteGroup", 2}, {"SetAssignor", 3},
 		{"AddPartitions", 1}, {"Seek", 3}, {"Describe", 1}, {"Advance", 3}, {"Burst", 1}, {"Drain", 1},
-		{"PollPartition", 3}, {"Snapshot", 1},
+		{"PollPartition", 3}, {"Snapshot", 1}, {"CreateGroupAt", 2},
 	},
 	profGroups: {
 		{"Create", 1}, {"Join", 8}, {"Leave", 3}, {"Publish", 5}, {"PublishMessage", 2}, {"Poll", 6},
 		{"Ack", 6}, {"Retry", 2}, {"CreateGroup", 12}, {"DeleteGroup", 4}, {"SetAssignor", 2},
 		{"AddPartitions", 1}, {"Seek", 2}, {"Describe", 1}, {"Advance", 1}, {"Burst", 1}, {"Drain", 2},
-		{"PollPartition", 2}, {"Snapshot", 1},
+		{"PollPartition", 2}, {"Snapshot", 1}, {"CreateGroupAt", 6},
 	},
 	profBig: {
 		{"Create", 1}, {"Join", 4}, {"Leave", 2}, {"Publish", 3}, {"PublishMessage", 2}, {"Poll", 4},
 		{"Ack", 4}, {"Retry", 2}, {"CreateGroup", 1}, {"DeleteGroup", 1}, {"SetAssignor", 2},
 		{"AddPartitions", 1}, {"Seek", 3}, {"Describe", 1}, {"Advance", 2}, {"Burst", 3}, {"Drain", 3}, {"Pump", 3},
-		{"PollPartition", 2}, {"Snapshot", 1},
+		{"PollPartition", 2}, {"Snapshot", 1}, {"CreateGroupAt", 1},
 	},
 	profDeep: {
 		{"Join", 3}, {"Publish", 2}, {"PublishMessage", 1}, {"Poll", 2}, {"Ack", 2},
@@ -484,6 +487,17 @@ func decodeOp(s *byteSource, c diffConfig) op {
 		a := s.next()
 		o.assign = assignorByte(a)
 		o.target = o.kind == "SetAssignor" && a/16%4 != 0
+	case "CreateGroupAt":
+		o.group = s.pick(groups...)
+		o.assign = assignorByte(s.next())
+		switch st := s.next() % 8; {
+		case st == 0:
+			o.start = 2 // neither: invalid
+		case st < 3:
+			o.start = engine.StartEarliest
+		default:
+			o.start = engine.StartLatest
+		}
 	case "DeleteGroup":
 		o.group = s.pick(groups...)
 		if a := s.next(); a%2 != 0 {
@@ -600,6 +614,7 @@ type subject interface {
 	Ack(topic, group, member string, partition int32, offset int64) (bool, error)
 	Retry(topic, group, member string, partition int32, offset int64) (bool, error)
 	CreateGroup(topic, group string, a engine.Assignor) (bool, error)
+	CreateGroupAt(topic, group string, a engine.Assignor, start engine.GroupStart) (bool, error)
 	DeleteGroup(topic, group string) (bool, error)
 	SetAssignor(topic, group string, a engine.Assignor) (bool, error)
 	AddPartitions(topic string, count int32) (int32, error)
@@ -653,6 +668,8 @@ func engineCall(b subject, o op) outcome {
 		out.Bool, err = b.Retry(o.topic, o.group, o.member, o.partition, o.offset)
 	case "CreateGroup":
 		out.Bool, err = b.CreateGroup(o.topic, o.group, diffAssignors[o.assign])
+	case "CreateGroupAt":
+		out.Bool, err = b.CreateGroupAt(o.topic, o.group, diffAssignors[o.assign], o.start)
 	case "DeleteGroup":
 		out.Bool, err = b.DeleteGroup(o.topic, o.group)
 	case "SetAssignor":
@@ -743,6 +760,8 @@ func modelCall(b *model.Broker, o op) outcome {
 		out.Bool, err = b.Retry(o.topic, o.group, o.member, o.partition, o.offset)
 	case "CreateGroup":
 		out.Bool, err = b.CreateGroup(o.topic, o.group, diffAssignors[o.assign])
+	case "CreateGroupAt":
+		out.Bool, err = b.CreateGroupAt(o.topic, o.group, diffAssignors[o.assign], model.GroupStart(o.start))
 	case "DeleteGroup":
 		out.Bool, err = b.DeleteGroup(o.topic, o.group)
 	case "SetAssignor":
@@ -1502,7 +1521,7 @@ func inFlightCount(d model.TopicDescription) int {
 // describes are the kinds whose coverage compares descriptions before and
 // after (a poll only under an ack timeout).
 var describes = map[string]bool{
-	"CreateGroup": true, "Join": true, "Leave": true, "DeleteGroup": true, "SetAssignor": true,
+	"CreateGroup": true, "CreateGroupAt": true, "Join": true, "Leave": true, "DeleteGroup": true, "SetAssignor": true,
 	"AddPartitions": true, "Seek": true,
 }
 
@@ -1654,6 +1673,19 @@ func (c *coverage) after(r *runner, o op, out outcome, pre preState) {
 		if out.Bool && moved() {
 			c.hit("group deletion freed records")
 		}
+	case "CreateGroupAt":
+		if !out.Bool || o.start != engine.StartLatest {
+			break
+		}
+		for _, p := range d.Partitions {
+			if p.LogEndOffset > pre.desc.Partitions[p.Partition].LogStartOffset {
+				c.hit("latest group created past retained records")
+				break
+			}
+		}
+		if moved() {
+			c.hit("latest group creation freed records")
+		}
 	case "AddPartitions":
 		if out.Err == "" && len(pre.desc.Groups) > 0 && pre.desc.Partitions[0].LogEndOffset > 0 {
 			c.hit("partitions added to a used topic with groups")
@@ -1718,6 +1750,8 @@ func TestDiffGeneratorCoverage(t *testing.T) {
 		{"error invalid-assignment from AddPartitions", 2},
 		{"error not-empty from DeleteGroup", 85},
 		{"group deletion freed records", 4},
+		{"latest group created past retained records", 55},
+		{"latest group creation freed records", 13},
 		{"partitions added to a used topic with groups", 60},
 		{"error invalid from AddPartitions", 100},
 		{"seek", 120},

@@ -141,7 +141,7 @@
 // partition; a rebalance locks one group's moved cursors in ascending order
 // (AddPartitions: every group's, partition by partition); Seek locks one
 // cursor, then its partition; Describe locks, partition by partition, every
-// group's cursor and then the partition; CreateGroup, a creating Join and
+// group's cursor and then the partition; CreateGroup(At), a creating Join and
 // DeleteGroup lock every partition and no cursor (a new group is not
 // reachable yet, a deleted one has no members). Only holders of topic.mu
 // lock two cursors of one partition, so their order among groups is free.
@@ -247,7 +247,8 @@
 //     section.
 //   - PublishMessage: as Publish. The record's broker timestamp is read just
 //     before the partition lock, so it lies within the call's interval.
-//   - CreateGroup, DeleteGroup: while holding every partition lock, when the
+//   - CreateGroup, CreateGroupAt, DeleteGroup: while holding every partition
+//     lock (where a StartLatest group reads the log ends), when the
 //     group is added to (removed from) the registry. A deleted group's slot
 //     is freed and retention re-applied in the same critical section.
 //   - SetAssignor: at the store of the new assignment (rebalance).

@@ -378,7 +378,7 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 		g.members = members
 		if created {
 			g.assign.Store(next) // nobody can reach g before addGroup
-			t.addGroup(g)
+			t.addGroup(g, StartEarliest)
 		} else {
 			t.rebalance(g, next)
 		}
@@ -887,13 +887,16 @@ func (t *topic) newGroupLocked(name string, a Assignor, assignorName string) *gr
 	return g
 }
 
-// addGroup places g's cursors at the log start offsets (SPEC rule 7), gives
-// g a slot on every partition and adds it to the registry, while holding
-// every partition lock: the log start offsets cannot move meanwhile (they
-// move only under the partition lock) and the group appears at one instant.
-// A new cursor is pinned: it may be its partition's least. The caller holds
-// t.mu.
-func (t *topic) addGroup(g *group) {
+// addGroup places g's cursors at the log start offsets (SPEC rule 7) or,
+// with StartLatest, at the log end offsets, gives g a slot on every
+// partition and adds it to the registry, while holding every partition
+// lock: the log start and end offsets cannot move meanwhile (they move
+// only under the partition lock) and the group appears at one instant. A
+// new cursor at its partition's least committed offset is pinned; one above
+// it (a StartLatest group behind which others lag) is not. A StartLatest
+// cursor that raises the least committed offset (no other group is behind
+// it) applies retention. The caller holds t.mu.
+func (t *topic) addGroup(g *group, start GroupStart) {
 	if n := len(t.freeSlots); n > 0 {
 		g.slot = t.freeSlots[n-1]
 		t.freeSlots = t.freeSlots[:n-1]
@@ -904,21 +907,39 @@ func (t *topic) addGroup(g *group) {
 	cs := g.assign.Load().cursors
 	n := t.lockAll()
 	for i, p := range t.parts[:n] {
-		start := p.log.StartOffset() // ≤ low: the records from low on are retained
-		cs[i].place(p, start, true)
+		at := p.log.StartOffset() // ≤ low: the records from low on are retained
+		if start == StartLatest {
+			at = t.latestStart(p)
+		}
+		pin := at <= p.low
+		cs[i].place(p, at, pin)
 		if g.slot < len(p.cursors) {
 			p.cursors[g.slot] = cs[i]
 		} else {
 			p.cursors = append(p.cursors, cs[i])
 		}
-		if start < p.low {
-			p.low, p.atLow = start, 1
-		} else {
+		switch {
+		case p.low == noLow:
+			p.low, p.atLow = at, 1
+			t.trimLocked(p) // the first group: what it starts past is fully committed
+		case at < p.low:
+			p.low, p.atLow = at, 1
+		case at == p.low:
 			p.atLow++
 		}
 	}
 	t.groups.Store(g.name, g)
 	t.unlockAll(n)
+}
+
+// latestStart is the committed offset of a StartLatest group on p: its log
+// end offset. The caller holds p.mu.
+func (t *topic) latestStart(p *partition) int64 {
+	end := p.log.EndOffset()
+	if t.faults.on(faultLatestStartsBehind) && end > p.log.StartOffset() {
+		return end - 1 // the bug: the last record's offset, not the next one's
+	}
+	return end
 }
 
 // plan computes g's next assignment for members over the partitions of

@@ -65,5 +65,9 @@ const (
 	// unpinned one, so the group at the least committed offset moves
 	// without applying retention.
 	faultAckIgnoresPin
+	// (p) CreateGroupAt with StartLatest starts the group at the offset of
+	// each partition's last record instead of its log end, so the group
+	// receives one record published before it was created.
+	faultLatestStartsBehind
 	faultCount
 )

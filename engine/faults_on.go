@@ -82,6 +82,11 @@ const (
 	// committed offset without the partition lock, as any other, so
 	// retention is not applied ("ack-ignores-pin").
 	FaultAckIgnoresPin = Fault(faultAckIgnoresPin)
+	// FaultLatestStartsBehind (p): CreateGroupAt with StartLatest starts the
+	// group at each non-empty partition's last offset, not its log end, so
+	// it receives one record published before it existed
+	// ("latest-starts-behind").
+	FaultLatestStartsBehind = Fault(faultLatestStartsBehind)
 )
 
 var faultNames = [faultCount]string{
@@ -101,6 +106,7 @@ var faultNames = [faultCount]string{
 	"rebalance-resets-attempts",
 	"poll-skips-recheck",
 	"ack-ignores-pin",
+	"latest-starts-behind",
 }
 
 // String returns the fault's name, as ParseFault accepts it.

@@ -16,7 +16,8 @@ import (
 // cursors, then log end, and read again if the log start moved meanwhile,
 // so lag is never negative, no committed offset is below the log start and
 // end − start never exceeds the capacity. A cursor behind its group's
-// generation is shown as helping would leave it (nothing is written). The
+// generation is shown as helping would leave it, and one not yet placed
+// where placing it would put it (nothing is written). The
 // result is the caller's. Errors: engine.ErrInvalidArgument
 // (unknown topic, invalid identifier), ErrUnavailable.
 func (b *Backend) Describe(topic string) (engine.TopicDescription, error) {
@@ -79,6 +80,7 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 				return s, err
 			}
 			cursors = make([]cursorVal, len(groups))
+			unplaced := make([]bool, len(groups)) // placing it would put it at the log end
 			for i, g := range groups {
 				var c cursorVal
 				_, ok, err := b.get(cursorKey(topic, g.name, p), &c)
@@ -88,6 +90,7 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 				switch {
 				case !ok || c.Inc != g.gv.Inc:
 					c = cursorVal{Owner: g.gv.owner(p), Committed: lv.Low}
+					unplaced[i] = g.gv.startsLatest(p)
 				case c.Gen < g.gv.Gen && (c.Owner != g.gv.owner(p) || c.Gen < g.gv.since(p)):
 					c.Owner, c.InFlight = g.gv.owner(p), false
 				}
@@ -95,6 +98,11 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 			}
 			if end, err = b.logEnd(topic, p); err != nil {
 				return s, err
+			}
+			for i := range cursors {
+				if unplaced[i] {
+					cursors[i].Committed = max(lv.Low, end)
+				}
 			}
 			// low unchanged since the figures began: no record in [low,
 			// end) was purged meanwhile, so end − low <= capacity.

@@ -33,7 +33,10 @@
 //
 //	topic.<T>            partitions, payload type, replay window
 //	group.<T>.<G>        incarnation, generation, assignor name, members, owner and
-//	                     owner-since generation per partition
+//	                     owner-since generation per partition; the group's
+//	                     configuration, written by CreateGroup and copied by
+//	                     every later write: start (latest, with the partition
+//	                     count then), dead-letter topic, attempts, backoff
 //	cursor.<T>.<G>.<p>   incarnation, owner, generation, committed offset,
 //	                     in flight, attempts, delivery time
 //	low.<T>.<p>          the partition's log start: the retention fence

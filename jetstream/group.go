@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/engine/assign"
 	njs "github.com/nats-io/nats.go/jetstream"
@@ -42,7 +43,15 @@ func (b *Backend) cursorFor(t, g string, gv *groupVal, p int32) (cursorVal, uint
 					n.Committed, n.InFlight, n.Attempts = low, false, 0
 					return n, true, nil
 				}
-				return cursorVal{Inc: gv.Inc, Owner: gv.owner(p), Gen: gv.Gen, Committed: low}, true, nil
+				start := low
+				if gv.startsLatest(p) {
+					end, err := b.logEnd(t, p)
+					if err != nil {
+						return cursorVal{}, false, err
+					}
+					start = max(low, end)
+				}
+				return cursorVal{Inc: gv.Inc, Owner: gv.owner(p), Gen: gv.Gen, Committed: start}, true, nil
 			})
 			if err != nil {
 				return c, rev, err
@@ -315,7 +324,7 @@ func (b *Backend) rebalance(t, g string, given engine.Assignor, change func(next
 		if err != nil {
 			return gv, false, err
 		}
-		next := groupVal{Inc: gv.Inc, Gen: gv.Gen, Assignor: gv.Assignor, Members: slices.Clone(gv.Members), Owners: gv.Owners}
+		next := groupVal{Inc: gv.Inc, Gen: gv.Gen, Assignor: gv.Assignor, Members: slices.Clone(gv.Members), Owners: gv.Owners, groupConfig: gv.groupConfig}
 		ok, err := change(&next, exists, tv.Partitions)
 		if err != nil {
 			return gv, false, err
@@ -443,29 +452,94 @@ func (b *Backend) checkAssignorCall(topic, group string, a engine.Assignor) (str
 	return b.checkAssignor(a)
 }
 
-// CreateGroup creates group with no members and assignor a, its committed
-// offsets at each partition's log start (SPEC rules 7, 17); false, nothing
-// changed, if it exists. a, a user's, is kept for this group in this
-// Backend once the creation committed.
-// Errors: engine.ErrInvalidArgument (unknown topic, invalid identifier,
-// nil a), engine.ErrInvalidAssignment (a's Name panics), ErrUnavailable.
-func (b *Backend) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
+// CreateGroup creates group with no members, assignor a and the
+// configuration opts give (tributary.NewGroupConfig), stored on the group
+// key so that every process reads the same (GroupConfig); false, nothing
+// changed, if it exists (SPEC rule 17). Its committed offsets start at
+// each partition's log start (rule 7) or, with engine.StartLatest, at its
+// log end. a, a user's, is kept for this group in this Backend once the
+// creation committed. Weakened with StartLatest: each partition's start is
+// its log end when its cursor is placed, after the group's commit and
+// before CreateGroup returns, partition after partition, not one instant
+// for all: a record published before the call is never delivered to the
+// group, one published after it returns always is, and one published
+// during it either way. Retention is then applied to every partition, as
+// after a forward Seek. Errors: engine.ErrInvalidArgument (unknown topic,
+// invalid identifier, nil a, an option NewGroupConfig refuses),
+// engine.ErrInvalidAssignment (a's Name panics), ErrUnavailable.
+func (b *Backend) CreateGroup(topic, group string, a engine.Assignor, opts ...tributary.GroupOption) (bool, error) {
 	name, err := b.checkAssignorCall(topic, group, a)
 	if err != nil {
 		return false, err
 	}
-	gv, created, err := b.rebalance(topic, group, a, func(next *groupVal, exists bool, _ int32) (bool, error) {
+	cfg, err := tributary.NewGroupConfig(topic, opts...)
+	if err != nil {
+		return false, err
+	}
+	gv, created, err := b.rebalance(topic, group, a, func(next *groupVal, exists bool, parts int32) (bool, error) {
 		if exists {
 			return false, nil
 		}
 		next.Assignor, next.Members = name, []string{}
+		next.groupConfig = newGroupConfig(cfg, parts)
 		return true, nil
 	})
 	if err != nil || !created {
 		return false, err
 	}
-	_, err = b.grow(topic, group, gv)
-	return true, err
+	if gv, err = b.grow(topic, group, gv); err != nil {
+		return true, err
+	}
+	if gv.Latest {
+		// The cursors are placed (rebalance settled them) past what the
+		// group skips: free what no other group needs.
+		for p := range gv.Parts {
+			if _, err := b.retain(topic, p, false); err != nil {
+				return true, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// GroupConfig returns the configuration group was created with, read from
+// its group key, and true; false when the group is absent. A group a Join
+// created has the zero tributary.GroupConfig. Errors:
+// engine.ErrInvalidArgument (unknown topic, invalid identifier),
+// ErrUnavailable.
+func (b *Backend) GroupConfig(topic, group string) (tributary.GroupConfig, bool, error) {
+	if _, _, err := b.lookupTopic(topic); err != nil {
+		return tributary.GroupConfig{}, false, err
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return tributary.GroupConfig{}, false, err
+	}
+	gv, _, ok, err := b.readGroup(topic, group)
+	if err != nil || !ok {
+		return tributary.GroupConfig{}, false, err
+	}
+	return gv.config(), true, nil
+}
+
+// RemoveMember removes member from group and rebalances (SPEC rule 8), as
+// the member's own Leave would, from this or any other process: the
+// group key's compare-and-set is the removal, and the member's blocked
+// Poll, subscribed to that key, wakes and returns tributary.ErrClosed.
+// False when the group or the member is absent. Errors:
+// engine.ErrInvalidArgument (unknown topic, invalid identifier),
+// engine.ErrInvalidAssignment, ErrUnknownAssignor, ErrUnavailable.
+func (b *Backend) RemoveMember(topic, group, member string) (bool, error) {
+	if _, _, err := b.lookupTopic(topic); err != nil {
+		return false, err
+	}
+	if err := engine.CheckIdentifier("group", group); err != nil {
+		return false, err
+	}
+	if err := engine.CheckIdentifier("member", member); err != nil {
+		return false, err
+	}
+	m := &Member{t: &Topic{b: b, name: topic, count: b.partCount(topic)}, b: b, group: group, name: member}
+	return m.Leave()
 }
 
 // DeleteGroup deletes group, which must have no members (SPEC rule 17): it

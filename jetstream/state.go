@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
 	njs "github.com/nats-io/nats.go/jetstream"
 )
 
@@ -53,7 +55,49 @@ type groupVal struct {
 	Members  []string `json:"members"`  // sorted bytewise
 	Owners   []string `json:"owners"`   // Owners[p]: owner of p, "" for none; len = partitions seen by the last rebalance
 	Since    []uint64 `json:"since"`    // Since[p]: the generation at which Owners[p] became p's owner
+	groupConfig
 }
+
+// groupConfig is the part of a groupVal that CreateGroup writes and no
+// later write changes: the group's tributary.GroupConfig. A group a Join
+// created has the zero value. Its fields are the group key's own in JSON.
+type groupConfig struct {
+	// Latest, set by a group created with engine.StartLatest, places the
+	// group's cursor on each partition below Parts (the partition count at
+	// its creation) at the log end when the cursor is first placed: by
+	// CreateGroup itself before it returns, or by whichever process first
+	// reads the cursor if CreateGroup's process did not get that far.
+	// Partitions added later start at 0 (SPEC rule 19).
+	Latest bool  `json:"latest,omitempty"`
+	Parts  int32 `json:"parts,omitempty"`
+	// The failure policy: GroupConfig's fields of the same names.
+	DeadLetter  string        `json:"deadLetter,omitempty"`
+	MaxAttempts int32         `json:"maxAttempts,omitempty"`
+	Backoff     time.Duration `json:"backoff,omitempty"`    // nanoseconds
+	MaxBackoff  time.Duration `json:"maxBackoff,omitempty"` // nanoseconds
+}
+
+// newGroupConfig is the stored form of c for a topic of parts partitions.
+func newGroupConfig(c tributary.GroupConfig, parts int32) groupConfig {
+	g := groupConfig{DeadLetter: c.DeadLetter, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff, MaxBackoff: c.MaxBackoff}
+	if c.Start == engine.StartLatest {
+		g.Latest, g.Parts = true, parts
+	}
+	return g
+}
+
+// config returns g as a tributary.GroupConfig.
+func (g groupConfig) config() tributary.GroupConfig {
+	c := tributary.GroupConfig{DeadLetter: g.DeadLetter, MaxAttempts: g.MaxAttempts, Backoff: g.Backoff, MaxBackoff: g.MaxBackoff}
+	if g.Latest {
+		c.Start = engine.StartLatest
+	}
+	return c
+}
+
+// startsLatest reports whether the group's cursor on p starts at the log
+// end (a StartLatest group, p one of its first partitions).
+func (g groupConfig) startsLatest(p int32) bool { return g.Latest && p < g.Parts }
 
 // owner returns the owner of p, "" when none or p is beyond Owners.
 func (g *groupVal) owner(p int32) string {

@@ -50,8 +50,31 @@ type GroupPartition struct {
 // committed offset at the partition's log start, and returns true (rule 17).
 // An existing group returns false and is left untouched, its assignor
 // included. It returns ErrInvalidArgument for an invalid identifier, an
-// unknown topic or a nil a.
+// unknown topic or a nil a. It is CreateGroupAt with StartEarliest.
 func (b *Broker) CreateGroup(topic, group string, a Assignor) (bool, error) {
+	return b.CreateGroupAt(topic, group, a, StartEarliest)
+}
+
+// GroupStart says where CreateGroupAt starts a group, as engine.GroupStart.
+type GroupStart uint8
+
+const (
+	// StartEarliest: each committed offset at the partition's log start
+	// (rules 7, 17).
+	StartEarliest GroupStart = iota
+	// StartLatest: each committed offset at the partition's log end.
+	StartLatest
+)
+
+// CreateGroupAt is CreateGroup with the group's start: StartEarliest puts
+// every committed offset at the partition's log start, StartLatest at its
+// log end, after which retention is applied to every partition (as after a
+// forward Seek, rule 20: what no other group needs is removed, but for the
+// replay window). Checks, in order: the identifiers and the topic, a nil
+// a, a start that is neither (each ErrInvalidArgument), a's Name panicking
+// (ErrInvalidAssignment); then false for an existing group. Only true
+// changes anything.
+func (b *Broker) CreateGroupAt(topic, group string, a Assignor, start GroupStart) (bool, error) {
 	t, err := b.lookup(topic, group)
 	if err != nil {
 		return false, err
@@ -59,13 +82,23 @@ func (b *Broker) CreateGroup(topic, group string, a Assignor) (bool, error) {
 	if assign.IsNil(a) {
 		return false, fmt.Errorf("%w: topic %q: group %q: nil assignor", ErrInvalidArgument, topic, group)
 	}
+	if start != StartEarliest && start != StartLatest {
+		return false, fmt.Errorf("%w: topic %q: group %q: start %d: want StartEarliest or StartLatest", ErrInvalidArgument, topic, group, start)
+	}
 	if _, err := assign.Name(a); err != nil {
 		return false, fmt.Errorf("topic %q: group %q: %w", topic, group, err)
 	}
 	if _, ok := t.groups[group]; ok {
 		return false, nil
 	}
-	t.groups[group] = t.newGroup(a)
+	g := t.newGroup(a)
+	t.groups[group] = g
+	if start == StartLatest {
+		for p := range t.logs {
+			g.committed[p] = t.logs[p].end()
+			t.trim(p, b.window)
+		}
+	}
 	return true, nil
 }
 

@@ -470,6 +470,45 @@ func TestDeleteGroupReleasesRetention(t *testing.T) {
 	}
 }
 
+// TestCreateGroupAt: a StartLatest group starts at each log end and, when
+// no other group is behind it, frees what it starts past but the window;
+// invalid starts are refused and change nothing.
+func TestCreateGroupAt(t *testing.T) {
+	for _, window := range []int32{0, 1} {
+		t.Run("window "+itoa(int64(window)), func(t *testing.T) {
+			f := newFx(t, 3, model.WithReplayWindow(window))
+			f.create("t", 2)
+			for range 3 {
+				f.publish("t", 0, "x")
+			}
+			ok, err := f.b.CreateGroupAt("t", "g", model.RoundRobin, model.StartLatest)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, 3-int64(window), f.logStart("t", 0))
+			c, err := f.b.Committed("t", "g", 0)
+			require.NoError(t, err)
+			require.Equal(t, int64(3), c)
+			require.Equal(t, int64(3), f.publish("t", 0, "y"))
+			f.join("t", "g", "m")
+			require.Len(t, f.poll("t", "g", "m", 64), 1)
+			require.NoError(t, f.b.CheckInvariants())
+		})
+	}
+	f := newFx(t, 3)
+	f.create("t", 1)
+	f.publish("t", 0, "x")
+	before := f.b.Clone()
+	for _, start := range []model.GroupStart{2, 255} {
+		ok, err := f.b.CreateGroupAt("t", "g", model.RoundRobin, start)
+		require.ErrorIs(t, err, model.ErrInvalidArgument)
+		require.False(t, ok)
+	}
+	ok, err := f.b.CreateGroupAt("t", "g", nil, model.StartLatest)
+	require.ErrorIs(t, err, model.ErrInvalidArgument)
+	require.False(t, ok)
+	require.True(t, before.Equal(f.b), "invalid calls changed the state")
+}
+
 // TestAssignors checks the three built-in assignors of rule 18 through Join.
 func TestAssignors(t *testing.T) {
 	tests := []struct {

@@ -38,7 +38,8 @@
 //   - Poll: rules 10, 16 (Record.Attempt) and 22 (ack timeout); PollPartition
 //     is the same for one partition (engine's AppendPollPartition); Ack:
 //     rule 11 and retention, rules 13 and 21; Retry: rule 12.
-//   - CreateGroup, DeleteGroup: rule 17; SetAssignor: rule 18;
+//   - CreateGroup, DeleteGroup: rule 17, and CreateGroupAt, a group at
+//     the log end (engine's); SetAssignor: rule 18;
 //     AddPartitions: rule 19; Seek: rule 20; Describe: rule 23, and
 //     Snapshot, Describe with the retained records (engine's Snapshot).
 //

@@ -129,6 +129,11 @@ func (t backendTarget) CreateGroup(topic, group string, a engine.Assignor) (bool
 	return ok, engineErr(err)
 }
 
+func (t backendTarget) CreateGroupAt(topic, group string, a engine.Assignor, start engine.GroupStart) (bool, error) {
+	ok, err := t.b.CreateGroup(topic, group, a, tributary.WithStart(start))
+	return ok, engineErr(err)
+}
+
 func (t backendTarget) DeleteGroup(topic, group string) (bool, error) {
 	ok, err := t.b.DeleteGroup(topic, group)
 	return ok, engineErr(err)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/f91dcac0/tributary/engine"
 )
 
 // Describe renders one call and its result on one line, the way the HTML
@@ -59,6 +61,12 @@ func Describe(in Input, out Output) string {
 			a = "nil"
 		}
 		args = g + " " + a
+	case KindCreateGroupAt:
+		a := in.Assignor
+		if a == "" {
+			a = "nil"
+		}
+		args = g + " " + a + " " + engine.GroupStart(in.Start).String()
 	case KindDeleteGroup:
 		args = g
 	case KindAddPartitions:

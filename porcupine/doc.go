@@ -29,8 +29,10 @@
 // and headers), CreateGroup and SetAssignor (an assignor named among
 // RoundRobin, Range, Sticky and the test assignor Picky, which refuses
 // groups of three members so that rebalances fail with
-// ErrInvalidAssignment), DeleteGroup, AddPartitions, Seek and Describe (the
-// whole description is compared), and MemberHandle.AppendPollPartition
+// ErrInvalidAssignment), CreateGroupAt (a group at the log end,
+// StartLatest, or the log start; the latest mix makes it), DeleteGroup,
+// AddPartitions, Seek and Describe (the whole description is compared),
+// and MemberHandle.AppendPollPartition
 // (KindPollPartition, checked against model.PollPartition; the acktimeout
 // and addpartitions mixes make it). A polled record is compared whole: topic,
 // partition, offset, payload, key, headers, attempt and, under a test clock,
@@ -116,7 +118,8 @@
 //
 // Mixes lists the workload shapes: six of the core calls (balanced,
 // multipoll, rebalance, ackretry, full, groups) and one per Tributary
-// feature (seek, assignor, addpartitions, lifecycle, window, acktimeout),
+// feature (seek, assignor, addpartitions, lifecycle, latest, window,
+// acktimeout),
 // each with the broker Options it needs. FaultMix names the mix that
 // exposes each deliberate engine fault of a tributary_faults build; the
 // fault tests (faults_test.go) require every fault to be caught.

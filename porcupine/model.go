@@ -40,12 +40,16 @@ const (
 	// partition with maxRecords 1 (model.PollPartition). Recorded with the
 	// group, member and partition; its records are compared as Poll's.
 	KindPollPartition
+	// KindCreateGroupAt is engine.Broker.CreateGroupAt: CreateGroup with
+	// the group's start (Input.Start), StartLatest at the log end
+	// (model.CreateGroupAt).
+	KindCreateGroupAt
 
 	kindCount // one past the last Kind
 )
 
 var kindNames = [kindCount]string{"", "Create", "Join", "Leave", "Publish", "Poll", "Ack", "Retry",
-	"PublishMessage", "CreateGroup", "DeleteGroup", "SetAssignor", "AddPartitions", "Seek", "Describe", "Advance", "PollPartition"}
+	"PublishMessage", "CreateGroup", "DeleteGroup", "SetAssignor", "AddPartitions", "Seek", "Describe", "Advance", "PollPartition", "CreateGroupAt"}
 
 // Kinds returns every valid Kind in order, as a new slice owned by the
 // caller.
@@ -103,9 +107,12 @@ type Input struct {
 	Key     string    `json:"key,omitempty"`     // PublishMessage: Message.Key
 	Headers []Header  `json:"headers,omitempty"` // PublishMessage: Message.Headers
 	Time    time.Time `json:"time,omitzero"`     // PublishMessage: Message.Time (zero: the broker clock)
-	// Assignor is, for CreateGroup and SetAssignor, the assignor's name
-	// (see AssignorNames); "" stands for a nil Assignor.
+	// Assignor is, for CreateGroup, CreateGroupAt and SetAssignor, the
+	// assignor's name (see AssignorNames); "" stands for a nil Assignor.
 	Assignor string `json:"assignor,omitempty"`
+	// Start is, for CreateGroupAt, engine.GroupStart's value: 0
+	// StartEarliest, 1 StartLatest, anything else invalid.
+	Start uint8 `json:"start,omitempty"`
 	// Advance is, for Advance, how far the test clock moves.
 	Advance time.Duration `json:"advance,omitempty"`
 }
@@ -268,7 +275,7 @@ func kindOf(err error, s sentinels) ErrKind {
 type Output struct {
 	Err        ErrKind           `json:"error,omitempty"`
 	ErrText    string            `json:"err,omitempty"`         // ErrOther: the error's text
-	OK         bool              `json:"ok,omitempty"`          // Create, Leave, Ack, Retry, CreateGroup, DeleteGroup, SetAssignor, Seek
+	OK         bool              `json:"ok,omitempty"`          // Create, Leave, Ack, Retry, CreateGroup, CreateGroupAt, DeleteGroup, SetAssignor, Seek
 	Offset     int64             `json:"offset,omitempty"`      // Publish, PublishMessage: the offset, or -1 when full or on error
 	N          int32             `json:"n,omitempty"`           // AddPartitions: the new partition count
 	Now        time.Duration     `json:"now,omitempty"`         // Advance: the test clock's reading after it, since Epoch
@@ -355,6 +362,8 @@ func Apply(b *model.Broker, in Input) Output {
 		out.OK, err = b.Retry(in.Topic, in.Group, in.Member, in.Partition, in.Offset)
 	case KindCreateGroup:
 		out.OK, err = b.CreateGroup(in.Topic, in.Group, mustAssignor(in.Assignor))
+	case KindCreateGroupAt:
+		out.OK, err = b.CreateGroupAt(in.Topic, in.Group, mustAssignor(in.Assignor), model.GroupStart(in.Start))
 	case KindDeleteGroup:
 		out.OK, err = b.DeleteGroup(in.Topic, in.Group)
 	case KindSetAssignor:

@@ -293,6 +293,21 @@ func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
 	return ok, err
 }
 
+// CreateGroupAt calls engine.Broker.CreateGroupAt with the assignor named
+// assignor ("" for nil) and start (engine.GroupStart's value; others are
+// invalid) and records it. It panics for a name LookupAssignor does not
+// know.
+func (c *Client) CreateGroupAt(topic, group, assignor string, start uint8) (bool, error) {
+	a := mustAssignor(assignor)
+	call := c.r.now()
+	ok, err := c.t.CreateGroupAt(topic, group, a, engine.GroupStart(start))
+	ret := c.r.now()
+	out := Output{OK: ok}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindCreateGroupAt, Topic: topic, Group: group, Assignor: assignor, Start: start}, out)
+	return ok, err
+}
+
 // DeleteGroup calls engine.Broker.DeleteGroup and records it.
 func (c *Client) DeleteGroup(topic, group string) (bool, error) {
 	call := c.r.now()

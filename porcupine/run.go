@@ -270,6 +270,12 @@ func (tr *topicRun) client(cl *Client, ci int) {
 			}
 		case KindCreateGroup:
 			cl.CreateGroup(tr.name, tr.someGroup(rng, group), tr.assignor(rng))
+		case KindCreateGroupAt:
+			start := uint8(engine.StartLatest)
+			if rng.IntN(3) == 0 {
+				start = uint8(engine.StartEarliest)
+			}
+			cl.CreateGroupAt(tr.name, tr.someGroup(rng, group), tr.assignor(rng), start)
 		case KindDeleteGroup:
 			cl.DeleteGroup(tr.name, tr.someGroup(rng, group))
 		case KindSetAssignor:
@@ -383,12 +389,16 @@ func seeMax32(v *atomic.Int32, x int32) {
 }
 
 // invalid makes one call that breaks SPEC rules 3, 4, 15, 17, 18, 19 or 20
-// (the last five only in mixes that use the Tributary calls).
+// (the last five only in mixes that use the Tributary calls), or, in a mix
+// that makes CreateGroupAt, gives it a start that is neither.
 func (tr *topicRun) invalid(cl *Client, rng *rand.Rand, group, member string) {
 	parts := tr.parts.Load()
 	n := 9
 	if tr.mix.usesAdmin() {
 		n = 16
+	}
+	if tr.mix.Weights[KindCreateGroupAt] > 0 {
+		n = 17
 	}
 	switch rng.IntN(n) {
 	case 0:
@@ -431,5 +441,7 @@ func (tr *topicRun) invalid(cl *Client, rng *rand.Rand, group, member string) {
 		cl.Describe(tr.unknown)
 	case 15:
 		cl.DeleteGroup(tr.name, "")
+	case 16:
+		cl.CreateGroupAt(tr.name, group, "range", 2+uint8(rng.IntN(254))) // neither start
 	}
 }

@@ -26,6 +26,7 @@ type Target interface {
 	Ack(topic, group, member string, partition int32, offset int64) (bool, error)
 	Retry(topic, group, member string, partition int32, offset int64) (bool, error)
 	CreateGroup(topic, group string, a engine.Assignor) (bool, error)
+	CreateGroupAt(topic, group string, a engine.Assignor, start engine.GroupStart) (bool, error)
 	DeleteGroup(topic, group string) (bool, error)
 	SetAssignor(topic, group string, a engine.Assignor) (bool, error)
 	AddPartitions(topic string, count int32) (int32, error)

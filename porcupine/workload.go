@@ -155,6 +155,15 @@ var mixes = []Mix{
 		OtherMember: 50, AimPolled: 75, AimHint: 15,
 	},
 	{
+		Name: "latest", About: "groups created at the log end (CreateGroupAt, StartLatest) and at the log start, and deleted, racing publishes, polls and acks; a replay window of 1",
+		Partitions: 2, Capacity: 3, Groups: 3, Members: 1,
+		Options: Options{ReplayWindow: 1},
+		Weights: weighted(map[Kind]int{KindCreateGroupAt: 8, KindDeleteGroup: 6, KindJoin: 8, KindLeave: 10,
+			KindPublish: 22, KindPublishMessage: 2, KindPoll: 22, KindAck: 20, KindRetry: 2, KindDescribe: 5}),
+		Invalid:     3,
+		OtherMember: 50, AimPolled: 75, AimHint: 15,
+	},
+	{
 		Name: "window", About: "replay window 1 at capacity 2: publishes to full partitions giving up fully committed records",
 		Partitions: 2, Capacity: 2, Groups: 2, Members: 2,
 		Options: Options{ReplayWindow: 1},
@@ -218,6 +227,7 @@ var faultMixes = map[string]string{
 	"rebalance-resets-attempts":     "rebalance",
 	"poll-skips-recheck":            "multipoll",
 	"ack-ignores-pin":               "groups",
+	"latest-starts-behind":          "latest",
 }
 
 // FaultMix returns the name of the mix that exposes the deliberate engine

@@ -40,7 +40,10 @@
 //     partition's next message only after Ack (tributary.Consumer.Ack,
 //     which commits it) or Nack (after NackResendSleep,
 //     tributary.Consumer.Retry: the same message is delivered again with the
-//     attempt count + 1). Partitions advance independently, so one
+//     attempt count + 1; on the last attempt of the group's dead-letter
+//     policy, SubscriberConfig.DeadLetterTopic or whatever created the
+//     group, it is dead-lettered and acked). Partitions advance
+//     independently, so one
 //     subscription may hold several messages at once, one per partition.
 //   - The message's context carries the delivery (DeliveryFromContext) and
 //     is cancelled once the message is acked or nacked, and when the

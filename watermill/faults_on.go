@@ -12,7 +12,9 @@ import "os"
 //   - drop-metadata: received messages carry no metadata;
 //   - ack-on-send: a message is acked as soon as it is handed out, so its
 //     partition's next message follows without waiting for the handler;
-//   - nack-acks: a nacked message is acked instead of delivered again.
+//   - nack-acks: a nacked message is acked instead of delivered again;
+//   - nack-ignores-dead-letter: a message nacked on its group's last
+//     attempt is delivered again instead of dead-lettered.
 const FaultEnv = "TRIBUTARYWM_FAULT"
 
 var activeFault = os.Getenv(FaultEnv)

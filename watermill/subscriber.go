@@ -55,7 +55,30 @@ type SubscriberConfig struct {
 	// before it is delivered again (Watermill's Kafka subscriber's option of
 	// the same name). 0: DefaultNackResendSleep; NoSleep: at once.
 	NackResendSleep time.Duration
+	// Start is where a consumer group this subscriber creates starts on
+	// each partition (tributary.WithStart): engine.StartEarliest, the
+	// default, at the log start (every message the topic retains);
+	// engine.StartLatest at the log end (only messages published after the
+	// group was created: Kafka's auto.offset.reset=latest). An existing
+	// group keeps its own.
+	Start engine.GroupStart
+	// DeadLetterTopic and MaxAttempts are the failure policy of a consumer
+	// group this subscriber creates (tributary.WithDeadLetter; MaxAttempts
+	// 1..1000, default 3 with a DeadLetterTopic): a message nacked on its
+	// MaxAttempts-th delivery is published to DeadLetterTopic, created
+	// like the topic if absent, with the tributary-dlq-* headers, and
+	// acked, as a poison queue would. An existing group keeps its own
+	// policy, and every subscription follows its group's, whoever created
+	// it (GroupConfig): a subscription of a group with a dead-letter topic
+	// dead-letters whatever its own config says. "": a nacked message is
+	// delivered again for ever.
+	DeadLetterTopic string
+	MaxAttempts     int32
 }
+
+// DefaultMaxAttempts is SubscriberConfig.MaxAttempts when a DeadLetterTopic
+// is set and MaxAttempts is 0.
+const DefaultMaxAttempts = 3
 
 // Subscriber subscribes Watermill handlers to a Tributary cluster: a
 // message.Subscriber and message.SubscribeInitializer. Each Subscribe call
@@ -66,6 +89,7 @@ type Subscriber struct {
 	cfg     SubscriberConfig
 	topics  *topics
 	logger  watermill.LoggerAdapter
+	group   []tributary.GroupOption // the configuration of the groups it creates
 
 	// mu guards closed and subs.
 	mu     sync.Mutex
@@ -84,7 +108,9 @@ var (
 // NewSubscriber returns a subscriber to cluster. logger may be nil. Errors:
 // tributary.ErrInvalidArgument (nil cluster; a ConsumerGroup that is not
 // an identifier, or one set with Ephemeral; Partitions outside 0..64; a
-// negative NackResendSleep other than NoSleep).
+// negative NackResendSleep other than NoSleep; a Start, DeadLetterTopic or
+// MaxAttempts tributary.NewGroupConfig refuses, MaxAttempts without a
+// DeadLetterTopic).
 func NewSubscriber(cluster *tributary.Cluster, cfg SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
 	if logger == nil {
 		logger = watermill.NopLogger{}
@@ -110,14 +136,27 @@ func NewSubscriber(cluster *tributary.Cluster, cfg SubscriberConfig, logger wate
 	case cfg.NackResendSleep < 0 && cfg.NackResendSleep != NoSleep:
 		return nil, fmt.Errorf("%w: NackResendSleep %v: want >= 0 or NoSleep", tributary.ErrInvalidArgument, cfg.NackResendSleep)
 	}
-	return &Subscriber{cluster: cluster, cfg: cfg, topics: ts, logger: logger, subs: map[*subscription]struct{}{}}, nil
+	group := []tributary.GroupOption{tributary.WithStart(cfg.Start)}
+	switch {
+	case cfg.DeadLetterTopic != "":
+		if cfg.MaxAttempts == 0 {
+			cfg.MaxAttempts = DefaultMaxAttempts
+		}
+		group = append(group, tributary.WithDeadLetter(cfg.DeadLetterTopic, cfg.MaxAttempts))
+	case cfg.MaxAttempts != 0:
+		return nil, fmt.Errorf("%w: MaxAttempts %d without a DeadLetterTopic", tributary.ErrInvalidArgument, cfg.MaxAttempts)
+	}
+	if _, err := tributary.NewGroupConfig("", group...); err != nil {
+		return nil, err
+	}
+	return &Subscriber{cluster: cluster, cfg: cfg, topics: ts, logger: logger, group: group, subs: map[*subscription]struct{}{}}, nil
 }
 
 // SubscribeInitialize creates topic if absent and, unless the subscriber
-// is Ephemeral, its consumer group, at the log start (SPEC rule 17): from
-// then on the group holds retention, so it will receive every message
-// published to topic even before its first Subscribe. Errors: as
-// Subscribe.
+// is Ephemeral, its consumer group, at the log start (SPEC rule 17) or, with
+// Start engine.StartLatest, at the log end: from then on the group holds
+// retention, so it will receive every message published to topic after
+// this call, even before its first Subscribe. Errors: as Subscribe.
 func (s *Subscriber) SubscribeInitialize(topic string) error {
 	if s.isClosed() {
 		return ErrClosed
@@ -132,14 +171,14 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 	return s.createGroup(t, s.cfg.ConsumerGroup)
 }
 
-// createGroup creates group on t with the configured assignor; an existing
-// group is left as it is.
+// createGroup creates group on t with the configured assignor, start and
+// failure policy; an existing group is left as it is.
 func (s *Subscriber) createGroup(t *tributary.Topic[[]byte], group string) error {
 	a := s.cfg.Assignor
 	if a == nil {
 		a = engine.RoundRobin
 	}
-	if _, err := s.cluster.CreateGroup(t.Name(), group, a); err != nil {
+	if _, err := s.cluster.CreateGroup(t.Name(), group, a, s.group...); err != nil {
 		return fmt.Errorf("watermill topic %q: group %q: %w", t.Name(), group, err)
 	}
 	return nil
@@ -386,9 +425,14 @@ func (sub *subscription) settle(m *tributary.Message[[]byte], settle func(tribut
 	return err
 }
 
+// errNacked is the cause a dead letter's error header gives: Watermill's
+// Nack carries no error.
+var errNacked = errors.New("nacked by the Watermill handler")
+
 // deliver sends m on the subscription's channel and settles it, and
 // reports whether it committed m: Ack commits it; Nack waits
-// NackResendSleep and releases it for redelivery (Retry). The message's context is cancelled once it is settled or the
+// NackResendSleep and releases it for redelivery (Retry) or, on the last
+// attempt its group's failure policy allows, dead-letters and acks it. The message's context is cancelled once it is settled or the
 // subscription ends. A settle the broker refuses (a rebalance moved the
 // partition, SPEC rule 9) is logged: the partition's new owner delivers
 // the message again.
@@ -415,6 +459,16 @@ func (sub *subscription) deliver(m *tributary.Message[[]byte]) (committed bool) 
 	case <-acked:
 	case <-wm.Nacked():
 		cancel()
+		if dl, max := sub.c.DeadLetter(); dl != "" && m.Attempt >= max && !fault("nack-ignores-dead-letter") {
+			// The group's policy: this was the last attempt. Nack publishes
+			// the dead letter (waiting for room while the subscription
+			// lasts) and acks the message.
+			settle = func(m tributary.Message[[]byte]) error {
+				_, err := sub.c.Nack(sub.ctx, m, errNacked)
+				return err
+			}
+			break
+		}
 		if !fault("nack-acks") {
 			settle, retried = sub.c.Retry, true
 		}

@@ -87,8 +87,8 @@ func newFlagSet(c *config, stderr io.Writer) (*flag.FlagSet, func() (porcupine.N
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lincheck [flags]\n\nChecks seeded concurrent histories of the engine for linearizability: every engine\n"+
-			"call (Create Join Leave Publish Poll Ack Retry PublishMessage CreateGroup DeleteGroup SetAssignor\n"+
-			"AddPartitions Seek Describe) and, on a test clock, Advance.\n"+
+			"call (Create Join Leave Publish Poll Ack Retry PublishMessage CreateGroup CreateGroupAt DeleteGroup\n"+
+			"SetAssignor AddPartitions Seek Describe) and, on a test clock, Advance.\n"+
 			"A bad flag value exits with status 2 before anything runs.\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nMixes (-mix):\n")

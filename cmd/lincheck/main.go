@@ -13,13 +13,15 @@
 // a -timeout; a check that runs out of time is Unknown, never a pass.
 //
 // The calls are every call of the engine (the seven core calls,
-// PublishMessage, CreateGroup, DeleteGroup, SetAssignor, AddPartitions, Seek
-// and Describe) and, in workloads on a test clock, Advance of the clock.
+// PublishMessage, CreateGroup, CreateGroupAt, DeleteGroup, SetAssignor,
+// AddPartitions, Seek and Describe) and, in workloads on a test clock,
+// Advance of the clock.
 // Each -mix stresses one part (lincheck -h lists them): six mixes of the
 // core calls (balanced, multipoll, rebalance, ackretry, full, groups) and
 // one per Tributary feature: seek (controlled replay in a replay window),
 // assignor (SetAssignor switching assignors), addpartitions (topics growing
-// under load), lifecycle (groups created and deleted), window (a small
+// under load), lifecycle (groups created and deleted), latest (groups
+// created at the log end and deleted), window (a small
 // replay window at capacity 2) and acktimeout (an ack timeout on a test
 // clock that Advance moves). -mix all cycles through them. -window,
 // -ack-timeout, -max-message-bytes and -test-clock override a mix's broker

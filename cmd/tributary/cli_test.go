@@ -179,6 +179,8 @@ func TestExampleScripts(t *testing.T) {
 				`(?m)^rebalanced shipping \(Sticky\): `,
 				`(?m)^a1 +p0 +0 +0-0 +2 +\S+ +dead-lettered to orders-dlq +"soup for bob"$`,
 				`tributary-dlq-attempts=2`,
+				`(?m)^removed s3 from shipping \(Sticky\): s1 \[p0 p1\] s2 \[p2 eu\]$`, // delete consumer <group> <member>
+				`(?m)^from latest; retry for ever`,                                     // create consumer group … --from latest
 				`(?m)^billing replays orders p1 from offset 1 to 3$`,
 				`(?m)^created producer \w+: type \w+, strategy Random$`,
 			} {

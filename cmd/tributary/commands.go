@@ -47,17 +47,19 @@ func init() {
 			summary: "new topic with 1 partition (or the count given, 1..64), named p0, p1, …", run: (*session).createTopic},
 		{words: w("create partition"), usage: "<topic> <partition>", min: 2, max: 2,
 			summary: "add one partition named <partition>; every group of the topic rebalances", run: (*session).createPartition},
-		{words: w("create consumer group"), usage: "<group> <topic> <RoundRobin|Range|Sticky>", min: 3, max: 3,
-			summary: "new empty consumer group on the topic with that assignor", run: (*session).createGroup},
+		{words: w("create consumer group"), usage: "<group> <topic> <RoundRobin|Range|Sticky> [--from earliest|latest] [--dead-letter <topic>] [--max-attempts <n>] [--backoff <d>]",
+			min: 3, max: 3, flags: map[string]bool{"from": true, "dead-letter": true, "max-attempts": true, "backoff": true},
+			summary: "new empty consumer group on the topic with that assignor, from the log start (or --from latest: the log end); " +
+				"--dead-letter: every consumer of the group sends an event there after --max-attempts failures (default 3)", run: (*session).createGroup},
 		{words: w("create consumer"), usage: "<group> <consumer> [--dead-letter <topic>] [--max-attempts <n>]", min: 2, max: 2,
 			flags:   map[string]bool{"dead-letter": true, "max-attempts": true},
-			summary: "the consumer joins the group (a rebalance); --dead-letter: after --max-attempts failures (default 3) an event goes there", run: (*session).createConsumer},
+			summary: "the consumer joins the group (a rebalance); it follows the group's dead-letter policy: --dead-letter, if given, must be the group's", run: (*session).createConsumer},
 		{words: w("create producer"), usage: "<producer> <Integer|String|JSON> <Random|Manual|RoundRobin|Key>", min: 3, max: 3,
 			summary: "a producer of that payload type with a fixed partition strategy; Key is the KeyHash partitioner (Kafka's murmur2; KeyHash is accepted too)", run: (*session).createProducer},
 		{words: w("delete consumer group"), usage: "<group>", min: 1, max: 1,
 			summary: "remove a consumer group that has no members", run: (*session).deleteGroup},
-		{words: w("delete consumer"), usage: "<consumer>", min: 1, max: 1,
-			summary: "the consumer leaves its group (a rebalance)", run: (*session).deleteConsumer},
+		{words: w("delete consumer"), usage: "[<group>] <consumer>", min: 1, max: 2,
+			summary: "the consumer leaves its group (a rebalance); with <group>: the admin call removes member <consumer> of the group, wherever it runs", run: (*session).deleteConsumer},
 		{words: w("produce event"), usage: "<producer> <topic> <event.json> [<partition>]", min: 3, max: 4,
 			summary: "publish one event file; <partition> is for a Manual producer only", run: (*session).produceEvent},
 		{words: w("consume event"), usage: "<consumer> <partition> [--fail]", min: 2, max: 2, flags: map[string]bool{"fail": false},
@@ -465,7 +467,11 @@ func (s *session) createGroup(a args) error {
 	if t, ok := s.groups[group]; ok {
 		return fmt.Errorf("consumer group %q %w (on topic %q)", group, errDuplicateID, t)
 	}
-	ok, err := s.c.CreateGroup(topic, group, asg)
+	opts, err := s.groupOptions(topic, a)
+	if err != nil {
+		return err
+	}
+	ok, err := s.c.CreateGroup(topic, group, asg, opts...)
 	if err != nil {
 		return err
 	}
@@ -473,8 +479,83 @@ func (s *session) createGroup(a args) error {
 		return fmt.Errorf("consumer group %q %w on topic %q", group, errDuplicateID, topic)
 	}
 	s.groups[group] = topic
-	s.printf("created consumer group %s on topic %s: assignor %s, no members\n", group, topic, a.pos[2])
+	cfg, _, err := s.c.GroupConfig(topic, group)
+	if err != nil {
+		return err
+	}
+	var extra string
+	if cfg.Start != engine.StartEarliest {
+		extra += ", from " + cfg.Start.String()
+	}
+	if cfg.DeadLetter != "" {
+		extra += fmt.Sprintf(", dead-letter to %s after %s", cfg.DeadLetter, attempts(cfg.MaxAttempts))
+	}
+	s.printf("created consumer group %s on topic %s: assignor %s, no members%s\n", group, topic, a.pos[2], extra)
 	return nil
+}
+
+// groupOptions are the group options of create consumer group's --from,
+// --dead-letter, --max-attempts and --backoff, checked against the
+// session's topics.
+func (s *session) groupOptions(topic string, a args) ([]tributary.GroupOption, error) {
+	var opts []tributary.GroupOption
+	if v, ok := a.opts["from"]; ok {
+		start, err := engine.ParseGroupStart(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --from %q: want earliest (the log start) or latest (the log end)", errArgs, v)
+		}
+		opts = append(opts, tributary.WithStart(start))
+	}
+	dl, err := parseDeadLetter(a)
+	if err != nil {
+		return nil, err
+	}
+	if dl.deadLetter != "" {
+		if t, ok := s.topics[dl.deadLetter]; ok && t.Kind() != s.topics[topic].Kind() {
+			return nil, fmt.Errorf("%w: dead-letter topic %q holds %s events; topic %q holds %s", errTypeMismatch, dl.deadLetter, t.Kind(), topic, s.topics[topic].Kind())
+		}
+		opts = append(opts, tributary.WithDeadLetter(dl.deadLetter, dl.maxAttempts))
+	}
+	if v, ok := a.opts["backoff"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > time.Hour {
+			return nil, fmt.Errorf("%w: --backoff %q: want a duration such as 250ms or 2s, above 0 and at most 1h", errArgs, v)
+		}
+		opts = append(opts, tributary.WithBackoff(d, max(d, tributary.DefaultMaxBackoff)))
+	}
+	return opts, nil
+}
+
+// attempts is n attempts, in words.
+func attempts(n int32) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+// parseDeadLetter reads --dead-letter and --max-attempts (default 3; alone,
+// refused).
+func parseDeadLetter(a args) (consumerOpts, error) {
+	var o consumerOpts
+	if a.has("max-attempts") && !a.has("dead-letter") {
+		return o, fmt.Errorf("%w: --max-attempts needs --dead-letter <topic>", errArgs)
+	}
+	if !a.has("dead-letter") {
+		return o, nil
+	}
+	o.deadLetter, o.maxAttempts = a.opts["dead-letter"], 3
+	if err := checkName("dead-letter topic", o.deadLetter); err != nil {
+		return o, err
+	}
+	if v, ok := a.opts["max-attempts"]; ok {
+		n, err := parseCount("--max-attempts", v, 1, tributary.MaxDeadLetterAttempts)
+		if err != nil {
+			return o, err
+		}
+		o.maxAttempts = int32(n)
+	}
+	return o, nil
 }
 
 func (s *session) createConsumer(a args) error {
@@ -489,34 +570,26 @@ func (s *session) createConsumer(a args) error {
 	if _, ok := s.consumers[name]; ok {
 		return fmt.Errorf("consumer %q %w (in group %q)", name, errDuplicateID, s.consumers[name].Group())
 	}
-	var o consumerOpts
-	if a.has("max-attempts") && !a.has("dead-letter") {
-		return fmt.Errorf("%w: --max-attempts needs --dead-letter <topic>", errArgs)
+	o, err := parseDeadLetter(a)
+	if err != nil {
+		return err
 	}
-	if a.has("dead-letter") {
-		o.deadLetter, o.maxAttempts = a.opts["dead-letter"], 3
-		if err := checkName("dead-letter topic", o.deadLetter); err != nil {
-			return err
-		}
-		if v, ok := a.opts["max-attempts"]; ok {
-			n, err := parseCount("--max-attempts", v, 1, 1000)
-			if err != nil {
-				return err
-			}
-			o.maxAttempts = int32(n)
-		}
-		if dl, ok := s.topics[o.deadLetter]; ok && dl.Kind() != s.topics[topic].Kind() {
-			return fmt.Errorf("%w: dead-letter topic %q holds %s events; topic %q holds %s", errTypeMismatch, o.deadLetter, dl.Kind(), topic, s.topics[topic].Kind())
-		}
+	if dl, ok := s.topics[o.deadLetter]; ok && dl.Kind() != s.topics[topic].Kind() {
+		return fmt.Errorf("%w: dead-letter topic %q holds %s events; topic %q holds %s", errTypeMismatch, o.deadLetter, dl.Kind(), topic, s.topics[topic].Kind())
 	}
 	c, err := s.topics[topic].newConsumer(group, name, o)
+	if errors.Is(err, tributary.ErrPolicyMismatch) {
+		cfg, _, _ := s.c.GroupConfig(topic, group)
+		return fmt.Errorf("consumer %q: --dead-letter %s --max-attempts %d is not consumer group %s's policy (%s): "+
+			"a group's dead-letter topic is set with create consumer group … --dead-letter, and its consumers follow it", name, o.deadLetter, o.maxAttempts, group, cfg.Policy())
+	}
 	if err != nil {
 		return err
 	}
 	s.consumers[name] = c
-	if o.deadLetter != "" {
-		if _, ok := s.topics[o.deadLetter]; !ok {
-			dl, err := s.topics[topic].open(o.deadLetter)
+	if dlq, _ := c.DeadLetter(); dlq != "" {
+		if _, ok := s.topics[dlq]; !ok {
+			dl, err := s.topics[topic].open(dlq)
 			if err != nil {
 				return err
 			}
@@ -598,6 +671,9 @@ func (s *session) deleteGroup(a args) error {
 }
 
 func (s *session) deleteConsumer(a args) error {
+	if len(a.pos) == 2 {
+		return s.removeMember(a.pos[0], a.pos[1])
+	}
 	c, err := s.consumer(a.pos[0])
 	if err != nil {
 		return err
@@ -611,6 +687,34 @@ func (s *session) deleteConsumer(a args) error {
 		return err
 	}
 	s.printf("%s left %s\n", c.Name(), line)
+	return nil
+}
+
+// removeMember is delete consumer <group> <member>: Cluster.RemoveMember,
+// the admin call, for any member of the group, this program's consumer or
+// another process's. A consumer of this program removed so is closed.
+func (s *session) removeMember(group, member string) error {
+	topic, err := s.group(group)
+	if err != nil {
+		return err
+	}
+	ok, err := s.c.RemoveMember(topic, group, member)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		line, _ := s.assignmentLine(group)
+		return fmt.Errorf("%w member %q of consumer group %q (%s)", errUnknownID, member, group, line)
+	}
+	if c, ok := s.consumers[member]; ok && c.Group() == group {
+		c.Close() //nolint:errcheck // already removed: its Leave is false
+		delete(s.consumers, member)
+	}
+	line, err := s.assignmentLine(group)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "removed %s from %s\n", member, line)
 	return nil
 }
 

@@ -165,13 +165,19 @@ func headerText(hs []engine.Header) string {
 
 // showGroup prints one snapshot of a group, in the columns of
 // kafka-consumer-groups --describe plus the assignor, in-flight and
-// attempts.
+// attempts, after the group's configuration: where it started and its
+// failure policy.
 func (s *session) showGroup(a args) error {
 	g, d, err := s.describeGroup(a.pos[0])
 	if err != nil {
 		return err
 	}
 	s.printf("group %s: topic %s, assignor %s, members %s\n", g.Group, d.Topic, g.Assignor, list(g.Members))
+	cfg, _, err := s.c.GroupConfig(d.Topic, g.Group)
+	if err != nil {
+		return err
+	}
+	s.printf("from %s; %s\n", cfg.Start, cfg.Policy())
 	tw := newTable("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "IN-FLIGHT", "ATTEMPTS")
 	tw.wide = a.has("wide")
 	for p, gp := range g.Partitions {

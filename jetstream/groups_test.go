@@ -1,0 +1,204 @@
+package jetstream_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/jetstream"
+)
+
+// A group's configuration (start, failure policy) lives on its group key,
+// so every process sharing the server reads the same one; RemoveMember
+// works from any process. Each test opens two Backends on one server, each
+// with its own connection and a Cluster of its own: two processes.
+
+type item struct {
+	ID int `json:"id"`
+}
+
+// twoProcesses returns two clusters on one embedded server, same prefix.
+func twoProcesses(t *testing.T) (*tributary.Cluster, *tributary.Cluster) {
+	t.Helper()
+	b1, srv := start(t, jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage})
+	b2, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 20, Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b2.Close() })
+	var cs [2]*tributary.Cluster
+	for i, b := range []*jetstream.Backend{b1, b2} {
+		c, err := tributary.NewClusterOn(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cs[i] = c
+	}
+	return cs[0], cs[1]
+}
+
+func guard(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitUntil polls cond every few milliseconds until it holds or ctx ends.
+func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestGroupPolicyAcrossProcesses: the failure policy one process gave a
+// group is read by a consumer of another, which dead-letters what keeps
+// failing without any option of its own; a consumer there with another
+// policy is refused.
+func TestGroupPolicyAcrossProcesses(t *testing.T) {
+	c1, c2 := twoProcesses(t)
+	ctx := guard(t)
+	orders1 := must(tributary.CreateTopic(c1, "orders", 2, tributary.JSON[item]())).of(t)
+	backoff := tributary.WithBackoff(time.Millisecond, 2*time.Millisecond)
+	ok := must(c1.CreateGroup("orders", "billing", engine.RoundRobin, tributary.WithDeadLetter("orders-dlq", 2), backoff)).of(t)
+	if !ok {
+		t.Fatal("CreateGroup: false")
+	}
+	want := tributary.GroupConfig{DeadLetter: "orders-dlq", MaxAttempts: 2, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	got, ok, err := c2.GroupConfig("orders", "billing")
+	if err != nil || !ok || got != want {
+		t.Fatalf("GroupConfig in the second process: %+v, %v, %v; want %+v", got, ok, err, want)
+	}
+	orders2 := must(tributary.OpenTopic(c2, "orders", tributary.JSON[item]())).of(t)
+	if _, err := tributary.NewConsumer(orders2, "billing", "x", tributary.WithDeadLetter("orders-dlq", 5)); !errors.Is(err, tributary.ErrPolicyMismatch) {
+		t.Fatalf("NewConsumer with another policy: %v, want ErrPolicyMismatch", err)
+	}
+	f1 := must(tributary.NewConsumer(orders1, "billing", "f1", tributary.WithDeadLetter("orders-dlq", 2), backoff)).of(t)
+	f2 := must(tributary.NewConsumer(orders2, "billing", "f2")).of(t)
+	if f2.GroupConfig() != want {
+		t.Fatalf("f2 follows %+v, want %+v", f2.GroupConfig(), want)
+	}
+	p := must(tributary.NewProducer[item](c1, "p", tributary.Manual())).of(t)
+	for part := range int32(2) {
+		must(p.Send(ctx, orders1, tributary.Message[item]{Partition: part, Value: item{ID: int(part)}})).of(t)
+	}
+	fail := func(context.Context, tributary.Message[item]) error { return errors.New("declined") }
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	for _, f := range []*tributary.Consumer[item]{f1, f2} {
+		go func() { done <- f.Run(runCtx, fail) }()
+	}
+	waitUntil(t, ctx, "both records dead-lettered", func() bool {
+		d, err := c1.Describe("orders")
+		if err != nil || len(d.Groups) != 1 {
+			return false
+		}
+		return d.Groups[0].Partitions[0].Committed == 1 && d.Groups[0].Partitions[1].Committed == 1
+	})
+	stop()
+	for range 2 {
+		<-done
+	}
+	if a, b := f1.Stats().DeadLettered, f2.Stats().DeadLettered; a != 1 || b != 1 {
+		t.Fatalf("dead-lettered: f1 %d, f2 %d; want 1 each", a, b)
+	}
+	d := must(c2.Describe("orders-dlq")).of(t)
+	n := int64(0)
+	for _, part := range d.Partitions {
+		n += part.LogEndOffset - part.LogStartOffset
+	}
+	if n != 2 {
+		t.Fatalf("the dead-letter topic holds %d records, want 2", n)
+	}
+}
+
+// TestStartLatestAcrossProcesses: a group one process creates at the log
+// end is delivered, to a consumer of another process, only what is
+// published after the creation returned.
+func TestStartLatestAcrossProcesses(t *testing.T) {
+	c1, c2 := twoProcesses(t)
+	ctx := guard(t)
+	orders2 := must(tributary.CreateTopic(c2, "orders", 2, tributary.JSON[item]())).of(t)
+	must(c2.CreateGroup("orders", "keep", engine.RoundRobin)).of(t) // holds retention
+	p := must(tributary.NewProducer[item](c2, "p", tributary.Manual())).of(t)
+	for i := range 3 {
+		must(p.Send(ctx, orders2, tributary.Message[item]{Partition: int32(i % 2), Value: item{ID: i}})).of(t)
+	}
+	if !must(c1.CreateGroup("orders", "late", engine.Range, tributary.WithStart(engine.StartLatest))).of(t) {
+		t.Fatal("CreateGroup: false")
+	}
+	cfg, _, err := c2.GroupConfig("orders", "late")
+	if err != nil || cfg.Start != engine.StartLatest {
+		t.Fatalf("GroupConfig in the second process: %+v, %v", cfg, err)
+	}
+	d := must(c2.Describe("orders")).of(t)
+	for _, g := range d.Groups {
+		if g.Group != "late" {
+			continue
+		}
+		for part, gp := range g.Partitions {
+			if gp.Committed != d.Partitions[part].LogEndOffset || gp.Lag != 0 {
+				t.Fatalf("partition %d: committed %d, lag %d; want the log end %d", part, gp.Committed, gp.Lag, d.Partitions[part].LogEndOffset)
+			}
+		}
+	}
+	if d.Partitions[0].LogStartOffset != 0 {
+		t.Fatalf("log start %d: keep still needs every record", d.Partitions[0].LogStartOffset)
+	}
+	cons := must(tributary.NewConsumer(orders2, "late", "m")).of(t)
+	if ms := must(cons.TryPoll(64)).of(t); len(ms) != 0 {
+		t.Fatalf("the latest group got %d records published before it", len(ms))
+	}
+	must(p.Send(ctx, orders2, tributary.Message[item]{Partition: 1, Value: item{ID: 99}})).of(t)
+	ms := must(cons.Poll(ctx, 64)).of(t)
+	if len(ms) != 1 || ms[0].Value.ID != 99 || ms[0].Offset != 1 {
+		t.Fatalf("Poll: %+v, want the one record published after", ms)
+	}
+}
+
+// TestRemoveMemberAcrossProcesses: one process removes a member of
+// another: the member's Run ends with ErrClosed there, its partitions go
+// to the remaining member, and the name may join again.
+func TestRemoveMemberAcrossProcesses(t *testing.T) {
+	c1, c2 := twoProcesses(t)
+	ctx := guard(t)
+	orders1 := must(tributary.CreateTopic(c1, "orders", 2, tributary.JSON[item]())).of(t)
+	orders2 := must(tributary.OpenTopic(c2, "orders", tributary.JSON[item]())).of(t)
+	a := must(tributary.NewConsumer(orders1, "g", "a")).of(t)
+	b := must(tributary.NewConsumer(orders2, "g", "b")).of(t)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(context.Context, tributary.Message[item]) error { return nil }) }()
+	ok, err := c2.RemoveMember("orders", "g", "a")
+	if err != nil || !ok {
+		t.Fatalf("RemoveMember: %v, %v", ok, err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, tributary.ErrClosed) {
+			t.Fatalf("Run of the removed member: %v, want ErrClosed", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run of the removed member did not end")
+	}
+	if got := b.Assignment(); len(got) != 2 {
+		t.Fatalf("b owns %v, want both partitions", got)
+	}
+	if ok, err := c2.RemoveMember("orders", "g", "a"); err != nil || ok {
+		t.Fatalf("RemoveMember of a removed member: %v, %v; want false", ok, err)
+	}
+	if _, err := c2.RemoveMember("nope", "g", "a"); !errors.Is(err, tributary.ErrInvalidArgument) {
+		t.Fatalf("RemoveMember on an unknown topic: %v", err)
+	}
+	a2 := must(tributary.NewConsumer(orders1, "g", "a")).of(t)
+	if got := a2.Assignment(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("a joined again owns %v, want [0]", got)
+	}
+}
