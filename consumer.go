@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 // message; an error (or a panic, recovered) retries it after a backoff,
 // until the consumer's maximum attempts send it to the dead-letter topic.
 // ctx ends when Run is cancelled or the consumer is closed. A handler may
-// call anything on the cluster, this consumer included.
+// call anything on the cluster, this consumer included. m is the
+// handler's own, its Headers slice included: changing it changes nothing
+// Run does with the record (a dead letter is the record as consumed).
 type Handler[T any] func(ctx context.Context, m Message[T]) error
 
 // ConsumerOption configures a Consumer (NewConsumer).
@@ -587,8 +590,10 @@ func (r *runner[T]) process(rec *engine.Record) error {
 	herr := m.Err
 	if herr == nil {
 		c.handled.Add(1)
+		hm := m // the handler's own: its changes never reach a dead letter
+		hm.Headers = slices.Clone(m.Headers)
 		select {
-		case r.jobs <- m:
+		case r.jobs <- hm:
 		case <-r.ctx.Done():
 			return r.ctx.Err()
 		}
