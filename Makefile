@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test test-watermill test-jetstream demo lincheck verify fmt bench profile bench-scaling bench-16-build
+.PHONY: all test fuzz-short test-watermill test-jetstream demo lincheck verify fmt bench profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -10,7 +10,7 @@ all: verify test
 ## and the differential test against the same broken engines (built with the
 ## tributary_faults tag; see porcupine/faults_test.go, engine/diff_faults_test.go),
 ## then the Watermill adapter (its own module, watermill/) with Watermill's
-## universal Pub/Sub suite at its -short size.
+## universal Pub/Sub suite at its -short size, then fuzz-short.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
@@ -18,6 +18,25 @@ test:
 	$(GO) test -count=1 -tags tributary_faults -run 'Diff' ./engine/
 	cd watermill && $(GO) vet ./... && $(GO) vet -tags tributarywm_faults ./...
 	cd watermill && $(GO) test -race -short -count=1 ./...
+	$(MAKE) fuzz-short
+
+## fuzz-short: each fuzz target of the codecs (root package) and of the
+## program's event-file parser (cmd/tributary) under the fuzzer for a fixed
+## number of inputs, about 10 s each on 2 cores (Go fuzzes one target per
+## run). A count, not a -fuzztime duration: go1.26's fuzzer can fail a
+## duration run with "context deadline exceeded" and no failing input
+## (golang/go#75804). Their seed corpora, testdata/fuzz/ included, already
+## ran in go test above. An input that fails is written to the package's
+## testdata/fuzz/<target>/: keep it there, with the fix.
+FUZZ_TARGETS = .:FuzzJSONDecode:100000 .:FuzzJSONRoundTrip:50000 .:FuzzIntegerDecode:100000 \
+	.:FuzzIntegerRoundTrip:100000 .:FuzzStringCodec:100000 .:FuzzBytesCodec:100000 \
+	./cmd/tributary:FuzzEventFile:20000
+fuzz-short:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; n=$${rest#*:}; \
+		echo "$(GO) test -run '^$$' -fuzz '^$$name$$' -fuzztime $${n}x $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $${n}x $$pkg || exit 1; \
+	done
 
 ## test-watermill: the Watermill adapter at full size: Watermill's
 ## universal suite without -short, the adapter's tests and the check that

@@ -241,8 +241,12 @@ func (c *Cluster) CloseConsumer(name string) error {
 }
 
 // LookupProducer returns the cluster's producer named name. Errors:
-// ErrNotFound; ErrTypeMismatch when it is not a producer of T.
+// ErrNotFound; ErrTypeMismatch when it is not a producer of T;
+// ErrInvalidArgument for a nil c.
 func LookupProducer[T any](c *Cluster, name string) (*Producer[T], error) {
+	if err := checkCluster(c); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	e, ok := c.producers[name]
 	c.mu.Unlock()
@@ -257,8 +261,12 @@ func LookupProducer[T any](c *Cluster, name string) (*Producer[T], error) {
 }
 
 // LookupConsumer returns the cluster's consumer named name. Errors:
-// ErrNotFound; ErrTypeMismatch when it is not a consumer of T.
+// ErrNotFound; ErrTypeMismatch when it is not a consumer of T;
+// ErrInvalidArgument for a nil c.
 func LookupConsumer[T any](c *Cluster, name string) (*Consumer[T], error) {
+	if err := checkCluster(c); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	e, ok := c.consumers[name]
 	c.mu.Unlock()

@@ -39,7 +39,13 @@ type Codec[T any] interface {
 // e.g. "JSON:main.Order" or "JSON:map[string]interface {}".
 //
 // Encode returns json.Marshal's error, wrapped, for a value it refuses
-// (a channel, a function, a NaN or infinite float, a cycle).
+// (a channel, a function, a NaN or infinite float, a cycle), and an error
+// for a value holding a string (or map key) that is not valid UTF-8:
+// json.Marshal would replace each invalid byte with U+FFFD, and Decode
+// would return another value than the one sent. (A json.Marshaler or
+// json.RawMessage inside the value that writes the escape \ufffd itself is
+// refused the same way; a JSON[json.RawMessage] codec checks nothing of
+// the kind: its payload is the message's own bytes.)
 //
 // Decode accepts exactly one JSON value, with optional white space around
 // it: an empty payload and trailing data after the value are errors, as is
@@ -55,11 +61,12 @@ func JSON[T any]() Codec[T] {
 	if t := reflect.TypeFor[T](); t != reflect.TypeFor[any]() && t != reflect.TypeFor[json.RawMessage]() {
 		name = "JSON:" + t.String()
 	}
-	return jsonCodec[T]{name: name}
+	return jsonCodec[T]{name: name, checkUTF8: reflect.TypeFor[T]() != reflect.TypeFor[json.RawMessage]()}
 }
 
 type jsonCodec[T any] struct {
-	name string // Name's answer, fixed by JSON
+	name      string // Name's answer, fixed by JSON
+	checkUTF8 bool   // refuse what json.Marshal coerced to valid UTF-8 (not for json.RawMessage)
 }
 
 func (c jsonCodec[T]) Name() string { return c.name }
@@ -69,7 +76,32 @@ func (c jsonCodec[T]) Encode(v T) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: encode value: %w", c.name, err)
 	}
+	if c.checkUTF8 && replacedInvalidUTF8(b) {
+		return "", fmt.Errorf("%s: encode value: a string is not valid UTF-8 (encoding/json would replace its invalid bytes with U+FFFD, changing the value)", c.name)
+	}
 	return string(b), nil
+}
+
+// replacedInvalidUTF8 reports whether json.Marshal's output b holds the
+// escape \ufffd, which encoding/json writes for each byte of a string that
+// is not UTF-8 (a U+FFFD that was in the string is written as itself).
+// Outside strings JSON has no backslash, so every backslash starts an
+// escape; an escaped backslash is skipped with what it escapes.
+func replacedInvalidUTF8(b []byte) bool {
+	i := bytes.IndexByte(b, '\\')
+	if i < 0 {
+		return false
+	}
+	for ; i < len(b)-1; i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] == 'u' && bytes.HasPrefix(b[i+2:], []byte("fffd")) {
+			return true
+		}
+		i++ // the escaped byte: \\ is one backslash, not the start of an escape
+	}
+	return false
 }
 
 func (c jsonCodec[T]) Decode(payload string) (T, error) {

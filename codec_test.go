@@ -587,3 +587,29 @@ func ExampleBytes() {
 	fmt.Printf("%s %q\n", c.Name(), b)
 	// Output: Bytes "Raw\x00bytes"
 }
+
+// JSON's Encode refuses a string that is not UTF-8 (json.Marshal would
+// silently change it) but keeps a U+FFFD, or the text \ufffd, that the
+// value holds; JSON[json.RawMessage] passes its bytes through.
+func TestJSONEncodeRefusesInvalidUTF8(t *testing.T) {
+	c := tributary.JSON[map[string]string]()
+	for _, v := range []map[string]string{{"k": "a\xffb"}, {"k\xfe": "v"}} {
+		if p, err := c.Encode(v); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+			t.Errorf("Encode(%q) = %q, %v; want an error saying the string is not valid UTF-8", v, p, err)
+		}
+	}
+	for _, v := range []map[string]string{{"k": "\ufffd"}, {"k": `\ufffd`}, {"k": `\\ufffd`}, {`\`: `\`}} {
+		p, err := c.Encode(v)
+		if err != nil {
+			t.Errorf("Encode(%q): %v", v, err)
+			continue
+		}
+		if w, err := c.Decode(p); err != nil || !reflect.DeepEqual(w, v) {
+			t.Errorf("Decode(Encode(%q)) = %q, %v", v, w, err)
+		}
+	}
+	raw := tributary.JSON[json.RawMessage]()
+	if p, err := raw.Encode(json.RawMessage(`"\ufffd"`)); err != nil || p != `"\ufffd"` {
+		t.Errorf("JSON[json.RawMessage] Encode of a \\ufffd escape = %q, %v; want it unchanged", p, err)
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/f91dcac0/tributary/engine"
 )
@@ -18,7 +20,9 @@ import (
 // message; an error (or a panic, recovered) retries it after a backoff,
 // until the consumer's maximum attempts send it to the dead-letter topic.
 // ctx ends when Run is cancelled or the consumer is closed. A handler may
-// call anything on the cluster, this consumer included.
+// call anything on the cluster, this consumer included. m is the
+// handler's own, its Headers slice included: changing it changes nothing
+// Run does with the record (a dead letter is the record as consumed).
 type Handler[T any] func(ctx context.Context, m Message[T]) error
 
 // consumerConfig is a consumer's configuration: its own options, and the
@@ -127,8 +131,8 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	if cfg.batch < 1 || cfg.batch > engine.MaxPollRecords {
 		return nil, fmt.Errorf("%w: batch %d outside [1,%d]", ErrInvalidArgument, cfg.batch, engine.MaxPollRecords)
 	}
-	if t == nil {
-		return nil, fmt.Errorf("%w: nil Topic", ErrInvalidArgument)
+	if err := checkTopic(t); err != nil {
+		return nil, err
 	}
 	if err := cfg.asked.check(t.Name()); err != nil {
 		return nil, err
@@ -248,8 +252,14 @@ func (c *Consumer[T]) DeadLetter() (topic string, maxAttempts int32) {
 func (c *Consumer[T]) GroupConfig() GroupConfig { return c.group }
 
 // Assignment returns the partitions the consumer owns now, ascending, in a
-// new slice.
-func (c *Consumer[T]) Assignment() []int32 { return c.m.Assignment() }
+// new slice; nil once the consumer is closed (it owns nothing, even when a
+// new consumer of the same name has joined its group).
+func (c *Consumer[T]) Assignment() []int32 {
+	if c.closed() {
+		return nil
+	}
+	return c.m.Assignment()
+}
 
 // Stats returns the consumer's counters.
 func (c *Consumer[T]) Stats() ConsumerStats {
@@ -367,7 +377,8 @@ func (c *Consumer[T]) messages(recs []engine.Record) []Message[T] {
 // Ack commits m, which must be in flight to this consumer (SPEC rule 11):
 // the group moves past it and retention may remove it. Errors:
 // ErrNotInFlight (already acked or retried, cancelled by a rebalance or
-// Seek, or the consumer is closed; nothing changes), ErrInvalidArgument.
+// Seek, or the consumer is closed — that error wraps ErrClosed too;
+// nothing changes), ErrInvalidArgument.
 // A closed consumer's Ack is refused even when a new consumer of the same
 // name holds the record; only an Ack racing with Close itself can land on
 // the successor.
@@ -385,7 +396,7 @@ func (c *Consumer[T]) Retry(m Message[T]) error {
 // settle is Ack (with the member's Ack) and Retry (with its Retry).
 func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int64) (bool, error)) error {
 	if c.closed() {
-		return fmt.Errorf("%w: consumer %q is closed", ErrNotInFlight, c.name)
+		return c.closedNotInFlight()
 	}
 	ok, err := call(m.Partition, m.Offset)
 	if err == nil && !ok {
@@ -422,11 +433,17 @@ func (c *Consumer[T]) Nack(ctx context.Context, m Message[T], cause error) (dead
 	return true, nil
 }
 
+// closedNotInFlight is the error of Ack, Retry and Nack on a closed
+// consumer: nothing is in flight to it, and it is closed.
+func (c *Consumer[T]) closedNotInFlight() error {
+	return fmt.Errorf("%w: %w: consumer %q", ErrNotInFlight, ErrClosed, c.name)
+}
+
 // checkInFlight returns ErrNotInFlight unless m is in flight to c now, as the
 // topic's description shows it.
 func (c *Consumer[T]) checkInFlight(m Message[T]) error {
 	if c.closed() {
-		return fmt.Errorf("%w: consumer %q is closed", ErrNotInFlight, c.name)
+		return c.closedNotInFlight()
 	}
 	d, err := c.t.Describe()
 	if err != nil {
@@ -445,8 +462,13 @@ func (c *Consumer[T]) checkInFlight(m Message[T]) error {
 
 // Seek replays the consumer's group on partition from offset (SPEC rule
 // 20): the group's committed offset there becomes offset and its in-flight
-// delivery is cancelled. Errors: ErrInvalidArgument, ErrOffsetOutOfRange.
+// delivery is cancelled. Errors: ErrInvalidArgument, ErrOffsetOutOfRange,
+// ErrNotFound (the group was deleted), ErrClosed (the consumer is closed:
+// nothing changes).
 func (c *Consumer[T]) Seek(partition int32, offset int64) error {
+	if c.closed() {
+		return fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+	}
 	group := c.m.Group()
 	ok, err := c.t.c.backend.Seek(c.t.Name(), group, partition, offset)
 	if err == nil && !ok {
@@ -470,6 +492,7 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
 // doubling from 50 ms to 2 s, and polls or acks again; an ack that may
 // have been lost is tried again, so a record is at worst delivered twice.
+// On a consumer already closed, Run returns nil at once, polling nothing.
 // Errors: ErrInvalidArgument (nil handler, Run already running); ErrClosed
 // when the consumer was removed from its group (Cluster.RemoveMember, from
 // any process; it is then closed, and a new NewConsumer of its name joins
@@ -478,6 +501,9 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	if h == nil || ctx == nil {
 		return fmt.Errorf("%w: nil Handler or Context", ErrInvalidArgument)
+	}
+	if c.closed() {
+		return nil
 	}
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: consumer %q: Run already running", ErrInvalidArgument, c.name)
@@ -585,14 +611,27 @@ func (r *runner[T]) work() {
 	}
 }
 
-// call runs the handler, turning a panic into an error.
+// errHandlerExit is the failure of a handler that ended its goroutine
+// (runtime.Goexit, as testing's FailNow does) instead of returning.
+var errHandlerExit = errors.New("handler ended its goroutine (runtime.Goexit) without returning")
+
+// call runs the handler, turning a panic into an error that holds the
+// panic value and the stack. A handler that calls runtime.Goexit fails its
+// record the same way; that goroutine cannot be kept, so call gives the
+// result and starts a new worker before it ends.
 func (r *runner[T]) call(m Message[T]) (err error) {
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panic: %v", p)
+			err = newPanicError("handler", p)
+		} else if !returned {
+			r.results <- errHandlerExit
+			go r.work()
 		}
 	}()
-	return r.h(r.ctx, m)
+	err = r.h(r.ctx, m)
+	returned = true
+	return err
 }
 
 // process handles one reserved record.
@@ -603,8 +642,10 @@ func (r *runner[T]) process(rec *engine.Record) error {
 	herr := m.Err
 	if herr == nil {
 		c.handled.Add(1)
+		hm := m // the handler's own: its changes never reach a dead letter
+		hm.Headers = slices.Clone(m.Headers)
 		select {
-		case r.jobs <- m:
+		case r.jobs <- hm:
 		case <-r.ctx.Done():
 			return r.ctx.Err()
 		}
@@ -731,7 +772,7 @@ func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error
 		Header{Key: HeaderDeadLetterPartition, Value: strconv.Itoa(int(m.Partition))},
 		Header{Key: HeaderDeadLetterOffset, Value: strconv.FormatInt(m.Offset, 10)},
 		Header{Key: HeaderDeadLetterAttempts, Value: strconv.Itoa(int(m.Attempt))},
-		Header{Key: HeaderDeadLetterError, Value: truncate(cause.Error(), maxErrorHeader)},
+		Header{Key: HeaderDeadLetterError, Value: truncate(errorText(cause), maxErrorHeader)},
 	)
 	em := engine.Message{Key: m.Key, Headers: headers, Payload: m.Payload, Time: m.Time}
 	p := m.Partition % c.dlq.bt.Partitions()
@@ -755,10 +796,15 @@ func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error
 // HeaderDeadLetterError keeps.
 const maxErrorHeader = 512
 
-// truncate returns s cut to at most n bytes, marked with "…" when cut.
+// truncate returns s cut to at most n bytes, marked with "…" when cut,
+// never inside a UTF-8 sequence.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-len("…")] + "…"
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

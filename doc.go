@@ -78,7 +78,21 @@
 // Sentinels, each returned wrapped with context (test with errors.Is):
 // ErrInvalidArgument, ErrUnknownTopic, ErrExists, ErrNotFound,
 // ErrTypeMismatch, ErrPolicyMismatch, ErrPartitionFull, ErrNotInFlight,
-// ErrClosed, ErrEncode, ErrDecode, and the engine's ErrOffsetOutOfRange,
-// ErrGroupNotEmpty and ErrInvalidAssignment. A call that returns an error changed nothing unless
-// its doc says otherwise.
+// ErrClosed, ErrEncode, ErrDecode, ErrPartitioner, and the engine's ErrOffsetOutOfRange,
+// ErrGroupNotEmpty and ErrInvalidAssignment. A call that returns an error
+// changed nothing unless its doc says otherwise.
+//
+// # User code
+//
+// Code of yours that the library calls never crashes the process: a panic
+// in a Codec (Name, Encode, Decode), a Partitioner (Name, Partition), a
+// Handler, or the Error method of an error you give it is recovered and
+// becomes an error of the call that ran it — ErrEncode or ErrPartitioner
+// from Send (nothing sent), ErrDecode in Message.Err (handled by Run as a
+// payload that does not decode), a handler failure in Run (retried or
+// dead-lettered), ErrInvalidArgument from the call given a Codec or
+// Partitioner whose Name panics — with the panic value and its goroutine's
+// stack in the error's text. Nil arguments (a nil *Cluster, *Topic,
+// Context, Handler, option, or a Codec or Partitioner that is a typed nil)
+// are ErrInvalidArgument.
 package tributary

@@ -69,9 +69,16 @@ var (
 	// tries again on it (at-least-once: a record whose ack was lost is
 	// delivered again); other calls return it.
 	ErrUnavailable = errors.New("tributary: backend unavailable")
-	// ErrEncode wraps a codec's error encoding a value: nothing was sent.
+	// ErrEncode wraps a codec's error, or its recovered panic, encoding a
+	// value (Producer.Send, TrySend): nothing was sent.
 	ErrEncode = errors.New("tributary: encode")
-	// ErrDecode wraps a codec's error decoding a payload, in Message.Err
-	// and in the dead-letter header of a record that did not decode.
+	// ErrDecode wraps a codec's error, or its recovered panic, decoding a
+	// payload, in Message.Err and in the dead-letter header of a record
+	// that did not decode.
 	ErrDecode = errors.New("tributary: decode")
+	// ErrPartitioner wraps a Partitioner's error, or its recovered panic,
+	// choosing a message's partition (Producer.Send, TrySend): nothing was
+	// sent. An answer outside the topic's partitions is ErrInvalidArgument
+	// instead.
+	ErrPartitioner = errors.New("tributary: partitioner")
 )

@@ -14,24 +14,36 @@ import (
 // to the partition its Partitioner chooses; the strategy is fixed when the
 // producer is made. Safe for concurrent use.
 type Producer[T any] struct {
-	c      *Cluster
-	name   string
-	part   Partitioner
-	closed atomic.Bool
-	stop   chan struct{} // closed by Close: ends a Send waiting for room
+	c        *Cluster
+	name     string
+	part     Partitioner
+	strategy string // part.Name(), read once by NewProducer
+	closed   atomic.Bool
+	stop     chan struct{} // closed by Close: ends a Send waiting for room
 }
 
 // NewProducer registers a producer of T named name (an identifier: 1 to 64
 // bytes of A-Z a-z 0-9 _ -) in the cluster, choosing partitions with p
-// (Manual(), Random(), RoundRobin(), KeyHash() or a user's). Errors:
-// ErrInvalidArgument (invalid name, nil partitioner), ErrExists (a producer
-// of that name is open), ErrClosed.
+// (Manual(), Random(), RoundRobin(), KeyHash() or a user's), whose Name
+// it reads once, here. Errors: ErrInvalidArgument (invalid name, nil c, a
+// nil or typed-nil partitioner, a partitioner whose Name panics), ErrExists
+// (a producer of that name is open), ErrClosed.
 func NewProducer[T any](c *Cluster, name string, p Partitioner) (*Producer[T], error) {
-	if p == nil || reflect.ValueOf(p).Kind() == reflect.Pointer && reflect.ValueOf(p).IsNil() {
+	if err := checkCluster(c); err != nil {
+		return nil, err
+	}
+	if err := engine.CheckIdentifier("producer", name); err != nil {
+		return nil, err
+	}
+	if isNil(p) {
 		return nil, fmt.Errorf("%w: producer %q: nil Partitioner", ErrInvalidArgument, name)
 	}
-	pr := &Producer[T]{c: c, name: name, part: p, stop: make(chan struct{})}
-	err := c.register("producer", name, func() {
+	strategy, err := userName(fmt.Sprintf("producer %q: partitioner %T", name, p), p.Name)
+	if err != nil {
+		return nil, err
+	}
+	pr := &Producer[T]{c: c, name: name, part: p, strategy: strategy, stop: make(chan struct{})}
+	err = c.register("producer", name, func() {
 		c.producers[name] = producerEntry{goType: reflect.TypeFor[T](), p: pr, close: pr.Close}
 	})
 	if err != nil {
@@ -43,9 +55,10 @@ func NewProducer[T any](c *Cluster, name string, p Partitioner) (*Producer[T], e
 // Name returns the producer's name.
 func (p *Producer[T]) Name() string { return p.name }
 
-// Strategy returns the name of the producer's partitioner, its Name():
-// "Manual", "Random", "RoundRobin", "KeyHash", or a user's.
-func (p *Producer[T]) Strategy() string { return p.part.Name() }
+// Strategy returns the name of the producer's partitioner, as its Name
+// answered when the producer was made: "Manual", "Random", "RoundRobin",
+// "KeyHash", or a user's.
+func (p *Producer[T]) Strategy() string { return p.strategy }
 
 // Close removes the producer from the cluster's registry and ends a Send
 // waiting for room (ErrClosed, nothing published); later sends return
@@ -71,10 +84,13 @@ func (p *Producer[T]) Close() error {
 // ID, Topic, Partition, Offset, Time (time.Now when m.Time was zero) and
 // PayloadType set, Headers the caller's slice. The partition is chosen once: a full partition is
 // waited for, not skipped. Errors: ctx.Err() (nothing published);
-// ErrEncode; ErrInvalidArgument (a partition out of range from the
+// ErrPartitioner (the partitioner's error, or its panic, recovered);
+// ErrEncode (the codec's error, or its panic, recovered); ErrInvalidArgument
+// (a nil ctx or t, a partition out of range from the
 // partitioner or a Manual m.Partition, a header named HeaderPayloadType, a
 // message over engine.WithMaxMessageBytes); ErrClosed (the producer or
 // its cluster was closed, before or while Send waited; nothing published).
+// Every error but ctx's and ErrClosed's comes before anything is published.
 func (p *Producer[T]) Send(ctx context.Context, t *Topic[T], m Message[T]) (Message[T], error) {
 	if ctx == nil {
 		return m, fmt.Errorf("%w: producer %q: nil Context", ErrInvalidArgument, p.name)
@@ -93,18 +109,18 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m Message[T], wait 
 	if p.closed.Load() {
 		return m, fmt.Errorf("%w: producer %q", ErrClosed, p.name)
 	}
-	if t == nil {
-		return m, fmt.Errorf("%w: producer %q: nil Topic", ErrInvalidArgument, p.name)
+	if err := checkTopic(t); err != nil {
+		return m, fmt.Errorf("producer %q: %w", p.name, err)
 	}
 	n := t.bt.Partitions()
-	part, err := p.part.Partition(m.Key, m.Partition, n)
+	part, err := partition(p.part, m.Key, m.Partition, n)
 	if err != nil {
-		return m, fmt.Errorf("producer %q: partitioner %s: %w", p.name, p.part.Name(), err)
+		return m, fmt.Errorf("%w: producer %q: partitioner %s: %w", ErrPartitioner, p.name, p.strategy, err)
 	}
 	if part < 0 || part >= n {
-		return m, fmt.Errorf("%w: producer %q (%s): partition %d outside [0,%d) of topic %q", ErrInvalidArgument, p.name, p.part.Name(), part, n, t.Name())
+		return m, fmt.Errorf("%w: producer %q (%s): partition %d outside [0,%d) of topic %q", ErrInvalidArgument, p.name, p.strategy, part, n, t.Name())
 	}
-	payload, err := t.codec.Encode(m.Value)
+	payload, err := encode(t.codec, m.Value)
 	if err != nil {
 		return m, fmt.Errorf("%w: producer %q: %s: %w", ErrEncode, p.name, t.pt, err)
 	}

@@ -21,15 +21,19 @@ type Topic[T any] struct {
 
 // CreateTopic creates topic name with partitions partitions (1..64) for
 // payloads of type T encoded by codec (nil: JSON[T]()), records its payload
-// type (the codec's Name, and the Go type T) and returns its handle.
-// Errors: ErrExists when the topic exists (nothing changes, whatever its
-// type); ErrInvalidArgument for an invalid name or partition count;
+// type (the codec's Name, read once here, and the Go type T) and returns
+// its handle. Errors: ErrExists when the topic exists (nothing changes,
+// whatever its type); ErrInvalidArgument for an invalid name or partition
+// count, a nil c, or a codec that is a typed nil or whose Name panics;
 // ErrClosed after Cluster.Close.
 func CreateTopic[T any](c *Cluster, name string, partitions int32, codec Codec[T]) (*Topic[T], error) {
-	if codec == nil {
-		codec = JSON[T]()
+	if err := checkCluster(c); err != nil {
+		return nil, err
 	}
-	pt := codec.Name()
+	codec, pt, err := topicCodec(codec)
+	if err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -53,17 +57,23 @@ func CreateTopic[T any](c *Cluster, name string, partitions int32, codec Codec[T
 // OpenTopic returns a handle on the existing topic name for payloads of
 // type T decoded by codec (nil: JSON[T]()). Errors: ErrUnknownTopic;
 // ErrTypeMismatch when the topic was created with another payload type
-// (another codec Name, or, for a topic this Cluster created, another Go type); nothing changes.
+// (another codec Name, or, for a topic this Cluster created, another Go type);
+// ErrInvalidArgument (as CreateTopic: a nil c, a typed-nil codec, a
+// panicking Name); nothing changes.
 func OpenTopic[T any](c *Cluster, name string, codec Codec[T]) (*Topic[T], error) {
-	if codec == nil {
-		codec = JSON[T]()
+	if err := checkCluster(c); err != nil {
+		return nil, err
+	}
+	codec, want, err := topicCodec(codec)
+	if err != nil {
+		return nil, err
 	}
 	bt, pt, err := c.backend.OpenTopic(name)
 	if err != nil {
 		return nil, err
 	}
-	if pt != codec.Name() {
-		return nil, fmt.Errorf("%w: topic %q holds %s, not %s", ErrTypeMismatch, name, pt, codec.Name())
+	if pt != want {
+		return nil, fmt.Errorf("%w: topic %q holds %s, not %s", ErrTypeMismatch, name, pt, want)
 	}
 	c.mu.Lock()
 	gt, known := c.goTypes[name]
@@ -145,8 +155,8 @@ func (t *Topic[T]) Snapshot() (TopicSnapshot[T], error) {
 }
 
 // message turns a record of this topic into a typed Message; a payload that
-// does not decode gives a Message with Err set (wrapping ErrDecode) and the
-// zero Value.
+// does not decode, or whose Decode panics, gives a Message with Err set
+// (wrapping ErrDecode) and the zero Value.
 func (t *Topic[T]) message(r *engine.Record) Message[T] {
 	m := Message[T]{
 		ID:        messageID(r.Partition, r.Offset),
@@ -159,7 +169,7 @@ func (t *Topic[T]) message(r *engine.Record) Message[T] {
 		Payload:   r.Payload,
 	}
 	m.Headers, m.PayloadType = splitHeaders(r.Headers)
-	v, err := t.codec.Decode(r.Payload)
+	v, err := decode(t.codec, t.pt, r.Payload)
 	if err != nil {
 		m.Err = fmt.Errorf("%w: topic %q partition %d offset %d: %w", ErrDecode, r.Topic, r.Partition, r.Offset, err)
 	} else {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1090,12 +1091,22 @@ var idByte = func() (t [256]bool) {
 // A-Z a-z 0-9 _ -. kind names the identifier in the error.
 func checkID(kind, id string) error {
 	if len(id) == 0 || len(id) > MaxIDLength {
-		return fmt.Errorf("%w: %s identifier %q: length %d outside [1,%d]", ErrInvalidArgument, kind, id, len(id), MaxIDLength)
+		return fmt.Errorf("%w: %s identifier %s: length %d outside [1,%d]", ErrInvalidArgument, kind, quoteID(id), len(id), MaxIDLength)
 	}
 	for i := 0; i < len(id); i++ {
 		if !idByte[id[i]] {
-			return fmt.Errorf("%w: %s identifier %q: byte %d (0x%02x) is not one of A-Z a-z 0-9 _ -", ErrInvalidArgument, kind, id, i, id[i])
+			return fmt.Errorf("%w: %s identifier %s: byte %d (0x%02x) is not one of A-Z a-z 0-9 _ -", ErrInvalidArgument, kind, quoteID(id), i, id[i])
 		}
 	}
 	return nil
+}
+
+// quoteID is id Go-quoted for an error message, its first MaxIDLength
+// bytes only, then "…" when it is longer: an invalid identifier may be of
+// any size, and an error names it without echoing all of it.
+func quoteID(id string) string {
+	if len(id) <= MaxIDLength {
+		return strconv.Quote(id)
+	}
+	return strconv.Quote(id[:MaxIDLength]) + "…"
 }

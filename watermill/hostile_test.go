@@ -322,8 +322,8 @@ func TestHostileMaxMessageBytes(t *testing.T) {
 	}
 }
 
-// A PartitionKey that errors fails that message only; one that panics
-// propagates the panic but leaves the publisher usable.
+// A PartitionKey that errors, or panics, fails that message only (with
+// tributary.ErrPartitioner) and leaves the publisher usable.
 func TestHostilePartitionKeyFailures(t *testing.T) {
 	c := newCluster(t, 10)
 	boom := errors.New("boom")
@@ -338,17 +338,20 @@ func TestHostilePartitionKeyFailures(t *testing.T) {
 		return m.Metadata.Get("k"), nil
 	}})
 	mode.Store(1)
-	if err := pub.Publish("pk", hMsg("a")); !errors.Is(err, boom) {
+	if err := pub.Publish("pk", hMsg("a")); !errors.Is(err, boom) || !errors.Is(err, tributary.ErrPartitioner) {
 		t.Fatalf("PartitionKey error: %v", err)
 	}
 	mode.Store(2)
 	func() {
 		defer func() {
-			if recover() == nil {
-				t.Error("a panicking PartitionKey did not panic Publish")
+			if p := recover(); p != nil {
+				t.Errorf("a panicking PartitionKey panicked Publish: %v", p)
 			}
 		}()
-		pub.Publish("pk", hMsg("b")) //nolint:errcheck
+		err := pub.Publish("pk", hMsg("b"))
+		if !errors.Is(err, tributary.ErrPartitioner) || !strings.Contains(err.Error(), "PartitionKey panicked: partition key panic") {
+			t.Errorf("Publish with a panicking PartitionKey: %v, want ErrPartitioner saying it panicked", err)
+		}
 	}()
 	mode.Store(0)
 	m := hMsg("c")

@@ -3,6 +3,7 @@ package tributarywm
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -20,7 +21,8 @@ type PublisherConfig struct {
 	// PartitionKey returns the key msg is partitioned by (Kafka's murmur2
 	// key hash, tributary.KeyHash): messages of one key go to one partition
 	// and are delivered in publish order. nil, or an empty key: round-robin
-	// over the partitions. An error fails Publish for that message.
+	// over the partitions. An error, or a panic (recovered), fails Publish
+	// for that message with an error wrapping tributary.ErrPartitioner.
 	PartitionKey func(topic string, msg *message.Message) (string, error)
 }
 
@@ -67,7 +69,8 @@ func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger waterm
 // published); tributary.ErrInvalidArgument (a topic name that is not an
 // identifier, a nil message, metadata named HeaderUUID or tributary.HeaderPayloadType, a
 // message over engine.WithMaxMessageBytes); tributary.ErrTypeMismatch (a
-// topic of another payload type); the PartitionKey function's error.
+// topic of another payload type); tributary.ErrPartitioner wrapping the
+// PartitionKey function's error or panic.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	if p.closed.Load() {
 		return fmt.Errorf("%w: publisher", ErrClosed)
@@ -90,9 +93,9 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 func (p *Publisher) publish(t *tributary.Topic[[]byte], msg *message.Message) error {
 	var m tributary.Message[[]byte]
 	if p.cfg.PartitionKey != nil {
-		key, err := p.cfg.PartitionKey(t.Name(), msg)
+		key, err := partitionKey(p.cfg.PartitionKey, t.Name(), msg)
 		if err != nil {
-			return fmt.Errorf("partition key: %w", err)
+			return fmt.Errorf("%w: partition key: %w", tributary.ErrPartitioner, err)
 		}
 		m.Key = key
 	}
@@ -112,6 +115,17 @@ func (p *Publisher) publish(t *tributary.Topic[[]byte], msg *message.Message) er
 	p.logger.Debug("Partition full: waiting for room", watermill.LogFields{"topic": t.Name(), "message_uuid": msg.UUID})
 	_, err = p.producer.Send(msg.Context(), t, m)
 	return err
+}
+
+// partitionKey calls the user's PartitionKey, turning a panic into an error
+// that holds the panic value and the stack.
+func partitionKey(f func(string, *message.Message) (string, error), topic string, msg *message.Message) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = "", fmt.Errorf("PartitionKey panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return f(topic, msg)
 }
 
 // Close ends waiting publishes (ErrClosed) and removes the publisher's

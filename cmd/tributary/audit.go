@@ -145,7 +145,7 @@ func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
 		case bad != nil:
 			return cfg, bad
 		}
-		return cfg, fmt.Errorf("%v (tributary audit -h lists the flags)", err)
+		return cfg, fmt.Errorf("%s (tributary audit -h lists the flags)", cutEchoes(err.Error(), args))
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %s (every setting is a flag; tributary audit -h lists them)", shown(fs.Arg(0)))
@@ -281,12 +281,13 @@ func refuse(bad *error, name, value, want string) error {
 }
 
 // shown returns s as a message shows a command-line value: as typed, or
-// quoted when it is empty or holds spaces or unprintable characters.
+// quoted when it is empty or holds spaces or unprintable characters; cut
+// to maxEcho bytes either way (quote, clipped).
 func shown(s string) string {
 	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
-		return strconv.Quote(s)
+		return quote(s)
 	}
-	return s
+	return clipped(s)
 }
 
 // fmtDuration formats d as a flag value without time.Duration's trailing

@@ -125,9 +125,9 @@ func unknownCommand(fields []string) error {
 	}
 	what := strings.Join(fields[:min(2, len(fields))], " ")
 	if len(like) > 0 {
-		return fmt.Errorf("%w %q: did you mean %s? (type help for the list)", errUnknownCommand, what, strings.Join(like, ", "))
+		return fmt.Errorf("%w %s: did you mean %s? (type help for the list)", errUnknownCommand, quote(what), strings.Join(like, ", "))
 	}
-	return fmt.Errorf("%w %q (type help for the list)", errUnknownCommand, what)
+	return fmt.Errorf("%w %s (type help for the list)", errUnknownCommand, quote(what))
 }
 
 func equalWords(a, b []string) bool {
@@ -236,21 +236,21 @@ func parseArgs(fields []string, c *command) (args, error) {
 		takes, ok := c.flags[name]
 		switch {
 		case !ok:
-			return a, fmt.Errorf("%w: %s has no option --%s (usage: %s)", errArgs, c.name(), name, c.synopsis())
+			return a, fmt.Errorf("%w: %s has no option --%s (usage: %s)", errArgs, c.name(), clipped(name), c.synopsis())
 		case takes && !hasVal:
 			if i+1 >= len(fields) || strings.HasPrefix(fields[i+1], "--") {
-				return a, fmt.Errorf("%w: option --%s needs a value (usage: %s)", errArgs, name, c.synopsis())
+				return a, fmt.Errorf("%w: option --%s needs a value (usage: %s)", errArgs, clipped(name), c.synopsis())
 			}
 			i++
 			val = fields[i]
 		case !takes && hasVal:
-			return a, fmt.Errorf("%w: option --%s takes no value (usage: %s)", errArgs, name, c.synopsis())
+			return a, fmt.Errorf("%w: option --%s takes no value (usage: %s)", errArgs, clipped(name), c.synopsis())
 		}
 		if takes && val == "" {
-			return a, fmt.Errorf("%w: option --%s needs a value, not an empty one (usage: %s)", errArgs, name, c.synopsis())
+			return a, fmt.Errorf("%w: option --%s needs a value, not an empty one (usage: %s)", errArgs, clipped(name), c.synopsis())
 		}
 		if _, dup := a.opts[name]; dup {
-			return a, fmt.Errorf("%w: option --%s given twice", errArgs, name)
+			return a, fmt.Errorf("%w: option --%s given twice", errArgs, clipped(name))
 		}
 		a.opts[name] = val
 	}
@@ -283,11 +283,11 @@ func parseTuples(rest string, c *command) ([][]string, error) {
 			return out, nil
 		}
 		if rest[i] != '(' {
-			return bad("cannot read %q as a tuple", clipText(rest[i:]))
+			return bad("cannot read %s as a tuple", quote(rest[i:]))
 		}
 		items, n, err := splitTuple(rest[i+1:])
 		if err != nil {
-			return bad("%v in %q", err, clipText(rest[i:]))
+			return bad("%v in %s", err, quote(rest[i:]))
 		}
 		text := rest[i : i+1+n]
 		i += 1 + n
@@ -295,12 +295,12 @@ func parseTuples(rest string, c *command) ([][]string, error) {
 		for k, item := range items {
 			words, err := shlex.Split(item)
 			if err != nil || len(words) != 1 {
-				return bad("tuple %s: item %d is %q: want one word (quote one with spaces)", text, k+1, strings.TrimSpace(item))
+				return bad("tuple %s: item %d is %s: want one word (quote one with spaces)", clipped(text), k+1, quote(strings.TrimSpace(item)))
 			}
 			t = append(t, words[0])
 		}
 		if len(t) < c.min || len(t) > c.max {
-			return bad("tuple %s: want %s, got %d", text, countWords(c.min, c.max), len(t))
+			return bad("tuple %s: want %s, got %d", clipped(text), countWords(c.min, c.max), len(t))
 		}
 		out = append(out, t)
 		skip()
@@ -312,7 +312,7 @@ func parseTuples(rest string, c *command) ([][]string, error) {
 				return bad("a comma ends the line: want another tuple after it")
 			}
 		default:
-			return bad("want a comma between tuples, before %q", clipText(rest[i:]))
+			return bad("want a comma between tuples, before %s", quote(rest[i:]))
 		}
 	}
 }
@@ -348,13 +348,6 @@ func splitTuple(s string) ([]string, int, error) {
 	return nil, 0, errors.New("no closing \")\"")
 }
 
-func clipText(s string) string {
-	if r := []rune(s); len(r) > 30 {
-		return string(r[:30]) + "…"
-	}
-	return s
-}
-
 func countWords(lo, hi int) string {
 	switch {
 	case lo == hi && lo == 1:
@@ -382,7 +375,7 @@ func (c *command) synopsis() string {
 // Identifiers' other rules are the engine's (1 to 64 of A-Z a-z 0-9 _ -).
 func checkName(kind, name string) error {
 	if strings.HasPrefix(name, "-") {
-		return fmt.Errorf("%w: %s name %q starts with \"-\": want 1 to 64 of A-Z a-z 0-9 _ -, not starting with -", errArgs, kind, name)
+		return fmt.Errorf("%w: %s name %s starts with \"-\": want 1 to 64 of A-Z a-z 0-9 _ -, not starting with -", errArgs, kind, quote(name))
 	}
 	return nil
 }
@@ -403,7 +396,7 @@ func (s *session) createTopic(a args) error {
 		}
 	}
 	if _, ok := s.topics[name]; ok {
-		return fmt.Errorf("topic %q %w", name, errDuplicateID)
+		return fmt.Errorf("topic %s %w", quote(name), errDuplicateID)
 	}
 	t, err := k.createTopic(s, name, int32(partitions))
 	if err != nil {
@@ -420,13 +413,13 @@ func (s *session) createPartition(a args) error {
 		return err
 	}
 	if err := engine.CheckIdentifier("partition", name); err != nil || strings.HasPrefix(name, "-") {
-		return fmt.Errorf("%w: partition name %q: want 1 to 64 of A-Z a-z 0-9 _ -, not starting with -", errArgs, name)
+		return fmt.Errorf("%w: partition name %s: want 1 to 64 of A-Z a-z 0-9 _ -, not starting with -", errArgs, quote(name))
 	}
 	if isNumber(name) {
-		return fmt.Errorf("%w: partition name %q is a number, which would read as an index", errArgs, name)
+		return fmt.Errorf("%w: partition name %s is a number, which would read as an index", errArgs, quote(name))
 	}
 	if idx, err := s.partition(topic, name); err == nil {
-		return fmt.Errorf("partition %q of topic %q %w (index %d)", name, topic, errDuplicateID, idx)
+		return fmt.Errorf("partition %s of topic %s %w (index %d)", quote(name), quote(topic), errDuplicateID, idx)
 	}
 	n, err := s.c.AddPartitions(topic, 1)
 	if err != nil {
@@ -465,7 +458,7 @@ func (s *session) createGroup(a args) error {
 		return err
 	}
 	if t, ok := s.groups[group]; ok {
-		return fmt.Errorf("consumer group %q %w (on topic %q)", group, errDuplicateID, t)
+		return fmt.Errorf("consumer group %s %w (on topic %s)", quote(group), errDuplicateID, quote(t))
 	}
 	opts, err := s.groupOptions(topic, a)
 	if err != nil {
@@ -476,7 +469,7 @@ func (s *session) createGroup(a args) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("consumer group %q %w on topic %q", group, errDuplicateID, topic)
+		return fmt.Errorf("consumer group %s %w on topic %s", quote(group), errDuplicateID, quote(topic))
 	}
 	s.groups[group] = topic
 	cfg, _, err := s.c.GroupConfig(topic, group)
@@ -502,7 +495,7 @@ func (s *session) groupOptions(topic string, a args) ([]tributary.GroupOption, e
 	if v, ok := a.opts["from"]; ok {
 		start, err := engine.ParseGroupStart(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: --from %q: want earliest (the log start) or latest (the log end)", errArgs, v)
+			return nil, fmt.Errorf("%w: --from %s: want earliest (the log start) or latest (the log end)", errArgs, quote(v))
 		}
 		opts = append(opts, tributary.WithStart(start))
 	}
@@ -512,14 +505,14 @@ func (s *session) groupOptions(topic string, a args) ([]tributary.GroupOption, e
 	}
 	if dl.deadLetter != "" {
 		if t, ok := s.topics[dl.deadLetter]; ok && t.Kind() != s.topics[topic].Kind() {
-			return nil, fmt.Errorf("%w: dead-letter topic %q holds %s events; topic %q holds %s", errTypeMismatch, dl.deadLetter, t.Kind(), topic, s.topics[topic].Kind())
+			return nil, fmt.Errorf("%w: dead-letter topic %s holds %s events; topic %s holds %s", errTypeMismatch, quote(dl.deadLetter), t.Kind(), quote(topic), s.topics[topic].Kind())
 		}
 		opts = append(opts, tributary.WithDeadLetter(dl.deadLetter, dl.maxAttempts))
 	}
 	if v, ok := a.opts["backoff"]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 || d > time.Hour {
-			return nil, fmt.Errorf("%w: --backoff %q: want a duration such as 250ms or 2s, above 0 and at most 1h", errArgs, v)
+			return nil, fmt.Errorf("%w: --backoff %s: want a duration such as 250ms or 2s, above 0 and at most 1h", errArgs, quote(v))
 		}
 		opts = append(opts, tributary.WithBackoff(d, max(d, tributary.DefaultMaxBackoff)))
 	}
@@ -568,20 +561,21 @@ func (s *session) createConsumer(a args) error {
 		return err
 	}
 	if _, ok := s.consumers[name]; ok {
-		return fmt.Errorf("consumer %q %w (in group %q)", name, errDuplicateID, s.consumers[name].Group())
+		return fmt.Errorf("consumer %s %w (in group %s)", quote(name), errDuplicateID, quote(s.consumers[name].Group()))
 	}
 	o, err := parseDeadLetter(a)
 	if err != nil {
 		return err
 	}
 	if dl, ok := s.topics[o.deadLetter]; ok && dl.Kind() != s.topics[topic].Kind() {
-		return fmt.Errorf("%w: dead-letter topic %q holds %s events; topic %q holds %s", errTypeMismatch, o.deadLetter, dl.Kind(), topic, s.topics[topic].Kind())
+		return fmt.Errorf("%w: dead-letter topic %s holds %s events; topic %s holds %s", errTypeMismatch, quote(o.deadLetter), dl.Kind(), quote(topic), s.topics[topic].Kind())
 	}
 	c, err := s.topics[topic].newConsumer(group, name, o)
 	if errors.Is(err, tributary.ErrPolicyMismatch) {
 		cfg, _, _ := s.c.GroupConfig(topic, group)
-		return fmt.Errorf("consumer %q: --dead-letter %s --max-attempts %d is not consumer group %s's policy (%s): "+
-			"a group's dead-letter topic is set with create consumer group … --dead-letter, and its consumers follow it", name, o.deadLetter, o.maxAttempts, group, cfg.Policy())
+		return fmt.Errorf("consumer %s: --dead-letter %s --max-attempts %d is not consumer group %s's policy (%s): "+
+			"a group's dead-letter topic is set with create consumer group … --dead-letter, and its consumers follow it",
+			quote(name), clipped(o.deadLetter), o.maxAttempts, clipped(group), cfg.Policy())
 	}
 	if err != nil {
 		return err
@@ -617,7 +611,7 @@ func parseStrategy(word string) (tributary.Partitioner, error) {
 	}
 	pt, err := tributary.ParsePartitioner(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: strategy %q: want Random, Manual, RoundRobin or Key (KeyHash)", errArgs, word)
+		return nil, fmt.Errorf("%w: strategy %s: want Random, Manual, RoundRobin or Key (KeyHash)", errArgs, quote(word))
 	}
 	return pt, nil
 }
@@ -641,7 +635,7 @@ func (s *session) createProducer(a args) error {
 		pt = tributary.RandomSeeded(uint64(s.seed) ^ h.Sum64())
 	}
 	if _, ok := s.producers[name]; ok {
-		return fmt.Errorf("producer %q %w", name, errDuplicateID)
+		return fmt.Errorf("producer %s %w", quote(name), errDuplicateID)
 	}
 	p, err := k.newProducer(s, name, pt)
 	if err != nil {
@@ -661,7 +655,7 @@ func (s *session) deleteGroup(a args) error {
 	if _, err := s.c.DeleteGroup(topic, group); err != nil {
 		if errors.Is(err, engine.ErrGroupNotEmpty) {
 			line, _ := s.assignmentLine(group)
-			return fmt.Errorf("consumer group %q has members: %s (delete them first)", group, line)
+			return fmt.Errorf("consumer group %s has members: %s (delete them first)", quote(group), line)
 		}
 		return err
 	}
@@ -704,7 +698,7 @@ func (s *session) removeMember(group, member string) error {
 	}
 	if !ok {
 		line, _ := s.assignmentLine(group)
-		return fmt.Errorf("%w member %q of consumer group %q (%s)", errUnknownID, member, group, line)
+		return fmt.Errorf("%w member %s of consumer group %s (%s)", errUnknownID, quote(member), quote(group), line)
 	}
 	if c, ok := s.consumers[member]; ok && c.Group() == group {
 		c.Close() //nolint:errcheck // already removed: its Leave is false
@@ -740,14 +734,14 @@ func (s *session) prepareProduce(producer, topic, file string, partition *string
 		return produceJob{}, err
 	}
 	if p.Kind() != t.Kind() {
-		return produceJob{}, fmt.Errorf("%w: producer %q makes %s events; topic %q holds %s", errTypeMismatch, producer, p.Kind(), topic, t.Kind())
+		return produceJob{}, fmt.Errorf("%w: producer %s makes %s events; topic %s holds %s", errTypeMismatch, quote(producer), p.Kind(), quote(topic), t.Kind())
 	}
 	j := produceJob{p: p, t: t, file: file}
 	switch manual := p.Strategy() == "Manual"; {
 	case manual && partition == nil:
-		return j, fmt.Errorf("%w: producer %q is Manual: give the partition (produce event %s %s %s <partition>)", errArgs, producer, producer, topic, file)
+		return j, fmt.Errorf("%w: producer %s is Manual: give the partition (produce event %s %s %s <partition>)", errArgs, quote(producer), producer, topic, clipped(file))
 	case !manual && partition != nil:
-		return j, fmt.Errorf("%w: producer %q chooses partitions itself (%s): drop the partition %q", errArgs, producer, p.Strategy(), *partition)
+		return j, fmt.Errorf("%w: producer %s chooses partitions itself (%s): drop the partition %s", errArgs, quote(producer), p.Strategy(), quote(*partition))
 	case manual:
 		if j.partition, err = s.partition(topic, *partition); err != nil {
 			return j, err
@@ -758,11 +752,11 @@ func (s *session) prepareProduce(producer, topic, file string, partition *string
 	}
 	for _, h := range j.ev.Headers {
 		if h.Key == tributary.HeaderPayloadType {
-			return j, fmt.Errorf("%w %s: header %q is reserved: the library sets it to the topic's payload type", errBadEvent, file, h.Key)
+			return j, fmt.Errorf("%w %s: header %s is reserved: the library sets it to the topic's payload type", errBadEvent, clipped(file), quote(h.Key))
 		}
 	}
 	if err := p.check(j.ev); err != nil {
-		return j, fmt.Errorf("%w: event file %s: %v: topic %q holds %s events", errTypeMismatch, file, err, topic, t.Kind())
+		return j, fmt.Errorf("%w: event file %s: %v: topic %s holds %s events", errTypeMismatch, clipped(file), err, quote(topic), t.Kind())
 	}
 	return j, nil
 }
@@ -817,7 +811,7 @@ func (s *session) prepareConsume(consumer, partition string, n int) (consumeJob,
 		}
 	}
 	line, _ := s.assignmentLine(c.Group())
-	return consumeJob{}, fmt.Errorf("consumer %q %w %s %s (group %s)", consumer, errNotOwner, topic, s.partName(topic, p), line)
+	return consumeJob{}, fmt.Errorf("consumer %s %w %s %s (group %s)", quote(consumer), errNotOwner, topic, s.partName(topic, p), line)
 }
 
 // consume runs j: up to j.n events (with fail, failed attempts), stopping
@@ -930,7 +924,7 @@ func (s *session) playback(a args) error {
 	}
 	off, err := strconv.ParseInt(a.pos[2], 10, 64)
 	if err != nil || !isNumber(a.pos[2]) {
-		return fmt.Errorf("%w: offset %q: want a whole number ≥ 0", errArgs, a.pos[2])
+		return fmt.Errorf("%w: offset %s: want a whole number ≥ 0", errArgs, quote(a.pos[2]))
 	}
 	topic := j.c.Topic().Name()
 	g, _, err := s.describeGroup(j.c.Group())
@@ -983,7 +977,7 @@ func (s *session) parallelProduce(a args) error {
 		g.Go(func() error {
 			r, err := j.p.produce(s.ctx(), j.t, j.ev, j.partition)
 			if err != nil {
-				errs[i] = fmt.Errorf("tuple %d (%s, %s, %s): %w", i+1, j.p.Name(), j.t.Name(), j.file, err)
+				errs[i] = fmt.Errorf("tuple %d (%s, %s, %s): %w", i+1, j.p.Name(), j.t.Name(), clipped(j.file), err)
 			}
 			results[i] = r
 			return nil

@@ -56,7 +56,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "tributary: unknown command %q (try tributary help)\n", args[0])
+		fmt.Fprintf(stderr, "tributary: unknown command %s (try tributary help)\n", quote(args[0]))
 		return exitUsage
 	}
 }

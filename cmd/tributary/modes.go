@@ -60,7 +60,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 				printFlags(stdout, fs)
 				return f, nil, err
 			}
-			return f, nil, fmt.Errorf("%v (%s -h lists the flags and their ranges)", err, cmd)
+			return f, nil, fmt.Errorf("%s (%s -h lists the flags and their ranges)", cutEchoes(err.Error(), args), cmd)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -82,7 +82,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	switch f.backend {
 	case "memory":
 		if f.natsURL != "" {
-			return f, nil, fmt.Errorf("-nats %q: needs -backend jetstream", f.natsURL)
+			return f, nil, fmt.Errorf("-nats %s: needs -backend jetstream", quote(f.natsURL))
 		}
 	case "jetstream":
 		for _, u := range strings.Split(f.natsURL, ",") {
@@ -90,16 +90,16 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 				break
 			}
 			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, pu.Scheme) || pu.Host == "" {
-				return f, nil, fmt.Errorf("-nats %q: want nats://HOST:PORT (or tls://, ws://, wss://), several separated by commas", f.natsURL)
+				return f, nil, fmt.Errorf("-nats %s: want nats://HOST:PORT (or tls://, ws://, wss://), several separated by commas", quote(f.natsURL))
 			}
 		}
 	default:
-		return f, nil, fmt.Errorf("-backend %q: must be memory or jetstream", f.backend)
+		return f, nil, fmt.Errorf("-backend %s: must be memory or jetstream", quote(f.backend))
 	}
 	if f.clock != "" {
 		t, err := time.Parse(time.RFC3339, f.clock)
 		if err != nil {
-			return f, nil, fmt.Errorf("-clock %q: must be an RFC 3339 time such as 2026-12-01T12:00:00Z", f.clock)
+			return f, nil, fmt.Errorf("-clock %s: must be an RFC 3339 time such as 2026-12-01T12:00:00Z", quote(f.clock))
 		}
 		f.now = func() time.Time { return t }
 	}
@@ -116,7 +116,7 @@ func runInteractive(args []string, stdin io.Reader, stdout, stderr io.Writer, is
 		return code
 	}
 	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "tributary: unknown command %q (try tributary help)\n", rest[0])
+		fmt.Fprintf(stderr, "tributary: unknown command %s (try tributary help)\n", quote(rest[0]))
 		return exitUsage
 	}
 	if !isTerminal {
@@ -220,7 +220,7 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	file, err := os.Open(rest[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "tributary run: %v\n", err)
+		fmt.Fprintf(stderr, "tributary run: %s\n", cutEchoes(err.Error(), rest))
 		return exitFailed
 	}
 	defer file.Close()
@@ -335,7 +335,7 @@ func osReader(dir string) func(string) ([]byte, error) {
 	return func(name string) ([]byte, error) {
 		where := ""
 		if !filepath.IsAbs(name) {
-			where = " (looked in " + dir + ")"
+			where = " (looked in " + clipped(dir) + ")"
 			if dir == "." {
 				where = " (looked in the working directory)"
 			}

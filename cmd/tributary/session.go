@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
@@ -132,28 +134,28 @@ func (s *session) topic(name string) (topicRef, error) {
 	if t, ok := s.topics[name]; ok {
 		return t, nil
 	}
-	return nil, fmt.Errorf("%w topic %q (topics: %s)", errUnknownID, name, list(keys(s.topics)))
+	return nil, fmt.Errorf("%w topic %s (topics: %s)", errUnknownID, quote(name), list(keys(s.topics)))
 }
 
 func (s *session) producer(name string) (producerRef, error) {
 	if p, ok := s.producers[name]; ok {
 		return p, nil
 	}
-	return nil, fmt.Errorf("%w producer %q (producers: %s)", errUnknownID, name, list(keys(s.producers)))
+	return nil, fmt.Errorf("%w producer %s (producers: %s)", errUnknownID, quote(name), list(keys(s.producers)))
 }
 
 func (s *session) consumer(name string) (consumerRef, error) {
 	if c, ok := s.consumers[name]; ok {
 		return c, nil
 	}
-	return nil, fmt.Errorf("%w consumer %q (consumers: %s)", errUnknownID, name, list(keys(s.consumers)))
+	return nil, fmt.Errorf("%w consumer %s (consumers: %s)", errUnknownID, quote(name), list(keys(s.consumers)))
 }
 
 func (s *session) group(name string) (topic string, err error) {
 	if t, ok := s.groups[name]; ok {
 		return t, nil
 	}
-	return "", fmt.Errorf("%w consumer group %q (groups: %s)", errUnknownID, name, list(keys(s.groups)))
+	return "", fmt.Errorf("%w consumer group %s (groups: %s)", errUnknownID, quote(name), list(keys(s.groups)))
 }
 
 // partition resolves a partition of topic by name (p0, or a name given to
@@ -166,7 +168,7 @@ func (s *session) partition(topic, arg string) (int32, error) {
 	if i, err := strconv.Atoi(arg); err == nil && isNumber(arg) && i < len(names) {
 		return int32(i), nil
 	}
-	return 0, fmt.Errorf("%w partition %q of topic %q (partitions: %s, or an index 0..%d)", errUnknownID, arg, topic, strings.Join(names, " "), len(names)-1)
+	return 0, fmt.Errorf("%w partition %s of topic %s (partitions: %s, or an index 0..%d)", errUnknownID, quote(arg), quote(topic), strings.Join(names, " "), len(names)-1)
 }
 
 // partName is the name of partition p of topic.
@@ -211,7 +213,7 @@ func (s *session) describeGroup(group string) (engine.GroupDescription, engine.T
 			return g, d, nil
 		}
 	}
-	return engine.GroupDescription{}, d, fmt.Errorf("%w consumer group %q: gone from topic %q", errUnknownID, group, topic)
+	return engine.GroupDescription{}, d, fmt.Errorf("%w consumer group %s: gone from topic %s", errUnknownID, quote(group), quote(topic))
 }
 
 // assignmentLine is group's assignor and members with their partitions,
@@ -251,14 +253,14 @@ func parseAssignor(name string) (engine.Assignor, error) {
 			return a, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: assignor %q: want RoundRobin, Range or Sticky", errArgs, name)
+	return nil, fmt.Errorf("%w: assignor %s: want RoundRobin, Range or Sticky", errArgs, quote(name))
 }
 
 func parsePayloadType(name string) (payloadKind, error) {
 	if k, ok := payloadKinds[name]; ok {
 		return k, nil
 	}
-	return nil, fmt.Errorf("%w: payload type %q: want Integer, String or JSON", errArgs, name)
+	return nil, fmt.Errorf("%w: payload type %s: want Integer, String or JSON", errArgs, quote(name))
 }
 
 // isNumber reports whether arg is a whole number written plainly: digits,
@@ -279,7 +281,7 @@ func isNumber(arg string) bool {
 func parseCount(what, arg string, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(arg)
 	if err != nil || !isNumber(arg) || n < lo || n > hi {
-		return 0, fmt.Errorf("%w: %s %q: want a whole number in %d..%d", errArgs, what, arg, lo, hi)
+		return 0, fmt.Errorf("%w: %s %s: want a whole number in %d..%d", errArgs, what, quote(arg), lo, hi)
 	}
 	return n, nil
 }
@@ -295,14 +297,17 @@ func (s *session) readEvent(name string) (event, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return event{}, fmt.Errorf("%w %s: %v", errBadEvent, name, err)
+		return event{}, fmt.Errorf("%w %s: %v", errBadEvent, clipped(name), err)
+	}
+	if err := checkText(b); err != nil {
+		return event{}, fmt.Errorf("%w %s: %v", errBadEvent, clipped(name), err)
 	}
 	fields, err := jsonObject(b)
 	if err != nil {
-		return event{}, fmt.Errorf("%w %s: %v (want {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": ...})", errBadEvent, name, err)
+		return event{}, fmt.Errorf("%w %s: %v (want {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": ...})", errBadEvent, clipped(name), err)
 	}
 	bad := func(format string, a ...any) (event, error) {
-		return event{}, fmt.Errorf("%w %s: %s (want {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": ...})", errBadEvent, name, fmt.Sprintf(format, a...))
+		return event{}, fmt.Errorf("%w %s: %s (want {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": ...})", errBadEvent, clipped(name), fmt.Sprintf(format, a...))
 	}
 	var ev event
 	for _, f := range fields {
@@ -319,7 +324,7 @@ func (s *session) readEvent(name string) (event, error) {
 			for _, h := range hs {
 				v, err := jsonString(h.value)
 				if err != nil {
-					return bad("header %q is %v", h.name, err)
+					return bad("header %s is %v", quote(h.name), err)
 				}
 				ev.Headers = append(ev.Headers, tributary.Header{Key: h.name, Value: v})
 			}
@@ -327,13 +332,80 @@ func (s *session) readEvent(name string) (event, error) {
 		case "value":
 			ev.Value = f.value
 		default:
-			return bad("unknown field %q", f.name)
+			return bad("unknown field %s", quote(f.name))
 		}
 	}
 	if ev.Value == nil {
 		return bad("no \"value\"")
 	}
 	return ev, nil
+}
+
+// checkText refuses what encoding/json would silently turn into U+FFFD:
+// bytes that are not UTF-8, and a \u escape of half a UTF-16 surrogate
+// pair (\ud800 without the \udc00..\udfff escape that completes it, or
+// the second half alone). The error names the line and column (in bytes,
+// from 1) of the first one.
+func checkText(b []byte) error {
+	if !utf8.Valid(b) {
+		i := 0
+		for i < len(b) {
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			i += size
+		}
+		line, col := position(b, i)
+		return fmt.Errorf("byte 0x%02x at line %d, column %d is not UTF-8 (an event file is UTF-8 text)", b[i], line, col)
+	}
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case !inString:
+			inString = c == '"'
+		case c == '"':
+			inString = false
+		case c == '\\' && i+1 < len(b):
+			if b[i+1] != 'u' {
+				i++ // a one-character escape: \" \\ \/ \b \f \n \r \t
+				continue
+			}
+			r, ok := hex4(b[i+2:])
+			if !ok {
+				continue // not an escape: the JSON reader refuses it
+			}
+			if utf16.IsSurrogate(r) {
+				r2, ok2 := rune(0), false
+				if len(b) >= i+12 && b[i+6] == '\\' && b[i+7] == 'u' {
+					r2, ok2 = hex4(b[i+8:])
+				}
+				if r >= 0xdc00 || !ok2 || utf16.DecodeRune(r, r2) == utf8.RuneError {
+					line, col := position(b, i)
+					return fmt.Errorf("%s at line %d, column %d is half a UTF-16 surrogate pair, not a character", b[i:i+6], line, col)
+				}
+				i += 6
+			}
+			i += 5
+		}
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits at the start of b as a rune.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
+}
+
+// position is the line and column, both from 1 and the column in bytes, of
+// offset i of b.
+func position(b []byte, i int) (line, col int) {
+	line = 1 + bytes.Count(b[:i], []byte("\n"))
+	return line, i - bytes.LastIndexByte(b[:i], '\n')
 }
 
 // field is one member of a JSON object, in order.
@@ -361,7 +433,7 @@ func jsonObject(b []byte) ([]field, error) {
 		name, _ := t.(string)
 		for _, f := range out {
 			if f.name == name {
-				return nil, fmt.Errorf("field %q given twice", name)
+				return nil, fmt.Errorf("field %s given twice", quote(name))
 			}
 		}
 		var v json.RawMessage
@@ -383,7 +455,7 @@ func jsonObject(b []byte) ([]field, error) {
 func jsonString(raw json.RawMessage) (string, error) {
 	var s *string
 	if err := json.Unmarshal(raw, &s); err != nil || s == nil {
-		return "", fmt.Errorf("%s, not a string", clip(raw))
+		return "", fmt.Errorf("%s, not a string", clipped(string(raw)))
 	}
 	return *s, nil
 }

@@ -65,15 +65,15 @@ var (
 			d.UseNumber()
 			var v any
 			if err := d.Decode(&v); err != nil {
-				return 0, fmt.Errorf("value %s is not JSON", clip(raw))
+				return 0, fmt.Errorf("value %s is not JSON", clipped(string(raw)))
 			}
 			n, ok := v.(json.Number)
 			if !ok || strings.ContainsAny(n.String(), ".eE") {
-				return 0, fmt.Errorf("value %s is not a JSON integer", clip(raw))
+				return 0, fmt.Errorf("value %s is not a JSON integer", clipped(string(raw)))
 			}
 			i, err := strconv.ParseInt(n.String(), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("value %s is outside the Integer range [-2^63, 2^63-1]", clip(raw))
+				return 0, fmt.Errorf("value %s is outside the Integer range [-2^63, 2^63-1]", clipped(string(raw)))
 			}
 			return i, nil
 		},
@@ -85,7 +85,7 @@ var (
 		parse: func(raw json.RawMessage) (string, error) {
 			var s *string
 			if err := json.Unmarshal(raw, &s); err != nil || s == nil {
-				return "", fmt.Errorf("value %s is not a JSON string", clip(raw))
+				return "", fmt.Errorf("value %s is not a JSON string", clipped(string(raw)))
 			}
 			return *s, nil
 		},
@@ -122,15 +122,6 @@ func printableJSON(v []byte) string {
 		}
 	}
 	return b.String()
-}
-
-// clip shortens a raw JSON value for an error message.
-func clip(raw json.RawMessage) string {
-	const n = 40
-	if len(raw) <= n {
-		return string(raw)
-	}
-	return string(raw[:n]) + "…"
 }
 
 // topicRef is a typed topic of the session, whatever its payload type.
@@ -271,11 +262,11 @@ func (p *typedProducer[T]) check(ev event) error {
 func (p *typedProducer[T]) produce(ctx context.Context, t topicRef, ev event, partition int32) (sent, error) {
 	tt, ok := t.(*typedTopic[T])
 	if !ok {
-		return sent{}, fmt.Errorf("%w: producer %q makes %s events; topic %q holds %s", errTypeMismatch, p.Name(), p.k.name, t.Name(), t.Kind())
+		return sent{}, fmt.Errorf("%w: producer %s makes %s events; topic %s holds %s", errTypeMismatch, quote(p.Name()), p.k.name, quote(t.Name()), t.Kind())
 	}
 	v, err := p.k.parse(ev.Value)
 	if err != nil {
-		return sent{}, fmt.Errorf("%w: %v: topic %q holds %s events", errTypeMismatch, err, t.Name(), p.k.name)
+		return sent{}, fmt.Errorf("%w: %v: topic %s holds %s events", errTypeMismatch, err, quote(t.Name()), p.k.name)
 	}
 	m, err := p.TrySend(tt.Topic, tributary.Message[T]{Key: ev.Key, Headers: ev.Headers, Value: v, Partition: partition, Time: p.s.now()})
 	if errors.Is(err, tributary.ErrPartitionFull) {
@@ -319,7 +310,7 @@ func (c *typedConsumer[T]) consume(ctx context.Context, partition int32, fail st
 			return d, true, rerr
 		}
 		d.Outcome = "retried"
-		return d, true, fmt.Errorf("%w: dead-letter topic %q has no room for %s (events leave a topic only once every consumer group of it has consumed them; with no group, nothing is ever removed); the event was retried instead (attempt %d)", tributary.ErrPartitionFull, dl, m.ID, m.Attempt)
+		return d, true, fmt.Errorf("%w: dead-letter topic %s has no room for %s (events leave a topic only once every consumer group of it has consumed them; with no group, nothing is ever removed); the event was retried instead (attempt %d)", tributary.ErrPartitionFull, quote(dl), m.ID, m.Attempt)
 	case err != nil:
 		return d, true, err
 	case dead:
