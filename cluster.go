@@ -74,8 +74,11 @@ func NewClusterOn(backend Backend) (*Cluster, error) {
 func (c *Cluster) Backend() Backend { return c.backend }
 
 // Close closes every consumer of the cluster (each leaves its group) and
-// every producer; later calls that create or send return ErrClosed. A
-// running Consumer.Run returns. Closing twice is a no-op.
+// every producer; later calls that create or send, and the admin calls
+// that change the broker (CreateGroup, RemoveMember, DeleteGroup,
+// SetAssignor, AddPartitions, Seek), return ErrClosed and change nothing,
+// while Topics, GroupConfig and Describe still read it. A running
+// Consumer.Run returns. Closing twice is a no-op.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -123,6 +126,9 @@ func (c *Cluster) Topics() []string { return c.backend.Topics() }
 // NewGroupConfig refuses), ErrTypeMismatch (an existing dead-letter topic
 // holds another payload type than topic), ErrInvalidAssignment.
 func (c *Cluster) CreateGroup(topic, group string, a engine.Assignor, opts ...GroupOption) (bool, error) {
+	if err := c.checkOpen(); err != nil {
+		return false, err
+	}
 	if err := engine.CheckIdentifier("group", group); err != nil {
 		return false, err
 	}
@@ -163,6 +169,9 @@ func (c *Cluster) GroupConfig(topic, group string) (GroupConfig, bool, error) {
 // ErrInvalidAssignment (the group's assignor refused the remaining
 // members: nothing changes).
 func (c *Cluster) RemoveMember(topic, group, member string) (bool, error) {
+	if err := c.checkOpen(); err != nil {
+		return false, err
+	}
 	return c.backend.RemoveMember(topic, group, member)
 }
 
@@ -170,6 +179,9 @@ func (c *Cluster) RemoveMember(topic, group, member string) (bool, error) {
 // retention at once. False when absent. Errors: ErrInvalidArgument,
 // ErrGroupNotEmpty.
 func (c *Cluster) DeleteGroup(topic, group string) (bool, error) {
+	if err := c.checkOpen(); err != nil {
+		return false, err
+	}
 	return c.backend.DeleteGroup(topic, group)
 }
 
@@ -177,6 +189,9 @@ func (c *Cluster) DeleteGroup(topic, group string) (bool, error) {
 // (SPEC rule 18). False when the group is absent. Errors:
 // ErrInvalidArgument, ErrInvalidAssignment.
 func (c *Cluster) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
+	if err := c.checkOpen(); err != nil {
+		return false, err
+	}
 	return c.backend.SetAssignor(topic, group, a)
 }
 
@@ -185,6 +200,9 @@ func (c *Cluster) SetAssignor(topic, group string, a engine.Assignor) (bool, err
 // ErrInvalidArgument (unknown topic, count < 1, a total above 64),
 // ErrInvalidAssignment.
 func (c *Cluster) AddPartitions(topic string, count int32) (int32, error) {
+	if err := c.checkOpen(); err != nil {
+		return 0, err
+	}
 	return c.backend.AddPartitions(topic, count)
 }
 
@@ -193,7 +211,20 @@ func (c *Cluster) AddPartitions(topic string, count int32) (int32, error) {
 // records again from there. False when the group is absent. Errors:
 // ErrInvalidArgument, then ErrOffsetOutOfRange outside [log start, log end].
 func (c *Cluster) Seek(topic, group string, partition int32, offset int64) (bool, error) {
+	if err := c.checkOpen(); err != nil {
+		return false, err
+	}
 	return c.backend.Seek(topic, group, partition, offset)
+}
+
+// checkOpen returns ErrClosed once Close has been called.
+func (c *Cluster) checkOpen() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("%w: cluster", ErrClosed)
+	}
+	return nil
 }
 
 // Describe returns one atomic snapshot of topic (SPEC rule 23): every

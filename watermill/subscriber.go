@@ -243,12 +243,14 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 }
 
 // dropEphemeral deletes group if it is an ephemeral subscription's (it
-// has no members by then).
+// has no members by then). It goes to the backend, not the Cluster,
+// because a subscription also ends when its cluster closes, and a closed
+// Cluster refuses admin calls while its own ephemeral group must still go.
 func (s *Subscriber) dropEphemeral(t *tributary.Topic[[]byte], group string) {
 	if !s.cfg.Ephemeral {
 		return
 	}
-	if _, err := s.cluster.DeleteGroup(t.Name(), group); err != nil {
+	if _, err := s.cluster.Backend().DeleteGroup(t.Name(), group); err != nil {
 		s.logger.Error("Cannot delete ephemeral consumer group", err, watermill.LogFields{"topic": t.Name(), "consumer_group": group})
 	}
 }
