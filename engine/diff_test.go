@@ -890,6 +890,15 @@ type runner struct {
 	lastAck  op              // the latest successful ack
 	haveAck  bool
 	maxGroup map[string]int // per topic: most groups it ever had at once (the engine's cursor slots)
+	// rooms holds, per partition the model says is full, the engine's Room
+	// channel taken after the call that found it so (sameRoom).
+	rooms map[roomKey]<-chan struct{}
+}
+
+// roomKey names one partition of one topic.
+type roomKey struct {
+	topic     string
+	partition int32
 }
 
 // newRunner builds the brokers of cfg. It returns a divergence when the
@@ -897,7 +906,7 @@ type runner struct {
 func newRunner(t testing.TB, mk newSubject, cfg diffConfig, cov *coverage) (*runner, string) {
 	clock := newTestClock()
 	m, merr := model.New(cfg.capacity, cfg.modelOptions(clock)...)
-	r := &runner{t: t, cfg: cfg, m: m, clock: clock, cov: cov, maxGroup: map[string]int{}}
+	r := &runner{t: t, cfg: cfg, m: m, clock: clock, cov: cov, maxGroup: map[string]int{}, rooms: map[roomKey]<-chan struct{}{}}
 	if mk != nil {
 		e, eerr := mk(cfg.capacity, cfg.engineOptions(clock)...)
 		if errClass(eerr) != errClass(merr) {
@@ -1159,6 +1168,9 @@ func (r *runner) call(o op) (outcome, string) {
 		if msg := r.sameState(o, r.calls%helperEvery == 0); msg != "" {
 			return want, fmt.Sprintf("after call %d %v: %s%s", r.calls, o, msg, r.lastCalls())
 		}
+		if msg := r.sameRoom(); msg != "" {
+			return want, fmt.Sprintf("after call %d %v: %s%s", r.calls, o, msg, r.lastCalls())
+		}
 	}
 	switch {
 	case (o.kind == "Poll" || o.kind == "PollPartition") && len(want.Records) > 0:
@@ -1214,6 +1226,53 @@ func (r *runner) sameState(o op, helpers bool) string {
 	if helpers {
 		if err := r.m.CheckInvariants(); err != nil {
 			return fmt.Sprintf("model invariant broken (a model bug): %v", err)
+		}
+	}
+	return ""
+}
+
+// sameRoom checks the engine's room signal against the model, as a
+// producer blocked on a full partition sees it: a Room channel taken while
+// the model says a publish to its partition is refused must be closed by
+// the first call after which the model says a publish there succeeds
+// (SPEC rules 5, 21; TopicHandle.Room). A channel closed while the
+// partition stays full is a harmless early wake-up: it is replaced. Then
+// it takes a channel for every partition the model says is full.
+func (r *runner) sameRoom() string {
+	for _, name := range r.m.Topics() {
+		n, err := r.m.PartitionCount(name)
+		if err != nil {
+			return fmt.Sprintf("model PartitionCount(%q): %v", name, err)
+		}
+		var th *engine.TopicHandle
+		for p := range n {
+			full, err := r.m.Full(name, p)
+			if err != nil {
+				return fmt.Sprintf("model Full(%q, %d): %v", name, p, err)
+			}
+			key := roomKey{name, p}
+			if ch, held := r.rooms[key]; held {
+				switch closed := hClosed(ch); {
+				case !full && !closed:
+					return fmt.Sprintf("Room(%d) of topic %q still open, although the model accepts a publish there now\n", p, name)
+				case full && !closed:
+					continue
+				}
+				delete(r.rooms, key)
+			}
+			if !full {
+				continue
+			}
+			if th == nil {
+				if th, err = r.e.Topic(name); err != nil {
+					return fmt.Sprintf("Topic(%q): %v", name, err)
+				}
+			}
+			ch, err := th.Room(p)
+			if err != nil {
+				return fmt.Sprintf("Room(%d) of topic %q: %v", p, name, err)
+			}
+			r.rooms[key] = ch
 		}
 	}
 	return ""

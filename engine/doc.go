@@ -156,16 +156,22 @@
 // MemberHandle.Ready and TopicHandle.Room return channels (signal.go) that
 // the next relevant change closes — a successful publish or AddPartitions
 // (topic.ready); a group's Ack, Retry, rebalance, Seek or deletion
-// (group.ready); retention removing records from a partition
-// (partitionState.room). A signal is one atomic pointer, not a lock: it is
+// (group.ready); retention making room in a full partition
+// (partitionState.room): removing records, or raising low so that the
+// oldest record of a full log is fully committed and a publish may give it
+// up to the replay window (rule 21), which removes nothing when the window
+// covers it. A signal is one atomic pointer, not a lock: it is
 // outside the lock order, and notifying it (possibly under a lock) takes no
 // lock. With nobody waiting a notify is one atomic load, so Publish and Ack
 // pay nothing measurable. A waiter takes the channel before it checks the
 // state, the notifier changes the state before it loads the channel, and
 // both are sequentially consistent atomics: a wake-up is never lost
-// (engine/handle_test.go races them). Records are removed only under the
-// partition lock (an Ack of a pinned cursor, a Seek, DeleteGroup, a publish
-// giving up a replay-window record), which notifies room. The ack timeout
+// (engine/handle_test.go races them). Records are removed, and low is
+// raised, only under the partition lock (an Ack of a pinned cursor, a Seek,
+// DeleteGroup, a publish giving up a replay-window record), and each of
+// those ends in trimLocked, which notifies room whenever a publish refused
+// before could now succeed (engine/room_test.go and the differential
+// test's Room check hold it to that). The ack timeout
 // notifies nobody; MemberHandle.NextTimeout tells a waiter when to look
 // again.
 //

@@ -486,7 +486,7 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 // before the partition lock is let go.
 func (t *topic) append(p *partition, e entry) int64 {
 	p.mu.Lock()
-	if t.b.window > 0 && p.log.Full() && p.low != noLow && (p.log.StartOffset() < p.low || t.faults.on(faultWindowEvictsNeeded)) {
+	if p.log.Full() && (t.evictableLocked(p) || t.b.window > 0 && p.low != noLow && t.faults.on(faultWindowEvictsNeeded)) {
 		p.log.TrimTo(p.log.StartOffset() + 1) // the oldest fully committed record (rule 21)
 	}
 	off, ok := p.log.Append(e)
@@ -862,15 +862,30 @@ func (t *topic) retainLocked(part *partition) {
 	t.trimLocked(part)
 }
 
-// trimLocked removes the fully committed records beyond the replay window.
+// trimLocked removes the fully committed records beyond the replay window
+// and notifies room when a publish to the partition, had it been refused
+// as full, could now succeed: when it removed records, or when the log is
+// full and its oldest record is fully committed, so that a publish gives
+// it up (rule 21). The second happens without any removal when the window
+// covers the newly committed records (a window equal to the capacity
+// never trims a full log), and every raise of low comes here. The caller
+// holds part.mu.
 func (t *topic) trimLocked(part *partition) {
-	if part.low != noLow {
-		start := part.log.StartOffset()
-		part.log.TrimTo(part.low - t.b.window)
-		if part.log.StartOffset() != start {
-			part.room.notify()
-		}
+	if part.low == noLow {
+		return
 	}
+	start := part.log.StartOffset()
+	part.log.TrimTo(part.low - t.b.window)
+	if part.log.StartOffset() != start || part.log.Full() && t.evictableLocked(part) && !t.faults.on(faultRoomOnlyOnTrim) {
+		part.room.notify()
+	}
+}
+
+// evictableLocked reports whether part's oldest retained record may be
+// given up to a publish (SPEC rule 21): a replay window is set and every
+// group has committed past the log start. The caller holds part.mu.
+func (t *topic) evictableLocked(part *partition) bool {
+	return t.b.window > 0 && part.low != noLow && part.log.StartOffset() < part.low
 }
 
 // newGroupLocked returns a group named name, not yet in the topic, with no

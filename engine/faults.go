@@ -65,5 +65,10 @@ const (
 	// unpinned one, so the group at the least committed offset moves
 	// without applying retention.
 	faultAckIgnoresPin
+	// (p) Retention notifies room only when it removes records, not when
+	// an ack makes the oldest record of a full partition evictable by the
+	// replay window without removing anything, so a producer waiting on
+	// Room is never woken although a publish would succeed.
+	faultRoomOnlyOnTrim
 	faultCount
 )

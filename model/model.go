@@ -452,8 +452,7 @@ func (b *Broker) PublishMessage(topic string, partition int32, m Message) (int64
 	p := int(partition)
 	l := &t.logs[p]
 	if len(l.entries) >= int(b.capacity) {
-		low, ok := t.low(p)
-		if b.window == 0 || !ok || l.start >= low {
+		if b.refuses(t, p) {
 			return -1, nil // nothing retained is fully committed
 		}
 		l.entries = slices.Delete(l.entries, 0, 1)
@@ -666,6 +665,18 @@ func (t *topic) low(p int) (low int64, ok bool) {
 		low = min(low, g.committed[p])
 	}
 	return low, true
+}
+
+// refuses reports whether a publish to partition p of t is refused (rules
+// 5, 21): p retains capacity records and none may be given up, for want of
+// a replay window, of a group, or of a fully committed record.
+func (b *Broker) refuses(t *topic, p int) bool {
+	l := &t.logs[p]
+	if len(l.entries) < int(b.capacity) {
+		return false
+	}
+	low, ok := t.low(p)
+	return b.window == 0 || !ok || l.start >= low
 }
 
 // trim applies retention to partition p (rules 13, 21): it removes the
