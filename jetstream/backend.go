@@ -132,6 +132,11 @@ type Backend struct {
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close
 
+	// roomWait bounds a blocked Publish's wait between tries when no
+	// wake-up arrives: fallbackWait; fixed at Open (a test may lengthen
+	// it, to show that the wake-ups alone suffice).
+	roomWait time.Duration
+
 	// mu guards assignors (topic/group → the user assignor this process
 	// gave the group, registered once its CreateGroup or SetAssignor
 	// committed),
@@ -191,6 +196,7 @@ func Open(cfg Config) (*Backend, error) {
 		sp:        strings.ToLower(cfg.Prefix),
 		now:       cfg.Clock,
 		closed:    make(chan struct{}),
+		roomWait:  fallbackWait,
 		assignors: map[string]userAssignor{},
 		streams:   map[string]njs.Stream{},
 		counts:    map[string]*partCount{},
