@@ -74,9 +74,12 @@ type Config struct {
 	// Server, when set, is an embedded server to connect to in-process,
 	// without a socket; the connection follows its Restart.
 	Server *Server
-	// Capacity is the most records a partition retains, 1..1000 (SPEC rule
-	// 1). It is set on each partition's stream when the topic is created;
-	// a topic keeps the capacity it was created with.
+	// Capacity is the most records a partition retains, 1..16,777,216
+	// (SPEC section 3.5, the typed library's bound; rule 1's 1..1000
+	// included). It is set on each partition's stream (MaxMsgs) when the
+	// topic is created; a topic keeps the capacity it was created with.
+	// The server stores only what is retained, so a large capacity costs
+	// nothing until records arrive.
 	Capacity int32
 	// AckTimeout is rule 22's ack timeout; 0 means none. Must be >= 0. It
 	// is measured by Clock between deliverer and poller, so the processes
@@ -301,8 +304,8 @@ func (cfg *Config) fill() error {
 	switch {
 	case (cfg.URL == "") == (cfg.Server == nil):
 		return bad("set exactly one of URL and Server")
-	case cfg.Capacity < 1 || cfg.Capacity > 1000:
-		return bad("capacity %d outside 1..1000", cfg.Capacity)
+	case cfg.Capacity < 1 || cfg.Capacity > engine.MaxExtendedCapacity:
+		return bad("capacity %d outside 1..%d", cfg.Capacity, engine.MaxExtendedCapacity)
 	case cfg.ReplayWindow < 0 || cfg.ReplayWindow > cfg.Capacity:
 		return bad("replay window %d outside 0..%d (the capacity)", cfg.ReplayWindow, cfg.Capacity)
 	case cfg.AckTimeout < 0:
