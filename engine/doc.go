@@ -236,7 +236,7 @@
 //     32-byte entries, the least power of two ≥ the capacity, allocated at
 //     Create; beyond, 32 KiB pages of 1,024 entries only for the records
 //     retained, one spare page once one was given up, and a directory of
-//     24 bytes per page of the most ever retained; a message's key,
+//     8 bytes per page of the most ever retained; a message's key,
 //     headers and own time sit behind one pointer, nil for a bare payload),
 //     per group one 128-byte cursor and two pointers per partition, and one
 //     live assignment (older ones are garbage once no reader holds them).

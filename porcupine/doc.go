@@ -116,8 +116,10 @@
 //
 // Mixes lists the workload shapes: six of the core calls (balanced,
 // multipoll, rebalance, ackretry, full, groups) and one per Tributary
-// feature (seek, assignor, addpartitions, lifecycle, window, acktimeout),
-// each with the broker Options it needs. FaultMix names the mix that
+// feature (seek, assignor, addpartitions, lifecycle, window, extended,
+// acktimeout), each with the broker Options it needs; extended's capacity
+// of 2,000 is run with engine.WithExtendedCapacity and
+// model.WithExtendedCapacity (SPEC section 3.5). FaultMix names the mix that
 // exposes each deliberate engine fault of a tributary_faults build; the
 // fault tests (faults_test.go) require every fault to be caught.
 //
