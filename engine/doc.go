@@ -118,9 +118,9 @@
 //     Read loads it after the load of end that showed the record, and the
 //     directory it gets, or any later one, holds the record's page
 //     (package ringlog's doc has the argument; TestLogReadWhileAppending
-//     and TestPagedLogConcurrentGroups race it, and ringlog's
-//     grow-publishes-early fault is what they catch when a directory is
-//     stored before it is filled).
+//     and TestPagedLogConcurrentGroups race it, and the first catches
+//     ringlog's grow-publishes-early fault, a directory stored before it is
+//     filled: ringlog/faults_test.go).
 //
 //   - The pin: cursor.state holds committed<<1 | pinned, read atomically by
 //     retention without the cursor's lock. Retention (retainLocked, under
