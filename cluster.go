@@ -43,13 +43,27 @@ type consumerEntry struct {
 	close  func() error
 }
 
+// MaxCapacity is the largest capacity per partition NewCluster accepts, in
+// records: 16,777,216 (docs/contract.md, the typed library's capacity). The engine's own engine.New
+// keeps SPEC rule 1's 1,000 unless given engine.WithExtendedCapacity,
+// which NewCluster passes.
+const MaxCapacity = engine.MaxExtendedCapacity
+
 // NewCluster returns a cluster on a new in-process engine whose partitions
-// each retain at most capacityPerPartition records (1..1000, SPEC rule 1),
-// with the engine's options (engine.WithReplayWindow, WithAckTimeout,
-// WithClock, WithMaxMessageBytes). Errors: ErrInvalidArgument for a capacity
-// or option out of range.
+// each retain at most capacityPerPartition records, 1..MaxCapacity
+// (16,777,216; docs/contract.md, the typed library's capacity), with the engine's options
+// (engine.WithReplayWindow, 0..capacityPerPartition, WithAckTimeout,
+// WithClock, WithMaxMessageBytes). A partition's memory follows the records
+// it retains, not its capacity: beyond 1,024 records of capacity the
+// engine holds pages of 1,024 record slots (32 KiB) only for what is
+// retained, so a cluster of capacity 16,777,216 with a 64-partition topic
+// and nothing published holds well under 64 MiB. Errors:
+// ErrInvalidArgument for a capacity or option out of range.
 func NewCluster(capacityPerPartition int32, opts ...engine.Option) (*Cluster, error) {
-	b, err := engine.New(capacityPerPartition, opts...)
+	if capacityPerPartition < 1 || capacityPerPartition > MaxCapacity {
+		return nil, fmt.Errorf("%w: capacity %d outside [1,%d]", ErrInvalidArgument, capacityPerPartition, MaxCapacity)
+	}
+	b, err := engine.New(capacityPerPartition, append(slices.Clip(opts), engine.WithExtendedCapacity())...)
 	if err != nil {
 		return nil, err
 	}

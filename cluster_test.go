@@ -19,7 +19,8 @@ func TestNewClusterInvalid(t *testing.T) {
 	}{
 		{"capacity 0", 0, nil},
 		{"capacity -1", -1, nil},
-		{"capacity 1001", 1001, nil},
+		{"capacity 16777217", tributary.MaxCapacity + 1, nil},
+		{"replay window above an extended capacity", 5000, []engine.Option{engine.WithReplayWindow(5001)}},
 		{"replay window above capacity", 10, []engine.Option{engine.WithReplayWindow(11)}},
 		{"negative replay window", 10, []engine.Option{engine.WithReplayWindow(-1)}},
 		{"zero ack timeout", 10, []engine.Option{engine.WithAckTimeout(0)}},
@@ -47,6 +48,8 @@ func TestNewClusterValid(t *testing.T) {
 	}{
 		{"capacity 1", 1, nil},
 		{"capacity 1000", 1000, nil},
+		{"capacity 1001 (beyond engine rule 1)", 1001, nil},
+		{"capacity 16777216 with a window of all of it", tributary.MaxCapacity, []engine.Option{engine.WithReplayWindow(tributary.MaxCapacity)}},
 		{"every option", 10, []engine.Option{
 			engine.WithReplayWindow(10), engine.WithAckTimeout(time.Second),
 			engine.WithClock(time.Now), engine.WithMaxMessageBytes(100),

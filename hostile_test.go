@@ -1046,7 +1046,7 @@ func TestHostileInputs(t *testing.T) {
 		{"LookupProducer unknown", func() error { _, err := tributary.LookupProducer[string](c, "nobody"); return err }},
 		{"NewClusterOn nil", func() error { _, err := tributary.NewClusterOn(nil); return err }},
 		{"NewCluster capacity 0", func() error { _, err := tributary.NewCluster(0); return err }},
-		{"NewCluster capacity 1001", func() error { _, err := tributary.NewCluster(1001); return err }},
+		{"NewCluster capacity 16777217", func() error { _, err := tributary.NewCluster(tributary.MaxCapacity + 1); return err }},
 	}
 	before, err := c.Describe("in")
 	require.NoError(t, err)

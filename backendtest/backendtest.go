@@ -17,8 +17,9 @@ import (
 
 // Config is what one check needs of a fresh backend.
 type Config struct {
-	// Capacity is the number of records one partition retains, 1..1000
-	// (SPEC rule 1). Every check sets it.
+	// Capacity is the number of records one partition retains, 1..16,777,216
+	// (SPEC rule 1's 1..1000 and section 3.5's extension). Every check sets
+	// it.
 	Capacity int32
 	// AckTimeout is the ack timeout of SPEC rule 22; 0: none.
 	AckTimeout time.Duration

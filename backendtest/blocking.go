@@ -18,6 +18,7 @@ func blockingChecks() []Check {
 		{"BlockingPublishWaitsForRoom", blockingPublishWaits},
 		{"BlockingPublishContext", blockingPublishContext},
 		{"BlockingPublishStop", blockingPublishStop},
+		{"BlockingPublishWhileGroupsAck", blockingPublishWhileGroupsAck},
 		{"BlockingPollWakesOnPublish", blockingPollPublish},
 		{"BlockingPollWakesOnRetry", blockingPollRetry},
 		{"BlockingPollContext", blockingPollContext},

@@ -29,7 +29,7 @@
 //
 // The checks are also exported one by one (Checks): each runs on a
 // testing.TB, so a test of the suite can run it on a recorder and show it
-// fails on a faulty backend (see faults_test.go, where each of 34 faults
+// fails on a faulty backend (see faults_test.go, where each of 35 faults
 // trips at least one check and every check is tripped by some fault).
 //
 // # Coverage, rule by rule
@@ -111,5 +111,9 @@
 //   - Blocking calls: Publish waits for room and wakes on an ack; Poll wakes
 //     on a publish and on a Retry; both return ctx.Err() when ctx ends and
 //     ErrClosed when stop is closed; Poll returns ErrClosed when the member
-//     leaves its group.
+//     leaves its group. A property over capacities, replay windows
+//     (0..capacity, the capacity included) and 1 to 3 groups that keep
+//     acking: a waiting Publish always completes, including when an ack
+//     only makes the oldest record evictable by the window (rule 21)
+//     without removing anything (BlockingPublishWhileGroupsAck).
 package backendtest

@@ -57,6 +57,7 @@ const (
 	configDropsStart    fault = "GroupConfig forgets the start"
 	removeIsNoop        fault = "RemoveMember does nothing and says true"
 	removeAbsentTrue    fault = "RemoveMember of an absent member is true"
+	roomOnlyOnTrim      fault = "a waiting Publish wakes only when the log start moves"
 )
 
 var faults = []fault{
@@ -68,7 +69,7 @@ var faults = []fault{
 	snapshotNoHeaders, exactLimitInvalid, addReturnsAdded, addClamps,
 	pollIgnoresStop, pollCtxNoError, windowIgnored, windowIsCapacity,
 	windowOnTop, groupOptsForgotten, startIgnored, configDropsStart,
-	removeIsNoop, removeAbsentTrue,
+	removeIsNoop, removeAbsentTrue, roomOnlyOnTrim,
 }
 
 // configure returns the configuration a backend with fault f is made
@@ -258,10 +259,49 @@ func (t *faultyTopic) TryPublish(p int32, m engine.Message) (int64, error) {
 }
 
 func (t *faultyTopic) Publish(ctx context.Context, stop <-chan struct{}, p int32, m engine.Message) (int64, error) {
-	if t.b.f == publishDoesNotWait {
+	switch t.b.f {
+	case publishDoesNotWait:
 		return t.TryPublish(p, m)
+	case roomOnlyOnTrim:
+		return t.publishOnTrim(ctx, stop, p, m)
 	}
 	return t.BackendTopic.Publish(ctx, stop, p, m)
+}
+
+// publishOnTrim is a Publish woken only by a removal: on a full partition
+// it waits until the log start moves, although an ack that makes the
+// oldest record fully committed lets a publish with a replay window give
+// it up (SPEC rule 21) without removing anything first.
+func (t *faultyTopic) publishOnTrim(ctx context.Context, stop <-chan struct{}, p int32, m engine.Message) (int64, error) {
+	start := func() (int64, error) {
+		d, err := t.b.Describe(t.Name())
+		if err != nil {
+			return 0, err
+		}
+		return d.Partitions[p].LogStartOffset, nil
+	}
+	for {
+		off, err := t.TryPublish(p, m)
+		if !errors.Is(err, tributary.ErrPartitionFull) {
+			return off, err
+		}
+		was, err := start()
+		if err != nil {
+			return -1, err
+		}
+		for now := was; now == was; {
+			select {
+			case <-ctx.Done():
+				return -1, ctx.Err()
+			case <-stop:
+				return -1, tributary.ErrClosed
+			case <-time.After(time.Millisecond):
+			}
+			if now, err = start(); err != nil {
+				return -1, err
+			}
+		}
+	}
 }
 
 func (t *faultyTopic) Member(group, member string) (tributary.BackendMember, error) {

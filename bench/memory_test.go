@@ -51,22 +51,30 @@ func newBroker(b *testing.B, capacity int32, opts ...engine.Option) *engine.Brok
 // broker.
 //
 //   - empty-partition/capacity=C: Create of 100 topics of 64 partitions on
-//     a broker of capacity C, per partition (the ring of C slots is
-//     allocated when the partition is created);
+//     a broker of capacity C, per partition (up to 1,024 records of
+//     capacity the ring of slots is allocated when the partition is
+//     created; 16,777,216, with engine.WithExtendedCapacity, allocates no
+//     page until a record arrives);
+//   - empty-topic/capacity=16777216: the same 100 topics, per topic of 64
+//     partitions: the typed-library capacity rule's (docs/contract.md) empty 64-partition topic;
 //   - record/headers=H: 64,000 records of a 16-byte payload (a fresh
 //     string each, as a caller's would be) with H headers of 8-byte keys
 //     and values and a key when H > 0, published into a topic created
 //     before the measurement, per record: what the broker keeps beyond the
 //     ring slot (the slot is in empty-partition);
+//   - record/capacity=16777216/records=1000000: 1,000,000 records of a
+//     16-byte payload published into one partition of a broker of capacity
+//     16,777,216, per record: the slot in its page (the pages, 977 of them,
+//     are counted here) plus the payload;
 //   - group-partition: 1,000 groups created on a topic of 64 partitions,
 //     per (group, partition);
 //   - groups=100000: 100,000 groups created on a topic of one partition,
 //     per group.
 func BenchmarkMemory(b *testing.B) {
-	for _, capacity := range []int32{1, 1000} {
+	for _, capacity := range []int32{1, 1000, engine.MaxExtendedCapacity} {
 		b.Run(fmt.Sprintf("empty-partition/capacity=%d", capacity), func(b *testing.B) {
 			memoryPerUnit(b, "partition", func() (int, any) {
-				br := newBroker(b, capacity)
+				br := newBroker(b, capacity, engine.WithExtendedCapacity())
 				for i := range 100 {
 					if _, err := br.Create("t"+strconv.Itoa(i), engine.MaxPartitionCount); err != nil {
 						b.Fatal(err)
@@ -104,6 +112,32 @@ func BenchmarkMemory(b *testing.B) {
 			})
 		})
 	}
+	b.Run(fmt.Sprintf("empty-topic/capacity=%d", engine.MaxExtendedCapacity), func(b *testing.B) {
+		memoryPerUnit(b, "topic", func() (int, any) {
+			br := newBroker(b, engine.MaxExtendedCapacity, engine.WithExtendedCapacity())
+			for i := range 100 {
+				if _, err := br.Create("t"+strconv.Itoa(i), engine.MaxPartitionCount); err != nil {
+					b.Fatal(err)
+				}
+			}
+			return 100, br
+		})
+	})
+	b.Run(fmt.Sprintf("record/capacity=%d/records=1000000", engine.MaxExtendedCapacity), func(b *testing.B) {
+		br := newBroker(b, engine.MaxExtendedCapacity, engine.WithExtendedCapacity())
+		if _, err := br.Create("t", 1); err != nil {
+			b.Fatal(err)
+		}
+		memoryPerUnit(b, "record", func() (int, any) {
+			for i := range 1_000_000 {
+				off, err := br.Publish("t", 0, fmt.Sprintf("payload-%08d", i))
+				if err != nil || off < 0 {
+					b.Fatalf("publish: %d, %v", off, err)
+				}
+			}
+			return 1_000_000, br
+		})
+	})
 	b.Run("group-partition", func(b *testing.B) {
 		br := newBroker(b, 1000)
 		if _, err := br.Create("t", engine.MaxPartitionCount); err != nil {

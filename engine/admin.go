@@ -256,7 +256,7 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 		cs := slices.Grow(slices.Clone(g.assign.Load().cursors), int(count))
 		for _, p := range added {
 			c := new(cursor)
-			c.place(p, start, true)
+			c.place(start, true)
 			p.cursors[g.slot] = c
 			p.low = start
 			p.atLow++
@@ -342,7 +342,7 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 	if start, end := part.log.StartOffset(), part.log.EndOffset(); offset < start || offset > end {
 		return false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", ErrOffsetOutOfRange, t.name, partition, offset, start, end)
 	}
-	c.place(part, offset, false) // retention pins it if it is the least
+	c.place(offset, false) // retention pins it if it is the least
 	c.attempts = 0
 	if !t.faults.on(faultSeekKeepsInFlight) {
 		c.inFlight = false

@@ -14,6 +14,7 @@ import (
 
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/model"
+	"github.com/f91dcac0/tributary/ringlog"
 )
 
 // The differential test runs the same operation sequence on engine and on the
@@ -37,8 +38,9 @@ import (
 // retrying some records and re-acking the offset just committed while the
 // next is in flight) and Pump (bursts and drains of every group, so that
 // partitions wrap their ring buffers and reach offsets in the thousands).
-// Sequences come in four profiles (small capacities; many groups; large
-// capacities; deep offsets); TestDiffGeneratorCoverage counts what the
+// Sequences come in five profiles (small capacities; many groups; large
+// capacities; deep offsets; capacities beyond rule 1, with
+// WithExtendedCapacity, whose logs are paged); TestDiffGeneratorCoverage counts what the
 // standard run reaches, so that coverage cannot silently regress.
 
 // ---------------------------------------------------------------------------
@@ -52,17 +54,19 @@ const (
 	profGroups                // capacity 1..8, up to 12 groups created and deleted
 	profBig                   // capacity 257..1000: bursts and pumps wrap the ring
 	profDeep                  // capacity 2..31 or 257..1000, long pumps: offsets in the thousands
+	profHuge                  // capacity 1001..2600, WithExtendedCapacity: paged logs, pumps across pages
 )
 
-var profileNames = [...]string{"small", "groups", "big", "deep"}
+var profileNames = [...]string{"small", "groups", "big", "deep", "huge"}
 
 // profileSchedule maps a sequence's first byte (mod its length) to its
-// profile: of 50, 39 small, 6 groups, 4 big and 1 deep (a big or deep
-// sequence makes thousands of calls).
+// profile: of 50, 38 small, 6 groups, 4 big, 1 deep and 1 huge (a big,
+// deep or huge sequence makes thousands of calls).
 var profileSchedule = [50]profile{
 	3: profGroups, 13: profGroups, 23: profGroups, 33: profGroups, 43: profGroups, 47: profGroups,
 	7: profBig, 17: profBig, 27: profBig, 37: profBig,
 	49: profDeep,
+	41: profHuge,
 }
 
 // diffConfig is what a sequence builds its two brokers with.
@@ -76,6 +80,7 @@ type diffConfig struct {
 	maxBytes   int // WithMaxMessageBytes, when maxSet
 	maxSet     bool
 	nilOption  bool // a nil Option too: New must refuse
+	extended   bool // WithExtendedCapacity (huge profile, but one sequence in 32 of it: both New refuse)
 	budget     int  // the most calls to make (not decoded: callBudget, or fuzzCallBudget)
 }
 
@@ -92,6 +97,9 @@ func (c diffConfig) String() string {
 	}
 	if c.nilOption {
 		s += ", nil Option"
+	}
+	if c.extended {
+		s += ", WithExtendedCapacity()"
 	}
 	return s
 }
@@ -112,6 +120,9 @@ func (c diffConfig) engineOptions(clock *testClock) []engine.Option {
 	if c.nilOption {
 		opts = append(opts, nil)
 	}
+	if c.extended {
+		opts = append(opts, engine.WithExtendedCapacity())
+	}
 	return opts
 }
 
@@ -128,6 +139,9 @@ func (c diffConfig) modelOptions(clock *testClock) []model.Option {
 	}
 	if c.nilOption {
 		opts = append(opts, nil)
+	}
+	if c.extended {
+		opts = append(opts, model.WithExtendedCapacity())
 	}
 	return opts
 }
@@ -346,6 +360,11 @@ var kindWeights = [...][]struct {
 		{"Retry", 1}, {"DeleteGroup", 1}, {"SetAssignor", 1}, {"Seek", 2}, {"Advance", 2},
 		{"Burst", 1}, {"Drain", 2}, {"Pump", 4},
 	},
+	profHuge: {
+		{"Join", 3}, {"Leave", 1}, {"Publish", 2}, {"PublishMessage", 1}, {"Poll", 2}, {"Ack", 2},
+		{"Retry", 1}, {"CreateGroup", 1}, {"DeleteGroup", 1}, {"Seek", 3}, {"Describe", 1},
+		{"Advance", 3}, {"Burst", 2}, {"Drain", 2}, {"Pump", 4}, {"Snapshot", 1},
+	},
 }
 
 // decode turns bytes into a configuration and a sequence of operations. The
@@ -369,6 +388,9 @@ func decode(data []byte) (diffConfig, []op) {
 		if b1%2 == 0 {
 			c.capacity = 2 + int32(b2%30)
 		}
+	case profHuge:
+		c.capacity = 1001 + int32((int(b1)<<8|int(b2))%1600) // 1001..2600
+		c.extended = b2%32 != 0
 	}
 	switch w := s.next(); {
 	case w == 255:
@@ -393,16 +415,16 @@ func decode(data []byte) (diffConfig, []op) {
 		c.nilOption = true
 	case x%4 == 0:
 		c.maxBytes, c.maxSet = 1+int(x/4%16), true
-		if c.profile == profBig || c.profile == profDeep {
+		if c.profile >= profBig {
 			c.maxBytes += 8 // most of the macros' messages pass
 		}
 	}
 	parts := int32(s.next()%4) + 1
-	if c.profile == profDeep {
+	if c.profile == profDeep || c.profile == profHuge {
 		parts = parts%2 + 1
 	}
 	ops := []op{{kind: "Create", topic: "t0", n: parts}}
-	if c.profile == profBig || c.profile == profDeep {
+	if c.profile >= profBig {
 		// A consumer from the start, so that pumps can drain.
 		ops = append(ops, op{kind: "Join", topic: "t0", group: "g0", member: "a"})
 	}
@@ -432,7 +454,7 @@ func decodeOp(s *byteSource, c diffConfig) op {
 	switch c.profile {
 	case profGroups:
 		topics, groups = bigTopicNames, manyGroupNames
-	case profBig, profDeep:
+	case profBig, profDeep, profHuge:
 		topics, groups, members = bigTopicNames, bigGroupNames, bigMemberNames
 	}
 	o.topic = s.pick(topics...)
@@ -909,6 +931,15 @@ type runner struct {
 	lastAck  op              // the latest successful ack
 	haveAck  bool
 	maxGroup map[string]int // per topic: most groups it ever had at once (the engine's cursor slots)
+	// rooms holds, per partition the model says is full, the engine's Room
+	// channel taken after the call that found it so (sameRoom).
+	rooms map[roomKey]<-chan struct{}
+}
+
+// roomKey names one partition of one topic.
+type roomKey struct {
+	topic     string
+	partition int32
 }
 
 // newRunner builds the brokers of cfg. It returns a divergence when the
@@ -916,7 +947,7 @@ type runner struct {
 func newRunner(t testing.TB, mk newSubject, cfg diffConfig, cov *coverage) (*runner, string) {
 	clock := newTestClock()
 	m, merr := model.New(cfg.capacity, cfg.modelOptions(clock)...)
-	r := &runner{t: t, cfg: cfg, m: m, clock: clock, cov: cov, maxGroup: map[string]int{}}
+	r := &runner{t: t, cfg: cfg, m: m, clock: clock, cov: cov, maxGroup: map[string]int{}, rooms: map[roomKey]<-chan struct{}{}}
 	if mk != nil {
 		e, eerr := mk(cfg.capacity, cfg.engineOptions(clock)...)
 		if errClass(eerr) != errClass(merr) {
@@ -1178,6 +1209,9 @@ func (r *runner) call(o op) (outcome, string) {
 		if msg := r.sameState(o, r.calls%helperEvery == 0); msg != "" {
 			return want, fmt.Sprintf("after call %d %v: %s%s", r.calls, o, msg, r.lastCalls())
 		}
+		if msg := r.sameRoom(); msg != "" {
+			return want, fmt.Sprintf("after call %d %v: %s%s", r.calls, o, msg, r.lastCalls())
+		}
 	}
 	switch {
 	case (o.kind == "Poll" || o.kind == "PollPartition") && len(want.Records) > 0:
@@ -1223,7 +1257,7 @@ func (r *runner) sameState(o op, helpers bool) string {
 			if msg := r.sameHelpers(name, md); msg != "" {
 				return msg
 			}
-			if r.calls%snapshotEvery == 0 {
+			if every := snapshotEvery; r.calls%every == 0 && (r.cfg.profile != profHuge || r.calls%(8*every) == 0) {
 				if msg := r.sameSnapshot(name); msg != "" {
 					return msg
 				}
@@ -1233,6 +1267,53 @@ func (r *runner) sameState(o op, helpers bool) string {
 	if helpers {
 		if err := r.m.CheckInvariants(); err != nil {
 			return fmt.Sprintf("model invariant broken (a model bug): %v", err)
+		}
+	}
+	return ""
+}
+
+// sameRoom checks the engine's room signal against the model, as a
+// producer blocked on a full partition sees it: a Room channel taken while
+// the model says a publish to its partition is refused must be closed by
+// the first call after which the model says a publish there succeeds
+// (SPEC rules 5, 21; TopicHandle.Room). A channel closed while the
+// partition stays full is a harmless early wake-up: it is replaced. Then
+// it takes a channel for every partition the model says is full.
+func (r *runner) sameRoom() string {
+	for _, name := range r.m.Topics() {
+		n, err := r.m.PartitionCount(name)
+		if err != nil {
+			return fmt.Sprintf("model PartitionCount(%q): %v", name, err)
+		}
+		var th *engine.TopicHandle
+		for p := range n {
+			full, err := r.m.Full(name, p)
+			if err != nil {
+				return fmt.Sprintf("model Full(%q, %d): %v", name, p, err)
+			}
+			key := roomKey{name, p}
+			if ch, held := r.rooms[key]; held {
+				switch closed := hClosed(ch); {
+				case !full && !closed:
+					return fmt.Sprintf("Room(%d) of topic %q still open, although the model accepts a publish there now\n", p, name)
+				case full && !closed:
+					continue
+				}
+				delete(r.rooms, key)
+			}
+			if !full {
+				continue
+			}
+			if th == nil {
+				if th, err = r.e.Topic(name); err != nil {
+					return fmt.Sprintf("Topic(%q): %v", name, err)
+				}
+			}
+			ch, err := th.Room(p)
+			if err != nil {
+				return fmt.Sprintf("Room(%d) of topic %q: %v", p, name, err)
+			}
+			r.rooms[key] = ch
 		}
 	}
 	return ""
@@ -1421,7 +1502,7 @@ func checkFuzzInput(t *testing.T, data []byte) {
 
 // opsPerProfile is how many operations a random sequence of each profile
 // has, roughly.
-var opsPerProfile = [...]int{profSmall: 120, profGroups: 150, profBig: 30, profDeep: 24}
+var opsPerProfile = [...]int{profSmall: 120, profGroups: 150, profBig: 30, profDeep: 24, profHuge: 20}
 
 // randomSequence returns the bytes of random sequence i: its profile is
 // profileSchedule[i mod 50], so every stretch of 50 sequences has the same
@@ -1559,6 +1640,12 @@ func (c *coverage) after(r *runner, o op, out outcome, pre preState) {
 		}
 		if out.Int >= int64(r.cfg.capacity) && r.cfg.capacity > 256 {
 			c.hit("ring wrapped with capacity > 256")
+		}
+		if r.cfg.capacity > ringlog.PageLen && out.Int > 0 && out.Int%ringlog.PageLen == 0 {
+			c.hit("publish started a page of a paged log")
+			if pre.start >= ringlog.PageLen {
+				c.hit("publish started a page after the log gave one up")
+			}
 		}
 		if out.Int >= 0 && pre.end-pre.start == int64(r.cfg.capacity) {
 			c.hit("replay window gave up a record for a publish")
@@ -1770,6 +1857,9 @@ func TestDiffGeneratorCoverage(t *testing.T) {
 		{"PollPartition of an owned partition, nothing eligible", 100},
 		{"error invalid from PollPartition", 200},
 		{"snapshot with fully committed records", 15},
+		// Capacities beyond rule 1 (WithExtendedCapacity): paged logs.
+		{"publish started a page of a paged log", 3},
+		{"publish started a page after the log gave one up", 2},
 	}
 	names := make([]string, 0, len(cov.seqs))
 	for s := range cov.seqs {
@@ -1904,7 +1994,7 @@ func FuzzEngineMatchesModel(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 3, 4, 2, 1, 0, 0, 3, 1, 0, 0, 0, 4, 0, 0, 1, 8, 0, 0, 0, 0, 1})
 	f.Add([]byte("tributary differential seed with some bytes in it"))
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, i := range []int{0, 3, 7, 49} { // one sequence of each profile
+	for _, i := range []int{0, 3, 7, 49, 19} { // one sequence of each profile
 		f.Add(randomSequence(rng, i))
 	}
 	f.Fuzz(checkFuzzInput)

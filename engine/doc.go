@@ -8,7 +8,7 @@
 //
 // # Usage
 //
-//	b, err := engine.New(1000,                      // records retained per partition, 1..1000
+//	b, err := engine.New(1000,                      // records retained per partition, 1..1000 (more: WithExtendedCapacity)
 //		engine.WithReplayWindow(100),               // keep 100 fully committed records for replay
 //		engine.WithAckTimeout(30*time.Second))      // redeliver deliveries not acked in 30 s
 //	if err != nil { … }
@@ -104,12 +104,23 @@
 //   - partition.end: the log end offset, an atomic on a cache line of its
 //     own, stored under partition.mu after each append. Poll reads it
 //     without the partition lock and reads the record at its committed
-//     offset with ringlog's InSlot (the cursor keeps the record's buffer
-//     slot, so no division): a record below end is written, and the
+//     offset with ringlog's Read: a record below end is written, and the
 //     record at a group's committed offset cannot be trimmed (retention
-//     keeps everything from low on, and low ≤ that offset) nor its slot
-//     reused (that needs the record trimmed first) while the group's cursor
-//     lock is held.
+//     keeps everything from low on, and low ≤ that offset), nor its slot
+//     or page reused, nor its page's directory slot written (each needs
+//     the record trimmed first), while the group's cursor lock is held.
+//
+//   - The log's directory (ringlog.Log.dir): an atomic pointer to the
+//     ring of page pointers of a log whose capacity exceeds one page
+//     (1,024 records; WithExtendedCapacity), written under partition.mu
+//     when the log outgrows it (a new directory, filled, then stored) and
+//     loaded by Read. It is not a lock and takes part in no lock order:
+//     Read loads it after the load of end that showed the record, and the
+//     directory it gets, or any later one, holds the record's page
+//     (package ringlog's doc has the argument; TestLogReadWhileAppending
+//     and TestPagedLogConcurrentGroups race it, and the first catches
+//     ringlog's grow-publishes-early fault, a directory stored before it is
+//     filled: ringlog/faults_test.go).
 //
 //   - The pin: cursor.state holds committed<<1 | pinned, read atomically by
 //     retention without the cursor's lock. Retention (retainLocked, under
@@ -156,16 +167,22 @@
 // MemberHandle.Ready and TopicHandle.Room return channels (signal.go) that
 // the next relevant change closes — a successful publish or AddPartitions
 // (topic.ready); a group's Ack, Retry, rebalance, Seek or deletion
-// (group.ready); retention removing records from a partition
-// (partitionState.room). A signal is one atomic pointer, not a lock: it is
+// (group.ready); retention making room in a full partition
+// (partitionState.room): removing records, or raising low so that the
+// oldest record of a full log is fully committed and a publish may give it
+// up to the replay window (rule 21), which removes nothing when the window
+// covers it. A signal is one atomic pointer, not a lock: it is
 // outside the lock order, and notifying it (possibly under a lock) takes no
 // lock. With nobody waiting a notify is one atomic load, so Publish and Ack
 // pay nothing measurable. A waiter takes the channel before it checks the
 // state, the notifier changes the state before it loads the channel, and
 // both are sequentially consistent atomics: a wake-up is never lost
-// (engine/handle_test.go races them). Records are removed only under the
-// partition lock (an Ack of a pinned cursor, a Seek, DeleteGroup, a publish
-// giving up a replay-window record), which notifies room. The ack timeout
+// (engine/handle_test.go races them). Records are removed, and low is
+// raised, only under the partition lock (an Ack of a pinned cursor, a Seek,
+// DeleteGroup, a publish giving up a replay-window record), and each of
+// those ends in trimLocked, which notifies room whenever a publish refused
+// before could now succeed (engine/room_test.go and the differential
+// test's Room check hold it to that). The ack timeout
 // notifies nobody; MemberHandle.NextTimeout tells a waiter when to look
 // again.
 //
@@ -215,7 +232,11 @@
 //     partition, reusing a deleted group's slot when there is one.
 //     Deleting one takes every partition lock and scans every cursor.
 //   - Memory per topic: 64 partition pointers, P padded partitions (256
-//     bytes each plus the ring buffer of 32-byte entries; a message's key,
+//     bytes each plus the log: for a capacity up to 1,024 records a ring of
+//     32-byte entries, the least power of two ≥ the capacity, allocated at
+//     Create; beyond, 32 KiB pages of 1,024 entries only for the records
+//     retained, one spare page once one was given up, and a directory of
+//     8 bytes per page of the most ever retained; a message's key,
 //     headers and own time sit behind one pointer, nil for a bare payload),
 //     per group one 128-byte cursor and two pointers per partition, and one
 //     live assignment (older ones are garbage once no reader holds them).
@@ -278,7 +299,10 @@
 // # Allocation
 //
 // Publish, Ack, Retry, AppendPoll and AppendPollPartition into a buffer
-// with room allocate nothing; Poll allocates only its result. Identifiers found in the broker's
+// with room allocate nothing (on a paged log, a publish that starts a page
+// takes the spare a trim kept, so a steady backlog allocates nothing
+// either; a growing one allocates a page per 1,024 records); Poll
+// allocates only its result. Identifiers found in the broker's
 // maps were validated when added, so the hot paths validate an identifier
 // only on a miss.
 package engine

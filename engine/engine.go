@@ -19,15 +19,20 @@ import (
 
 // Limits of the core contract (SPEC rules 1–4).
 const (
-	MinCapacity       = 1    // smallest capacityPerPartition New accepts, in records
-	MaxCapacity       = 1000 // largest capacityPerPartition New accepts, in records
-	MaxPartitionCount = 64   // largest partitionCount Create and AddPartitions accept (smallest: 1)
-	MaxPollRecords    = 64   // largest maxRecords Poll accepts (smallest: 1)
-	MaxIDLength       = 64   // longest topic, group or member identifier, in bytes
+	MinCapacity = 1    // smallest capacityPerPartition New accepts, in records
+	MaxCapacity = 1000 // largest capacityPerPartition New accepts, in records (SPEC rule 1)
+	// MaxExtendedCapacity is the largest capacityPerPartition New accepts
+	// with WithExtendedCapacity, in records: 16,777,216, the typed
+	// library's bound (docs/contract.md).
+	MaxExtendedCapacity = 1 << 24
+	MaxPartitionCount   = 64 // largest partitionCount Create and AddPartitions accept (smallest: 1)
+	MaxPollRecords      = 64 // largest maxRecords Poll accepts (smallest: 1)
+	MaxIDLength         = 64 // longest topic, group or member identifier, in bytes
 )
 
 // ErrInvalidArgument is returned, wrapped with context, by every call that
-// breaks SPEC rules 1–4 or 15–20: a capacity outside 1..1000, a partition
+// breaks SPEC rules 1–4 or 15–20: a capacity outside 1..1000 (1..16,777,216
+// with WithExtendedCapacity), a partition
 // count outside 1..64, an invalid identifier, an unknown topic (every method
 // but Create), a partition outside [0, partitionCount), a negative offset,
 // maxRecords outside 1..64, a nil Assignor, an option out of range, a
@@ -171,7 +176,6 @@ type cursorState struct {
 	state       atomic.Int64
 	deliveredAt int64 // broker clock, Unix ns, of the in-flight delivery (with an ack timeout)
 	attempts    int32 // deliveries of the record at committed so far (SPEC rule 16)
-	slot        int32 // the log's buffer slot of committed (ringlog.Log.Slot), kept so that Poll never divides
 	inFlight    bool  // the record at committed is reserved to the owner
 }
 
@@ -188,14 +192,13 @@ type cursor struct {
 const pinned = 1
 
 // place puts a cursor that nobody else can reach yet, or whose lock and
-// partition lock the caller holds, at committed on part, pinned or not.
-func (c *cursor) place(part *partition, committed int64, pin bool) {
+// partition lock the caller holds, at committed, pinned or not.
+func (c *cursor) place(committed int64, pin bool) {
 	s := committed << 1
 	if pin {
 		s |= pinned
 	}
 	c.state.Store(s)
-	c.slot = int32(part.log.Slot(committed))
 }
 
 // committed returns the cursor's committed offset. Any goroutine may call
@@ -268,19 +271,27 @@ type partition struct {
 
 // New returns an empty broker whose partitions each retain at most
 // capacityPerPartition records. capacityPerPartition must be in 1..1000
-// (SPEC rule 1) and each option in its range (WithReplayWindow, WithClock,
+// (SPEC rule 1), or in 1..16,777,216 with WithExtendedCapacity (SPEC
+// section 3.5), and each option in its range (WithReplayWindow, WithClock,
 // WithAckTimeout, WithMaxMessageBytes); otherwise New returns
-// ErrInvalidArgument and a nil Broker.
+// ErrInvalidArgument and a nil Broker. A partition's memory follows what
+// it retains: up to 1,024 records of capacity it holds a ring of that many
+// slots from its creation, beyond that pages of 1,024 slots allocated as
+// records arrive and given up as retention removes them (package ringlog).
 func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
-	if capacityPerPartition < MinCapacity || capacityPerPartition > MaxCapacity {
-		return nil, fmt.Errorf("%w: capacity %d outside [%d,%d]", ErrInvalidArgument, capacityPerPartition, MinCapacity, MaxCapacity)
-	}
 	var cfg config
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil Option", ErrInvalidArgument)
 		}
 		o(&cfg)
+	}
+	if maxCap := cfg.maxCapacity(); capacityPerPartition < MinCapacity || capacityPerPartition > maxCap {
+		hint := ""
+		if maxCap == MaxCapacity && capacityPerPartition > MaxCapacity && capacityPerPartition <= MaxExtendedCapacity {
+			hint = " (WithExtendedCapacity allows up to 16777216)"
+		}
+		return nil, fmt.Errorf("%w: capacity %d outside [%d,%d]%s", ErrInvalidArgument, capacityPerPartition, MinCapacity, maxCap, hint)
 	}
 	if err := cfg.check(capacityPerPartition); err != nil {
 		return nil, err
@@ -487,7 +498,7 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 // before the partition lock is let go.
 func (t *topic) append(p *partition, e entry) int64 {
 	p.mu.Lock()
-	if t.b.window > 0 && p.log.Full() && p.low != noLow && (p.log.StartOffset() < p.low || t.faults.on(faultWindowEvictsNeeded)) {
+	if p.log.Full() && (t.evictableLocked(p) || t.b.window > 0 && p.low != noLow && t.faults.on(faultWindowEvictsNeeded)) {
 		p.log.TrimTo(p.log.StartOffset() + 1) // the oldest fully committed record (rule 21)
 	}
 	off, ok := p.log.Append(e)
@@ -660,7 +671,7 @@ func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int6
 	for p, rest, ok := picked.First(); ok; p, rest, ok = rest.First() {
 		c := a.cursors[p]
 		off := c.committed()
-		e := t.parts[p].log.InSlot(int(c.slot))
+		e := t.parts[p].log.Read(off)
 		if t.faults.checked() {
 			// A faulty broker may have trimmed the record: read it under the lock.
 			if e = t.lockedAt(p, off); e == nil {
@@ -772,9 +783,6 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 		return true
 	}
 	c.attempts = 0
-	if c.slot++; int(c.slot) == part.log.Cap() {
-		c.slot = 0
-	}
 	next := (offset + 1) << 1
 	if s&pinned == 0 || t.faults.on(faultAckIgnoresPin) {
 		// Retention may pin c meanwhile, under the partition lock: then
@@ -863,15 +871,30 @@ func (t *topic) retainLocked(part *partition) {
 	t.trimLocked(part)
 }
 
-// trimLocked removes the fully committed records beyond the replay window.
+// trimLocked removes the fully committed records beyond the replay window
+// and notifies room when a publish to the partition, had it been refused
+// as full, could now succeed: when it removed records, or when the log is
+// full and its oldest record is fully committed, so that a publish gives
+// it up (rule 21). The second happens without any removal when the window
+// covers the newly committed records (a window equal to the capacity
+// never trims a full log), and every raise of low comes here. The caller
+// holds part.mu.
 func (t *topic) trimLocked(part *partition) {
-	if part.low != noLow {
-		start := part.log.StartOffset()
-		part.log.TrimTo(part.low - t.b.window)
-		if part.log.StartOffset() != start {
-			part.room.notify()
-		}
+	if part.low == noLow {
+		return
 	}
+	start := part.log.StartOffset()
+	part.log.TrimTo(part.low - t.b.window)
+	if part.log.StartOffset() != start || part.log.Full() && t.evictableLocked(part) && !t.faults.on(faultRoomOnlyOnTrim) {
+		part.room.notify()
+	}
+}
+
+// evictableLocked reports whether part's oldest retained record may be
+// given up to a publish (SPEC rule 21): a replay window is set and every
+// group has committed past the log start. The caller holds part.mu.
+func (t *topic) evictableLocked(part *partition) bool {
+	return t.b.window > 0 && part.low != noLow && part.log.StartOffset() < part.low
 }
 
 // newGroupLocked returns a group named name, not yet in the topic, with no
@@ -913,7 +936,7 @@ func (t *topic) addGroup(g *group, start GroupStart) {
 			at = t.latestStart(p)
 		}
 		pin := at <= p.low
-		cs[i].place(p, at, pin)
+		cs[i].place(at, pin)
 		if g.slot < len(p.cursors) {
 			p.cursors[g.slot] = cs[i]
 		} else {

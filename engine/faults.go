@@ -69,5 +69,10 @@ const (
 	// each partition's last record instead of its log end, so the group
 	// receives one record published before it was created.
 	faultLatestStartsBehind
+	// (q) Retention notifies room only when it removes records, not when
+	// an ack makes the oldest record of a full partition evictable by the
+	// replay window without removing anything, so a producer waiting on
+	// Room is never woken although a publish would succeed.
+	faultRoomOnlyOnTrim
 	faultCount
 )

@@ -87,6 +87,13 @@ const (
 	// it receives one record published before it existed
 	// ("latest-starts-behind").
 	FaultLatestStartsBehind = Fault(faultLatestStartsBehind)
+	// FaultRoomOnlyOnTrim (q): retention notifies TopicHandle.Room only
+	// when it removes records, so an ack that makes the oldest record of a
+	// full partition evictable by the replay window, removing nothing,
+	// leaves a producer waiting for room asleep although a publish would
+	// succeed ("room-only-on-trim"). A wake-up fault: no call's result
+	// shows it (SignalFaults).
+	FaultRoomOnlyOnTrim = Fault(faultRoomOnlyOnTrim)
 )
 
 var faultNames = [faultCount]string{
@@ -107,6 +114,7 @@ var faultNames = [faultCount]string{
 	"poll-skips-recheck",
 	"ack-ignores-pin",
 	"latest-starts-behind",
+	"room-only-on-trim",
 }
 
 // String returns the fault's name, as ParseFault accepts it.
@@ -117,15 +125,31 @@ func (f Fault) String() string {
 	return fmt.Sprintf("Fault(%d)", uint8(f))
 }
 
-// Faults returns every fault except FaultNone, in declaration order, as a new
-// slice owned by the caller.
+// Faults returns every fault except FaultNone that the results of the
+// broker's calls show, in declaration order, as a new slice owned by the
+// caller: the linearizability checker and the differential test must catch
+// each. The wake-up faults (SignalFaults) are not among them.
 func Faults() []Fault {
 	out := make([]Fault, 0, faultCount-1)
 	for f := faultNone + 1; f < faultCount; f++ {
-		out = append(out, Fault(f))
+		if !slices.Contains(signalFaults, Fault(f)) {
+			out = append(out, Fault(f))
+		}
 	}
 	return out
 }
+
+// signalFaults are the faults of the wake-up signals (signal.go).
+var signalFaults = []Fault{FaultRoomOnlyOnTrim}
+
+// SignalFaults returns the faults of the wake-up signals (Ready, Room), as
+// a new slice owned by the caller. No call's result shows them, since no
+// call waits (SPEC rule 14): only a caller blocked on a signal that stays
+// open does, so a history of calls is linearizable with them on. The
+// wake-up tests catch each: the differential test, which checks after
+// every call that Room is closed once a publish to a full partition could
+// succeed, and the blocked producers of engine/room_test.go.
+func SignalFaults() []Fault { return slices.Clone(signalFaults) }
 
 // ParseFault returns the Fault named name (see the constants), or an
 // ErrInvalidArgument error for an unknown name.

@@ -32,7 +32,7 @@ func TestCreateGroupAtLatest(t *testing.T) {
 		d := f.describe("t")
 		g := ftGroup(t, d, "new")
 		require.Equal(t, []int64{3, 1, 0}, ftCommitted(g))
-		require.Equal(t, "sticky", g.Assignor)
+		require.Equal(t, "Sticky", g.Assignor)
 		for p := range g.Partitions {
 			require.Equal(t, int64(0), g.Partitions[p].Lag, "partition %d", p)
 		}

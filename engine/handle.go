@@ -90,10 +90,15 @@ func (h *TopicHandle) PublishMessage(partition int32, m Message) (int64, error) 
 // Nobody waiting costs the publish path one atomic load.
 func (h *TopicHandle) Ready() <-chan struct{} { return h.t.ready.wait() }
 
-// Room returns a channel closed the next time retention removes records
-// from partition (an Ack, a Seek forward, a DeleteGroup), that is when a
-// full partition may have room again. A blocked producer takes it before
-// it publishes and waits on it only if the publish returned -1. Errors
+// Room returns a channel closed the next time a publish to partition,
+// refused as full, could succeed: when retention removes records from it
+// (an Ack, a Seek forward, a DeleteGroup), and, with a replay window, when
+// such a call makes the oldest record of the full partition fully
+// committed, which the next publish gives up (SPEC rule 21) although
+// nothing was removed. A blocked producer takes it before it publishes and
+// waits on it only if the publish returned -1; the channel may also close
+// when the partition is still full (another producer took the room), so
+// the producer publishes again and, refused, takes a fresh one. Errors
 // (ErrInvalidArgument): partition outside [0, partitionCount).
 func (h *TopicHandle) Room(partition int32) (<-chan struct{}, error) {
 	p, err := h.t.partition(partition)

@@ -711,38 +711,70 @@ func TestWakeUps(t *testing.T) {
 	}
 }
 
-// TestReplayWindowTrimClosesRoom: with a replay window, an ack trims only
-// what falls out of the window, and only then closes Room.
-func TestReplayWindowTrimClosesRoom(t *testing.T) {
-	b, err := engine.New(3, engine.WithReplayWindow(1))
-	require.NoError(t, err)
-	_, err = b.Create("t", 1)
-	require.NoError(t, err)
-	th, err := b.Topic("t")
-	require.NoError(t, err)
-	m, err := th.Member("g", "m")
-	require.NoError(t, err)
-	_, err = m.Join()
-	require.NoError(t, err)
-	for i := range int64(3) {
-		off, err := th.Publish(0, "r")
+// TestReplayWindowClosesRoom: with a replay window, Room closes when a
+// publish to the partition could succeed again: an ack that trims a record
+// out of the window, and an ack that trims nothing but makes the oldest
+// record of a full partition fully committed, which a publish gives up
+// (SPEC rule 21). An ack on a partition that is not full, trimming
+// nothing, leaves it open (nobody can be waiting for room there).
+func TestReplayWindowClosesRoom(t *testing.T) {
+	setup := func(t *testing.T, capacity, window int32, records int64) (*engine.TopicHandle, func()) {
+		b, err := engine.New(capacity, engine.WithReplayWindow(window))
 		require.NoError(t, err)
-		require.Equal(t, i, off)
+		_, err = b.Create("t", 1)
+		require.NoError(t, err)
+		th, err := b.Topic("t")
+		require.NoError(t, err)
+		m, err := th.Member("g", "m")
+		require.NoError(t, err)
+		_, err = m.Join()
+		require.NoError(t, err)
+		for i := range records {
+			off, err := th.Publish(0, "r")
+			require.NoError(t, err)
+			require.Equal(t, i, off)
+		}
+		return th, func() {
+			recs, err := m.Poll(1)
+			require.NoError(t, err)
+			require.Len(t, recs, 1)
+			ok, err := m.Ack(0, recs[0].Offset)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
 	}
-	ackNext := func() {
-		recs, err := m.Poll(1)
+	room := func(t *testing.T, th *engine.TopicHandle) <-chan struct{} {
+		ch, err := th.Room(0)
 		require.NoError(t, err)
-		require.Len(t, recs, 1)
-		ok, err := m.Ack(0, recs[0].Offset)
-		require.NoError(t, err)
-		require.True(t, ok)
+		return ch
 	}
-	room, err := th.Room(0)
-	require.NoError(t, err)
-	ackNext() // offset 0 is fully committed but stays as the window
-	require.False(t, hClosed(room), "ack kept in the window closed Room")
-	ackNext() // offset 1 takes the window; offset 0 is removed
-	require.True(t, hClosed(room), "ack that removed a record left Room open")
+	t.Run("ack that trims out of the window", func(t *testing.T) {
+		th, ackNext := setup(t, 3, 1, 3)
+		ackNext() // offset 0 is fully committed and stays as the window
+		ch := room(t, th)
+		ackNext() // offset 1 takes the window; offset 0 is removed
+		require.True(t, hClosed(ch), "ack that removed a record left Room open")
+	})
+	for _, window := range []int32{1, 2, 3} {
+		t.Run(fmt.Sprintf("ack that makes a full log evictable, window %d of 3", window), func(t *testing.T) {
+			th, ackNext := setup(t, 3, window, 3)
+			off, err := th.Publish(0, "x")
+			require.NoError(t, err)
+			require.Equal(t, int64(-1), off, "full, nothing committed")
+			ch := room(t, th)
+			ackNext() // offset 0 fully committed, kept by the window
+			require.True(t, hClosed(ch), "ack that made offset 0 evictable left Room open")
+			off, err = th.Publish(0, "x")
+			require.NoError(t, err)
+			require.Equal(t, int64(3), off, "the publish Room announced")
+		})
+	}
+	t.Run("ack on a partition with room", func(t *testing.T) {
+		th, ackNext := setup(t, 3, 2, 2)
+		ch := room(t, th)
+		ackNext() // nothing trimmed, one slot free
+		require.False(t, hClosed(ch), "ack on a partition that is not full closed Room")
+	})
 }
 
 // TestMemberReadyOfAbsentGroupIsClosed: with no group, MemberHandle.Ready

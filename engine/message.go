@@ -49,6 +49,27 @@ type config struct {
 	ackSet     bool
 	maxBytes   int // WithMaxMessageBytes; 0: no limit
 	maxSet     bool
+	extended   bool // WithExtendedCapacity
+}
+
+// WithExtendedCapacity makes New accept a capacityPerPartition up to
+// MaxExtendedCapacity (16,777,216) records instead of SPEC rule 1's 1,000:
+// the bound of the typed library (docs/contract.md, the typed library's capacity), which
+// tributary.NewCluster passes. Every rule but rule 1 is unchanged, and
+// WithReplayWindow's range follows the capacity. A partition's memory
+// follows the records it retains, never its capacity: beyond 1,024 records
+// of capacity the log holds pages of 1,024 record slots only for what it
+// retains (New). Without this option New keeps rule 1 exactly.
+func WithExtendedCapacity() Option {
+	return func(c *config) { c.extended = true }
+}
+
+// maxCapacity is the largest capacity New accepts with c.
+func (c *config) maxCapacity() int32 {
+	if c.extended {
+		return MaxExtendedCapacity
+	}
+	return MaxCapacity
 }
 
 // WithReplayWindow makes each partition keep up to records of its most

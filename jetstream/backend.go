@@ -74,9 +74,12 @@ type Config struct {
 	// Server, when set, is an embedded server to connect to in-process,
 	// without a socket; the connection follows its Restart.
 	Server *Server
-	// Capacity is the most records a partition retains, 1..1000 (SPEC rule
-	// 1). It is set on each partition's stream when the topic is created;
-	// a topic keeps the capacity it was created with.
+	// Capacity is the most records a partition retains, 1..16,777,216
+	// (the typed library's bound, docs/contract.md; rule 1's 1..1000
+	// included). It is set on each partition's stream (MaxMsgs) when the
+	// topic is created; a topic keeps the capacity it was created with.
+	// The server stores only what is retained, so a large capacity costs
+	// nothing until records arrive.
 	Capacity int32
 	// AckTimeout is rule 22's ack timeout; 0 means none. Must be >= 0. It
 	// is measured by Clock between deliverer and poller, so the processes
@@ -131,6 +134,11 @@ type Backend struct {
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close
+
+	// roomWait bounds a blocked Publish's wait between tries when no
+	// wake-up arrives: fallbackWait; fixed at Open (a test may lengthen
+	// it, to show that the wake-ups alone suffice).
+	roomWait time.Duration
 
 	// mu guards assignors (topic/group → the user assignor this process
 	// gave the group, registered once its CreateGroup or SetAssignor
@@ -191,6 +199,7 @@ func Open(cfg Config) (*Backend, error) {
 		sp:        strings.ToLower(cfg.Prefix),
 		now:       cfg.Clock,
 		closed:    make(chan struct{}),
+		roomWait:  fallbackWait,
 		assignors: map[string]userAssignor{},
 		streams:   map[string]njs.Stream{},
 		counts:    map[string]*partCount{},
@@ -295,8 +304,8 @@ func (cfg *Config) fill() error {
 	switch {
 	case (cfg.URL == "") == (cfg.Server == nil):
 		return bad("set exactly one of URL and Server")
-	case cfg.Capacity < 1 || cfg.Capacity > 1000:
-		return bad("capacity %d outside 1..1000", cfg.Capacity)
+	case cfg.Capacity < 1 || cfg.Capacity > engine.MaxExtendedCapacity:
+		return bad("capacity %d outside 1..%d", cfg.Capacity, engine.MaxExtendedCapacity)
 	case cfg.ReplayWindow < 0 || cfg.ReplayWindow > cfg.Capacity:
 		return bad("replay window %d outside 0..%d (the capacity)", cfg.ReplayWindow, cfg.Capacity)
 	case cfg.AckTimeout < 0:

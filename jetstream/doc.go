@@ -85,7 +85,10 @@
 // their least committed offset and w the topic's replay window (fixed at
 // topic creation, stored in topic.<T>), if max(low, M − w) exceeds low,
 // compare-and-set low q → max(low, M − w) and purge the stream below it,
-// then send a room notice (core NATS) to waiting publishers. A publish the
+// then send a room notice (core NATS) to waiting publishers. A waiting
+// publisher also wakes on every cursor write of its partition and every
+// group write of its topic: with a window covering the newly committed
+// records a commit purges nothing, yet its next publish evicts. A publish the
 // stream refuses as full runs the same pass with eviction: if M − w does
 // not exceed low but low < M (a retained record is fully committed: the
 // window's oldest), it compare-and-sets low q → low + 1, purges, and

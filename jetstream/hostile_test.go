@@ -611,7 +611,7 @@ func TestHostileConfig(t *testing.T) {
 	bad := map[string]jetstream.Config{
 		"capacity 0":        {Server: srv},
 		"capacity -1":       {Server: srv, Capacity: -1},
-		"capacity 1001":     {Server: srv, Capacity: 1001},
+		"capacity 16777217": {Server: srv, Capacity: engine.MaxExtendedCapacity + 1},
 		"neither":           {Capacity: 1},
 		"both":              {Server: srv, URL: srv.ClientURL(), Capacity: 1},
 		"replicas 2":        {Server: srv, Capacity: 1, Replicas: 2},

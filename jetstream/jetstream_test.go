@@ -448,7 +448,7 @@ func TestInvalidArguments(t *testing.T) {
 	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: 1, ReplayWindow: 2}); !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Fatalf("replay window over the capacity: %v", err)
 	}
-	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: 1001}); !errors.Is(err, engine.ErrInvalidArgument) {
+	if _, err := jetstream.Open(jetstream.Config{URL: "nats://x", Capacity: engine.MaxExtendedCapacity + 1}); !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Fatalf("capacity: %v", err)
 	}
 }

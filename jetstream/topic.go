@@ -162,21 +162,33 @@ func (t *Topic) publishOnce(msg *nats.Msg) (off int64, full bool, err error) {
 	return int64(ack.Sequence) - 1, false, nil
 }
 
-// Publish is TryPublish that, on a full partition, waits for a room notice
-// (sent after each purge of the partition, at most fallbackWait apart) and
-// tries again, until ctx ends (ctx.Err()) or stop or the Backend closes
-// (tributary.ErrClosed).
+// Publish is TryPublish that, on a full partition, waits for a change that
+// can make room and tries again, until ctx ends (ctx.Err()) or stop or the
+// Backend closes (tributary.ErrClosed). The changes it wakes on are every
+// one that can let a publish to the full partition succeed: a purge of the
+// partition (its room notice); a commit or Seek of any group there (its
+// cursor's state key), which may make the oldest record fully committed
+// without purging anything when the replay window covers it, so that the
+// next publish gives that record up (SPEC rule 21); and a change of any
+// group of the topic (its state key: a deleted group stops holding
+// records). Without any, it tries again after fallbackWait (a reconnect
+// may lose a wake-up).
 func (t *Topic) Publish(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, error) {
 	off, err := t.TryPublish(partition, m)
 	if !isFull(err) {
 		return off, err
 	}
-	ch, unsub, err := t.b.wakeOn(t.b.roomSubject(t.name, partition))
+	b := t.b
+	ch, unsub, err := b.wakeOn(
+		b.roomSubject(t.name, partition),
+		b.stateSubject("cursor."+t.name+".*."+strconv.Itoa(int(partition))),
+		b.stateSubject("group."+t.name+".*"),
+	)
 	if err != nil {
 		return -1, err
 	}
 	defer unsub()
-	timer := time.NewTimer(fallbackWait)
+	timer := time.NewTimer(b.roomWait)
 	defer timer.Stop()
 	for {
 		off, err := t.TryPublish(partition, m)
@@ -193,7 +205,7 @@ func (t *Topic) Publish(ctx context.Context, stop <-chan struct{}, partition int
 		case <-t.b.closed:
 			return -1, fmt.Errorf("%w: backend closed while waiting for room in topic %q partition %d", tributary.ErrClosed, t.name, partition)
 		}
-		timer.Reset(fallbackWait)
+		timer.Reset(b.roomWait)
 	}
 }
 

@@ -49,6 +49,21 @@ func (b *Broker) LogEndOffset(topic string, partition int32) (int64, error) {
 	return l.end(), nil
 }
 
+// Full reports whether a publish to partition would now return -1 (rules
+// 5, 21): the partition retains capacity records and none of them may be
+// given up to a replay window. It returns ErrInvalidArgument like
+// LogStartOffset.
+func (b *Broker) Full(topic string, partition int32) (bool, error) {
+	t, err := b.lookup(topic)
+	if err != nil {
+		return false, err
+	}
+	if err := t.checkPartition(topic, partition); err != nil {
+		return false, err
+	}
+	return b.refuses(t, int(partition)), nil
+}
+
 // Retained returns partition's retained records in offset order, the replay
 // window included, each with its key, a copy of its headers and its time,
 // and Attempt 0; the slice is the caller's and non-nil. It returns

@@ -21,7 +21,8 @@
 //
 // Which SPEC rule each part implements:
 //
-//   - New: rule 1 (capacity 1..1000); its options: WithReplayWindow rule 21,
+//   - New: rule 1 (capacity 1..1000; up to 16,777,216 with
+//     WithExtendedCapacity, docs/contract.md, the typed library's capacity); its options: WithReplayWindow rule 21,
 //     WithAckTimeout rule 22, WithMaxMessageBytes rule 15, WithClock the
 //     clock of rules 15 (message times) and 22 (delivery ages).
 //   - Create: rule 2 (partitionCount 1..64, duplicate is false).
@@ -68,18 +69,21 @@ import (
 
 // Limits from rules 1 to 4 and rule 19.
 const (
-	MinCapacity       = 1    // smallest capacityPerPartition New accepts, in records
-	MaxCapacity       = 1000 // largest capacityPerPartition New accepts, in records
-	MaxPartitions     = 64   // largest partitionCount Create and AddPartitions reach; the smallest is 1
-	MaxPollRecords    = 64   // largest maxRecords Poll accepts; the smallest is 1
-	MaxIdentifierSize = 64   // longest topic, group or member id, in bytes; the shortest is 1
+	MinCapacity = 1    // smallest capacityPerPartition New accepts, in records
+	MaxCapacity = 1000 // largest capacityPerPartition New accepts, in records
+	// MaxExtendedCapacity is the largest capacityPerPartition New accepts
+	// with WithExtendedCapacity, in records (docs/contract.md, the typed library's capacity).
+	MaxExtendedCapacity = 1 << 24
+	MaxPartitions       = 64 // largest partitionCount Create and AddPartitions reach; the smallest is 1
+	MaxPollRecords      = 64 // largest maxRecords Poll accepts; the smallest is 1
+	MaxIdentifierSize   = 64 // longest topic, group or member id, in bytes; the shortest is 1
 )
 
 // ErrInvalidArgument is returned (wrapped, with context) by New and by every
 // Broker method when an argument breaks SPEC rules 1 to 4 or 15 to 20: a
-// capacity outside 1..1000, an option out of range or nil, a partitionCount
-// outside 1..64, an invalid identifier, an unknown topic (every method but
-// Create), a partition outside [0, partitionCount), a negative offset, a
+// capacity outside 1..1000 (1..16,777,216 with WithExtendedCapacity), an
+// option out of range or nil, a partitionCount outside 1..64, an invalid
+// identifier, an unknown topic (every method but Create), a partition outside [0, partitionCount), a negative offset, a
 // maxRecords outside 1..64, an AddPartitions count below 1 or past 64
 // partitions in all, a nil Assignor, or a message over WithMaxMessageBytes.
 // A call that returns it has changed nothing.
@@ -163,7 +167,7 @@ type Record struct {
 // Broker is the sequential reference broker. The zero value is not usable;
 // call New. Not safe for concurrent use.
 type Broker struct {
-	capacity        int32             // records each partition log may retain, 1..1000
+	capacity        int32             // records each partition log may retain, 1..1000 (1..16,777,216 extended)
 	window          int32             // WithReplayWindow: fully committed records kept per partition, 0..capacity
 	clock           func() time.Time  // WithClock or SetClock; never nil
 	ackTimeout      time.Duration     // WithAckTimeout; 0: no timeout
@@ -257,6 +261,15 @@ type config struct {
 	ackSet     bool             // WithAckTimeout was given (0 is then an error)
 	maxBytes   int              // WithMaxMessageBytes
 	maxSet     bool             // WithMaxMessageBytes was given (0 is then an error)
+	extended   bool             // WithExtendedCapacity
+}
+
+// WithExtendedCapacity makes New accept a capacityPerPartition up to
+// MaxExtendedCapacity (16,777,216) records instead of rule 1's 1,000, as
+// engine.WithExtendedCapacity does (docs/contract.md, the typed library's capacity). Nothing else
+// changes.
+func WithExtendedCapacity() Option {
+	return func(c *config) { c.extended = true }
 }
 
 // WithReplayWindow makes each partition keep up to records of its most
@@ -293,20 +306,25 @@ func WithMaxMessageBytes(n int) Option {
 }
 
 // New returns an empty broker whose partitions each retain at most
-// capacityPerPartition records (1..1000, rule 1), configured by opts. It
-// returns ErrInvalidArgument, and a nil broker, for any other capacity, a
-// nil Option or an option value out of range (checked after the capacity).
+// capacityPerPartition records (1..1000, rule 1; 1..16,777,216 with
+// WithExtendedCapacity), configured by opts. It returns
+// ErrInvalidArgument, and a nil broker, for any other capacity, a nil
+// Option or an option value out of range.
 func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
-	if capacityPerPartition < MinCapacity || capacityPerPartition > MaxCapacity {
-		return nil, fmt.Errorf("%w: capacity %d out of range [%d,%d]",
-			ErrInvalidArgument, capacityPerPartition, MinCapacity, MaxCapacity)
-	}
 	c := config{clock: time.Now}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidArgument, i)
 		}
 		o(&c)
+	}
+	maxCap := int32(MaxCapacity)
+	if c.extended {
+		maxCap = MaxExtendedCapacity
+	}
+	if capacityPerPartition < MinCapacity || capacityPerPartition > maxCap {
+		return nil, fmt.Errorf("%w: capacity %d out of range [%d,%d]",
+			ErrInvalidArgument, capacityPerPartition, MinCapacity, maxCap)
 	}
 	switch {
 	case c.window < 0 || c.window > capacityPerPartition:
@@ -454,11 +472,10 @@ func (b *Broker) PublishMessage(topic string, partition int32, m Message) (int64
 	p := int(partition)
 	l := &t.logs[p]
 	if len(l.entries) >= int(b.capacity) {
-		low, ok := t.low(p)
-		if b.window == 0 || !ok || l.start >= low {
+		if b.refuses(t, p) {
 			return -1, nil // nothing retained is fully committed
 		}
-		l.entries = slices.Delete(l.entries, 0, 1)
+		l.entries = l.entries[1:] // O(1): append drops the prefix when it grows the array
 		l.start++
 	}
 	tm := m.Time
@@ -670,6 +687,18 @@ func (t *topic) low(p int) (low int64, ok bool) {
 	return low, true
 }
 
+// refuses reports whether a publish to partition p of t is refused (rules
+// 5, 21): p retains capacity records and none may be given up, for want of
+// a replay window, of a group, or of a fully committed record.
+func (b *Broker) refuses(t *topic, p int) bool {
+	l := &t.logs[p]
+	if len(l.entries) < int(b.capacity) {
+		return false
+	}
+	low, ok := t.low(p)
+	return b.window == 0 || !ok || l.start >= low
+}
+
 // trim applies retention to partition p (rules 13, 21): it removes the
 // fully committed records but the window most recent of them. With no
 // groups it removes nothing.
@@ -680,7 +709,7 @@ func (t *topic) trim(p int, window int32) {
 	}
 	l := &t.logs[p]
 	if n := low - int64(window) - l.start; n > 0 {
-		l.entries = slices.Delete(l.entries, 0, int(n))
+		l.entries = l.entries[n:]
 		l.start += n
 	}
 }

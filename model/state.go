@@ -256,7 +256,7 @@ func nameText(name string) string {
 // committed records are retained (for window 0, log start == low).
 func (b *Broker) CheckInvariants() error {
 	switch {
-	case b.capacity < MinCapacity || b.capacity > MaxCapacity:
+	case b.capacity < MinCapacity || b.capacity > MaxExtendedCapacity:
 		return fmt.Errorf("capacity %d out of range", b.capacity)
 	case b.window < 0 || b.window > b.capacity:
 		return fmt.Errorf("replay window %d out of range [0,%d]", b.window, b.capacity)

@@ -119,8 +119,9 @@
 // Mixes lists the workload shapes: six of the core calls (balanced,
 // multipoll, rebalance, ackretry, full, groups) and one per Tributary
 // feature (seek, assignor, addpartitions, lifecycle, latest, window,
-// acktimeout),
-// each with the broker Options it needs. FaultMix names the mix that
+// extended, acktimeout), each with the broker Options it needs; extended's
+// capacity of 2,000 is run with engine.WithExtendedCapacity and
+// model.WithExtendedCapacity (docs/contract.md, the typed library's capacity). FaultMix names the mix that
 // exposes each deliberate engine fault of a tributary_faults build; the
 // fault tests (faults_test.go) require every fault to be caught.
 //

@@ -25,6 +25,7 @@ var wantFixtures = []string{
 	"ok-lifecycle.json",
 	"ok-window.json",
 	"ok-acktimeout.json",
+	"ok-extended.json",
 	"illegal-poll-releases-each.json",
 	"illegal-rebalance-keeps-inflight.json",
 	"illegal-ack-skips-owner.json",

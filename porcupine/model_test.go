@@ -505,7 +505,7 @@ func TestWorkloadResolve(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, porcupine.Options{ReplayWindow: 3, AckTimeout: 10 * time.Second, TestClock: true}, w.Options)
 	require.Equal(t, porcupine.Config{Capacity: 4, Options: w.Options, Version: porcupine.HistoryVersion}, w.Config())
-	for _, bad := range []porcupine.Workload{{Mix: "nope"}, {Clients: 65}, {Capacity: 1001}, {Partitions: 65}, {OpsPerClient: -1},
+	for _, bad := range []porcupine.Workload{{Mix: "nope"}, {Clients: 65}, {Capacity: 16777217}, {Partitions: 65}, {OpsPerClient: -1},
 		{Mix: "window", Options: porcupine.Options{ReplayWindow: 3}}, {Options: porcupine.Options{AckTimeout: -1}}} {
 		_, err := bad.Resolve()
 		require.Error(t, err, "%+v", bad)

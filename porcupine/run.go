@@ -51,7 +51,9 @@ type topicRun struct {
 type hintRow [engine.MaxPartitionCount]atomic.Int64
 
 // Run resolves w, makes the broker with newBroker (engine.New when nil),
-// runs the workload on it and returns the recorded history. Without a test
+// runs the workload on it and returns the recorded history (the options
+// include engine.WithExtendedCapacity for a capacity above
+// engine.MaxCapacity). Without a test
 // clock every topic lives on one broker, newBroker(w.Capacity, options…);
 // with one (Options.TestClock), each topic gets its own TestClock and so
 // its own broker, newBroker(w.Capacity, options…, engine.WithClock(…)),
@@ -67,6 +69,9 @@ func Run(w Workload, newBroker NewBroker) (History, error) {
 		newBroker = engine.New
 	}
 	opts := w.Options.EngineOptions()
+	if w.Capacity > engine.MaxCapacity {
+		opts = append(opts, engine.WithExtendedCapacity())
+	}
 	var shared *engine.Broker
 	if !w.Options.TestClock {
 		if shared, err = newBroker(w.Capacity, opts...); err != nil {
@@ -442,6 +447,6 @@ func (tr *topicRun) invalid(cl *Client, rng *rand.Rand, group, member string) {
 	case 15:
 		cl.DeleteGroup(tr.name, "")
 	case 16:
-		cl.CreateGroupAt(tr.name, group, "range", 2+uint8(rng.IntN(254))) // neither start
+		cl.CreateGroupAt(tr.name, group, "Range", 2+uint8(rng.IntN(254))) // neither start
 	}
 }

@@ -22,7 +22,7 @@ const HistoryVersion = 1
 // ran on and the history's format. A History carries it (its fields appear
 // at the top level of a fixture's JSON).
 type Config struct {
-	Capacity int32   `json:"capacity"`          // records each partition retains, as given to engine.New
+	Capacity int32   `json:"capacity"`          // records each partition retains, as given to engine.New (above 1000 with WithExtendedCapacity)
 	Options  Options `json:"options,omitzero"`  // the broker's options
 	Version  int     `json:"version,omitempty"` // the history format: 0 or HistoryVersion
 }
@@ -53,8 +53,8 @@ type Options struct {
 func (c Config) Check() error {
 	o := c.Options
 	switch {
-	case c.Capacity < model.MinCapacity || c.Capacity > model.MaxCapacity:
-		return fmt.Errorf("porcupine: capacity %d outside [%d,%d]", c.Capacity, model.MinCapacity, model.MaxCapacity)
+	case c.Capacity < model.MinCapacity || c.Capacity > model.MaxExtendedCapacity:
+		return fmt.Errorf("porcupine: capacity %d outside [%d,%d]", c.Capacity, model.MinCapacity, model.MaxExtendedCapacity)
 	case o.ReplayWindow < 0 || o.ReplayWindow > c.Capacity:
 		return fmt.Errorf("porcupine: replay window %d outside [0,%d] (the capacity)", o.ReplayWindow, c.Capacity)
 	case o.AckTimeout < 0 || o.MaxMessageBytes < 0:
@@ -143,6 +143,9 @@ func (c Config) modelOptions() []model.Option {
 	}
 	if c.Options.MaxMessageBytes > 0 {
 		opts = append(opts, model.WithMaxMessageBytes(c.Options.MaxMessageBytes))
+	}
+	if c.Capacity > model.MaxCapacity {
+		opts = append(opts, model.WithExtendedCapacity())
 	}
 	return opts
 }

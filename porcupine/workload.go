@@ -173,6 +173,15 @@ var mixes = []Mix{
 		OtherMember: 20, AimPolled: 80, AimHint: 10,
 	},
 	{
+		Name: "extended", About: "capacity 2,000 (WithExtendedCapacity: paged logs) with a replay window of 2: seeks into the window and forward, racing publishes, polls and acks",
+		Partitions: 2, Capacity: 2000, Groups: 2, Members: 2,
+		Options: Options{ReplayWindow: 2},
+		Weights: weighted(map[Kind]int{KindJoin: 4, KindLeave: 3, KindPublish: 30, KindPublishMessage: 6,
+			KindPoll: 22, KindAck: 22, KindRetry: 2, KindSeek: 8, KindDescribe: 3}),
+		Invalid:     3,
+		OtherMember: 20, AimPolled: 80, AimHint: 10,
+	},
+	{
 		Name: "acktimeout", About: "ack timeout on a test clock: Advance racing polls (of all partitions and of one), expired deliveries delivered again with Attempt + 1",
 		Partitions: 2, Capacity: 4, Groups: 1, Members: 2,
 		Options: Options{AckTimeout: ackTimeout, TestClock: true},
@@ -256,7 +265,7 @@ type Workload struct {
 	Clients      int     `json:"clients"`          // goroutines per topic, 1..64
 	OpsPerClient int     `json:"ops_per_client"`   // calls per goroutine, including its first Join; 1..100000
 	Partitions   int32   `json:"partitions"`       // per topic at Create, 1..64
-	Capacity     int32   `json:"capacity"`         // per partition, 1..1000
+	Capacity     int32   `json:"capacity"`         // per partition, 1..16777216 (above 1000: engine.WithExtendedCapacity)
 	Groups       int     `json:"groups"`           // per topic, 1..100
 	Members      int     `json:"members"`          // member ids per group, 1..100
 	Options      Options `json:"options,omitzero"` // broker options
@@ -307,7 +316,7 @@ func (w Workload) Resolve() (Workload, error) {
 	check("clients", w.Clients, 1, 64)
 	check("ops per client", w.OpsPerClient, 1, 100000)
 	check("partitions", int(w.Partitions), 1, engine.MaxPartitionCount)
-	check("capacity", int(w.Capacity), engine.MinCapacity, engine.MaxCapacity)
+	check("capacity", int(w.Capacity), engine.MinCapacity, engine.MaxExtendedCapacity)
 	check("groups", w.Groups, 1, 100)
 	check("members", w.Members, 1, 100)
 	if len(errs) == 0 {
@@ -352,7 +361,9 @@ func (o Options) String() string {
 }
 
 // EngineOptions returns the engine options of o, but for the clock: what a
-// broker or backend given to RunOn must be made with, besides the capacity.
+// broker or backend given to RunOn must be made with, besides the capacity
+// (and, for a capacity above engine.MaxCapacity, engine.WithExtendedCapacity,
+// which Run adds and tributary.NewCluster passes).
 func (o Options) EngineOptions() []engine.Option {
 	var opts []engine.Option
 	if o.ReplayWindow > 0 {

@@ -1,6 +1,8 @@
 package ringlog_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -157,13 +159,18 @@ func TestLogAtPointerStable(t *testing.T) {
 }
 
 func TestLogWrapAroundManyTimes(t *testing.T) {
-	for _, capacity := range []int{1, 2, 3, 7, 64} {
+	for _, capacity := range []int{1, 2, 3, 7, 64, 1000, ringlog.PageLen, ringlog.PageLen + 1, 2500} {
 		t.Run(strconv.Itoa(capacity), func(t *testing.T) {
 			l := ringlog.New[int64](capacity)
 			var next int64 // offset the next append must get
 			// Each round fills the log, checks every entry, then trims a
-			// varying amount, so head visits every slot many times.
-			for round := range 3*capacity + 50 {
+			// varying amount, so that the ring's slots, or the pages and
+			// directory slots, are reused many times.
+			rounds := 3*capacity + 50
+			if capacity > 64 {
+				rounds = 60
+			}
+			for round := range rounds {
 				for !l.Full() {
 					off, ok := l.Append(next * 10)
 					require.True(t, ok)
@@ -178,58 +185,193 @@ func TestLogWrapAroundManyTimes(t *testing.T) {
 					e := l.At(o)
 					require.NotNil(t, e)
 					require.Equal(t, o*10, *e, "offset %d", o)
-					require.Same(t, e, l.InSlot(l.Slot(o)), "InSlot(Slot(%d)) is At's slot", o)
+					require.Same(t, e, l.Read(o), "Read(%d) is At's entry", o)
 				}
-				k := 1 + round%capacity
+				k := 1 + round*37%capacity
 				require.Equal(t, k, l.TrimTo(l.StartOffset()+int64(k)))
 				require.Equal(t, capacity-k, l.Len())
 			}
-			require.Greater(t, next, int64(10*capacity), "the ring wrapped many times")
+			require.Greater(t, next, int64(10*capacity), "the log wrapped many times")
 		})
 	}
 }
 
-// TestLogInSlotWhileAppending has one goroutine append and trim under a
+// TestLogReadWhileAppending has one goroutine append and trim under a
 // mutex, publishing the log end offset through an atomic, while another
-// reads every published, untrimmed offset with InSlot and no lock, keeping
-// the slot itself: under -race this checks that InSlot reads nothing that
-// Append or TrimTo write
-// (the engine's Poll reads records this way). The reader holds back trimming
-// past its position, as a consumer group's committed offset does.
-func TestLogInSlotWhileAppending(t *testing.T) {
-	const capacity, total = 7, 20000
+// reads every published, untrimmed offset with Read and no lock: under
+// -race this checks that Read reads nothing that Append or TrimTo write
+// while the entry stays retained (the engine's Poll reads records this
+// way), on a ring and on paged logs whose pages, spare and directory are
+// replaced many times (the last one grows its directory from 2 to 128
+// slots while the reader reads).
+func TestLogReadWhileAppending(t *testing.T) {
+	for _, tt := range []struct{ capacity, total int }{
+		{7, 20000}, {3 * ringlog.PageLen, 40 * ringlog.PageLen}, {100 * ringlog.PageLen, 120 * ringlog.PageLen},
+	} {
+		t.Run(strconv.Itoa(tt.capacity), func(t *testing.T) {
+			if msg := readWhileAppending(tt.capacity, tt.total); msg != "" {
+				t.Fatal(msg)
+			}
+		})
+	}
+}
+
+// readWhileAppending is TestLogReadWhileAppending's check of one log; it
+// returns its first failure (a wrong entry, or a panic of either side), or
+// "". The reader holds back trimming past its position, as a consumer
+// group's committed offset does; the writer trims in bursts so that whole
+// pages go at once.
+func readWhileAppending(capacity, total int) (msg string) {
 	l := ringlog.New[int64](capacity)
 	var mu sync.Mutex
 	var end, reader atomic.Int64 // published log end; the reader's next offset
+	var failed atomic.Pointer[string]
+	fail := func(format string, args ...any) {
+		m := fmt.Sprintf(format, args...)
+		failed.CompareAndSwap(nil, &m)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for off, slot := int64(0), 0; off < total; {
+		defer func() {
+			if v := recover(); v != nil {
+				fail("reader: panic: %v", v)
+			}
+		}()
+		for off := int64(0); off < int64(total) && failed.Load() == nil; {
 			if off >= end.Load() {
 				runtime.Gosched()
 				continue
 			}
-			if got := *l.InSlot(slot); got != off*3 {
-				t.Errorf("InSlot(%d) at offset %d = %d, want %d", slot, off, got, off*3)
+			if got := *l.Read(off); got != off*3 {
+				fail("Read(%d) = %d, want %d", off, got, off*3)
 				return
 			}
 			off++
-			if slot++; slot == l.Cap() {
-				slot = 0
-			}
 			reader.Store(off)
 		}
 	}()
-	for next := int64(0); next < total; {
-		mu.Lock()
-		l.TrimTo(reader.Load())
-		if _, ok := l.Append(next * 3); ok {
-			next++
-			end.Store(next)
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				fail("writer: panic: %v", v)
+			}
+		}()
+		for next := int64(0); next < int64(total) && failed.Load() == nil; {
+			mu.Lock()
+			if l.Full() || next%512 == 0 {
+				l.TrimTo(reader.Load())
+			}
+			if _, ok := l.Append(next * 3); ok {
+				next++
+				end.Store(next)
+			}
+			mu.Unlock()
 		}
-		mu.Unlock()
-	}
+	}()
 	<-done
+	if m := failed.Load(); m != nil {
+		return *m
+	}
+	return ""
+}
+
+// TestLogMatchesSlice drives logs of several capacities, rings and paged,
+// with random appends and trims (single and in bursts of up to twice the
+// capacity) and compares every observable with a plain slice after each
+// step, and, for a paged log, that it holds memory for at most the pages
+// its retained entries touch plus one spare.
+func TestLogMatchesSlice(t *testing.T) {
+	for _, capacity := range []int{1, 3, 1000, ringlog.PageLen, ringlog.PageLen + 1, 3000, 16_777_216} {
+		t.Run(strconv.Itoa(capacity), func(t *testing.T) {
+			if msg := matchesSlice(capacity, 2000); msg != "" {
+				t.Fatal(msg)
+			}
+		})
+	}
+}
+
+// matchesSlice is TestLogMatchesSlice's check of one capacity over steps
+// random steps; it returns its first failure (a panic included), or "".
+func matchesSlice(capacity, steps int) (msg string) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg = fmt.Sprintf("panic: %v", v)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(uint64(capacity), 7))
+	l := ringlog.New[int64](capacity)
+	var want []int64 // the retained entries
+	var start int64
+	limit := min(capacity, 5000)
+	for step := range steps {
+		switch r := rng.IntN(10); {
+		case r < 6 || len(want) == 0:
+			for range 1 + rng.IntN(2*limit/3+1) {
+				off, ok := l.Append(start + int64(len(want)))
+				if len(want) == capacity {
+					if ok || off != -1 {
+						return fmt.Sprintf("step %d: append to a full log = %d, %v", step, off, ok)
+					}
+					break
+				}
+				if !ok || off != start+int64(len(want)) {
+					return fmt.Sprintf("step %d: Append = %d, %v, want %d", step, off, ok, start+int64(len(want)))
+				}
+				want = append(want, off)
+				if len(want) == limit {
+					break
+				}
+			}
+		default:
+			to := start + rng.Int64N(int64(len(want))+2)
+			n := int(min(to, start+int64(len(want))) - start)
+			if got := l.TrimTo(to); got != n {
+				return fmt.Sprintf("step %d: TrimTo(%d) = %d, want %d", step, to, got, n)
+			}
+			want, start = want[n:], start+int64(n)
+		}
+		if l.StartOffset() != start || l.EndOffset() != start+int64(len(want)) || l.Full() != (len(want) == capacity) {
+			return fmt.Sprintf("step %d: log [%d, %d) full %v, want [%d, %d)", step, l.StartOffset(), l.EndOffset(), l.Full(), start, start+int64(len(want)))
+		}
+		for i := 0; i < len(want); i += 1 + i%61 {
+			if e := l.At(start + int64(i)); e == nil || *e != want[i] {
+				return fmt.Sprintf("step %d: At(%d) = %v, want %d", step, start+int64(i), e, want[i])
+			}
+		}
+		if capacity > ringlog.PageLen {
+			pages := 0
+			if len(want) > 0 {
+				pages = int((start+int64(len(want))-1)/ringlog.PageLen - start/ringlog.PageLen + 1)
+			} else if start%ringlog.PageLen != 0 {
+				pages = 1 // the page the next append fills
+			}
+			if a := l.Allocated(); a > (pages+1)*ringlog.PageLen || a < pages*ringlog.PageLen {
+				return fmt.Sprintf("step %d: %d entries allocated for %d retained from %d (%d pages)", step, a, len(want), start, pages)
+			}
+		}
+	}
+	return ""
+}
+
+// TestLogPagedMemory: a log of capacity 16,777,216 holds no page until its
+// first append, then whole pages for what it retains, and after a trim of
+// everything only its spare.
+func TestLogPagedMemory(t *testing.T) {
+	l := ringlog.New[string](16_777_216)
+	require.Zero(t, l.Allocated(), "empty")
+	for i := range 5000 {
+		_, ok := l.Append(strconv.Itoa(i))
+		require.True(t, ok)
+	}
+	require.Equal(t, 5*ringlog.PageLen, l.Allocated(), "5,000 entries in 5 pages")
+	require.Equal(t, 5000, l.TrimTo(5000))
+	require.Equal(t, 2*ringlog.PageLen, l.Allocated(), "page 4, which the next append fills, and one spare")
+	for l.EndOffset() < 5*ringlog.PageLen {
+		l.Append("x")
+	}
+	l.TrimTo(l.EndOffset())
+	require.Equal(t, ringlog.PageLen, l.Allocated(), "empty at a page boundary: the spare only")
 }
 
 // TestLogTrimZeroesSlots checks that a trimmed entry is no longer kept
@@ -305,6 +447,35 @@ func TestLogInitResets(t *testing.T) {
 	off, ok := l.Append("x")
 	assert.True(t, ok)
 	assert.Equal(t, int64(0), off)
+}
+
+// TestLogPagedSteadyStateAllocatesNothing: a paged log whose length holds
+// steady (a backlog of 3,000 entries, one append and one trim per step)
+// reuses its spare page: once warmed up, appends and trims allocate
+// nothing, page boundaries included.
+func TestLogPagedSteadyStateAllocatesNothing(t *testing.T) {
+	l := ringlog.New[string](16_777_216)
+	for range 3000 {
+		l.Append("payload")
+	}
+	step := func() {
+		l.Append("payload")
+		l.TrimTo(l.StartOffset() + 1)
+	}
+	for range 2 * ringlog.PageLen {
+		step()
+	}
+	// Every allocation over three page boundaries, not AllocsPerRun's
+	// average, which rounds one page in 1,024 steps down to 0.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 3 * ringlog.PageLen {
+		step()
+	}
+	runtime.ReadMemStats(&after)
+	assert.Zero(t, after.Mallocs-before.Mallocs, "allocations in 3,072 steps")
+	assert.Equal(t, 3000, l.Len())
 }
 
 func TestLogAllocatesNothing(t *testing.T) {

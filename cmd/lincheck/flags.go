@@ -27,10 +27,10 @@ var (
 	clientsRange    = intRange{1, 64}
 	opsRange        = intRange{1, 100_000}
 	partitionsRange = intRange{0, engine.MaxPartitionCount}
-	capacityRange   = intRange{0, engine.MaxCapacity}
+	capacityRange   = intRange{0, engine.MaxExtendedCapacity} // above engine.MaxCapacity: WithExtendedCapacity
 	groupsRange     = intRange{0, 100}
 	membersRange    = intRange{0, 100}
-	windowRange     = intRange{0, engine.MaxCapacity} // and at most the capacity
+	windowRange     = intRange{0, engine.MaxExtendedCapacity} // and at most the capacity
 	maxBytesRange   = intRange{0, 1 << 20}
 
 	durationRange   = durRange{0, 168 * time.Hour, "0..168h"}

@@ -85,14 +85,14 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 // before these bounds, 1,000,000 records in 3 groups at -retry 0.5 took
 // 1.02 GB, and 10,000,000 at the defaults would take about 6 GB.
 const (
-	maxPartitions = engine.MaxPartitionCount // -partitions 1..64
-	maxCapacity   = engine.MaxCapacity       // -capacity 1..1000
-	maxProducers  = 256                      // -producers 1..256
-	maxRecords    = 1_000_000                // -records 1..1000000
-	maxGroups     = 128                      // -groups 1..128
-	maxMembers    = 64                       // -members 1..64
-	maxBatch      = engine.MaxPollRecords    // -batch 1..64
-	maxRetry      = 0.5                      // -retry 0..0.5
+	maxPartitions = engine.MaxPartitionCount   // -partitions 1..64
+	maxCapacity   = engine.MaxExtendedCapacity // -capacity 1..16777216 (WithExtendedCapacity)
+	maxProducers  = 256                        // -producers 1..256
+	maxRecords    = 1_000_000                  // -records 1..1000000
+	maxGroups     = 128                        // -groups 1..128
+	maxMembers    = 64                         // -members 1..64
+	maxBatch      = engine.MaxPollRecords      // -batch 1..64
+	maxRetry      = 0.5                        // -retry 0..0.5
 
 	// maxRecordGroups bounds -records × -groups, the records whose
 	// acknowledgements the audit keeps and checks.
@@ -568,7 +568,7 @@ func runWorkload(cfg auditConfig) (*history, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b, err := engine.New(cfg.Capacity)
+	b, err := engine.New(cfg.Capacity, engine.WithExtendedCapacity())
 	if err != nil {
 		return nil, fmt.Errorf("new broker: %w", err)
 	}

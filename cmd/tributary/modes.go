@@ -17,6 +17,7 @@ import (
 
 	"github.com/peterh/liner"
 
+	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/cmd/internal/flagx"
 	"github.com/f91dcac0/tributary/engine"
 )
@@ -45,7 +46,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "in a script, report a failing command and go on (the exit status is still 1)")
 	fs.BoolVar(&f.echo, "echo", false, "print each command (after \"> \") and comment before its output, like a transcript")
-	flagx.IntVar(fs, &f.capacity, "capacity", f.capacity, "events each partition retains, 1..1000 (a full partition refuses events until every group acks)")
+	flagx.IntVar(fs, &f.capacity, "capacity", f.capacity, "events each partition retains, 1..16777216 (a full partition refuses events until every group acks; memory follows what is retained)")
 	flagx.IntVar(fs, &f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (the oldest fully consumed event makes room for a new one)")
 	fs.StringVar(&f.clock, "clock", "", "stamp every produced event with this RFC 3339 time instead of the clock (reproducible output)")
 	flagx.IntVar(fs, &f.seed, "seed", f.seed, "seed the Random strategy's draws (each producer from the seed and its name), for reproducible output; -1: unseeded")
@@ -67,8 +68,8 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 		}
 		rest, args = append(rest, fs.Arg(0)), fs.Args()[1:]
 	}
-	if f.capacity < engine.MinCapacity || f.capacity > engine.MaxCapacity {
-		return f, nil, fmt.Errorf("-capacity %d: must be in %d..%d", f.capacity, engine.MinCapacity, engine.MaxCapacity)
+	if f.capacity < engine.MinCapacity || f.capacity > tributary.MaxCapacity {
+		return f, nil, fmt.Errorf("-capacity %d: must be in %d..%d", f.capacity, engine.MinCapacity, tributary.MaxCapacity)
 	}
 	if f.window == -1 {
 		f.window = f.capacity
