@@ -450,16 +450,17 @@ func (b *Backend) lookupTopic(topic string) (topicVal, uint64, error) {
 	return tv, rev, nil
 }
 
+// maxPayloadType bounds a topic's payload type name, in bytes: it lives in
+// the topic key's JSON value, which must fit one NATS message.
+const maxPayloadType = 1024
+
 // CreateTopic creates topic with partitions streams (1..64, SPEC rule 2)
 // of Config.Capacity records each and records payloadType and
 // Config.ReplayWindow with it, returning true; false, changing nothing, when
 // the topic exists. The topic key's compare-and-set is the commit point:
 // streams made by a losing concurrent call stay, unused. Errors:
-// engine.ErrInvalidArgument (invalid identifier or count), ErrUnavailable.
-// maxPayloadType bounds a topic's payload type name, in bytes: it lives in
-// the topic key's JSON value, which must fit one NATS message.
-const maxPayloadType = 1024
-
+// engine.ErrInvalidArgument (invalid identifier or count, a payload type
+// that is not UTF-8 or is over 1 KiB), ErrUnavailable.
 func (b *Backend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
 	if err := engine.CheckIdentifier("topic", topic); err != nil {
 		return false, err
