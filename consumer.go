@@ -29,6 +29,7 @@ type consumerConfig struct {
 	backoff     time.Duration // first retry delay
 	maxBackoff  time.Duration // cap of the doubling delay
 	batch       int32         // records per poll in Run, 1..64
+	stopGrace   time.Duration // Run: how long a running handler may take to return once ctx ends
 }
 
 // Defaults of a Consumer's options.
@@ -36,6 +37,7 @@ const (
 	DefaultBackoff    = 100 * time.Millisecond // first retry delay of Run
 	DefaultMaxBackoff = 10 * time.Second       // cap of Run's doubling retry delay
 	DefaultBatch      = 16                     // records per poll in Run
+	DefaultStopGrace  = 5 * time.Second        // Run's wait for a running handler once its context ends
 )
 
 // WithDeadLetter makes Run send a record whose handler failed maxAttempts
@@ -66,6 +68,23 @@ func WithBackoff(initial, max time.Duration) ConsumerOption {
 // per partition is in flight at a time). Default DefaultBatch.
 func WithBatch(n int32) ConsumerOption {
 	return func(c *consumerConfig) { c.batch = n }
+}
+
+// WithStopGrace sets how long Run, once its context has ended, waits for
+// the handler it is running to return, and for that record's settling to
+// finish (d ≥ 0; default DefaultStopGrace, 5 s). A handler that returns
+// within d has its result applied as at any other time: nil acks the
+// record, an error retries or dead-letters it; the Ack and the dead-letter
+// publish are not cancelled by the context, and ride out ErrUnavailable
+// until d has passed. A handler still running after d is abandoned: Run
+// returns, and the record, unacked, is redelivered once Run has left the
+// group. 0 abandons at once (a result already returned is still applied).
+// Like Kafka's consumer close timeout and Watermill's router CloseTimeout
+// (30 s by default in both), it bounds how long stopping waits for work
+// under way. It does not apply to Close, which leaves the group at once
+// (the deliveries go to the new owners).
+func WithStopGrace(d time.Duration) ConsumerOption {
+	return func(c *consumerConfig) { c.stopGrace = d }
 }
 
 // ConsumerStats counts a consumer's work since it was made.
@@ -107,7 +126,7 @@ type Consumer[T any] struct {
 // is open), ErrTypeMismatch (the dead-letter topic holds another payload
 // type), ErrInvalidAssignment, ErrClosed.
 func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption) (*Consumer[T], error) {
-	cfg := consumerConfig{backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff, batch: DefaultBatch}
+	cfg := consumerConfig{backoff: DefaultBackoff, maxBackoff: DefaultMaxBackoff, batch: DefaultBatch, stopGrace: DefaultStopGrace}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil ConsumerOption", ErrInvalidArgument)
@@ -119,6 +138,9 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	}
 	if cfg.batch < 1 || cfg.batch > engine.MaxPollRecords {
 		return nil, fmt.Errorf("%w: batch %d outside [1,%d]", ErrInvalidArgument, cfg.batch, engine.MaxPollRecords)
+	}
+	if cfg.stopGrace < 0 {
+		return nil, fmt.Errorf("%w: stop grace %v: want >= 0", ErrInvalidArgument, cfg.stopGrace)
 	}
 	if cfg.deadLetter != "" && (cfg.maxAttempts < 1 || cfg.maxAttempts > 1000) {
 		return nil, fmt.Errorf("%w: dead-letter maxAttempts %d outside [1,1000]", ErrInvalidArgument, cfg.maxAttempts)
@@ -413,10 +435,21 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // redelivered after a backoff (WithBackoff: doubling from the first delay,
 // capped), its partition held meanwhile while the others go on; after
 // WithDeadLetter's maximum attempts, or at once for a payload that does not
-// decode, the record is sent to the dead-letter topic and acked. Run
-// returns promptly on cancellation even when h ignores ctx: h runs on a
-// goroutine of Run's, which is abandoned (its result ignored) and ends when
-// h does. While the backend is unavailable (an error wrapping
+// decode, the record is sent to the dead-letter topic and acked.
+//
+// When ctx ends while h runs, Run waits for h to return for at most the
+// stop grace (WithStopGrace; DefaultStopGrace) and applies its result as
+// usual: a handler that calls cancel() and returns nil has its record
+// acked, on every backend, and one that returns an error has it retried
+// or dead-lettered. The Ack and the dead-letter publish of that record are
+// not cancelled by ctx; they too must finish within the grace. So Run
+// returns at most the grace (plus one backend request) after ctx ends,
+// even when h ignores ctx: h runs on a goroutine of Run's, which is then
+// abandoned (its result ignored, the record redelivered after Run leaves
+// the group) and ends when h does. Close does not wait: it leaves the group
+// at once, and Run returns nil without applying the result of a handler
+// still running. Records Run reserved but had not started are released
+// by that leave (never handled twice by Run). While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
 // doubling from 50 ms to 2 s, and polls or acks again; an ack that may
 // have been lost is tried again, so a record is at worst delivered twice.
@@ -434,15 +467,30 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { // Close cancels ctx: the handler's, the dead-letter wait's
+	// settle bounds the handler's return and its record's Ack or dead
+	// letter: not cancelled with ctx, it ends stopGrace after ctx does, at
+	// once on Close, and when Run returns.
+	settle, endSettle := context.WithCancel(context.WithoutCancel(ctx))
+	defer endSettle()
+	go func() { // Close cancels ctx: the handler's, the poll's
 		select {
 		case <-c.stop:
 			cancel()
+			endSettle()
+			return
 		case <-ctx.Done():
 		}
+		t := time.NewTimer(c.cfg.stopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.stop:
+		case <-settle.Done():
+		}
+		endSettle()
 	}()
 
-	r := runner[T]{c: c, h: h, ctx: ctx, jobs: make(chan Message[T]), results: make(chan error, 1)}
+	r := runner[T]{c: c, h: h, ctx: ctx, settle: settle, jobs: make(chan Message[T]), results: make(chan error, 1)}
 	go r.work()
 	defer close(r.jobs)
 	defer r.stopTimers()
@@ -516,7 +564,8 @@ func (c *Consumer[T]) runEnd(ctx context.Context, err error) error {
 type runner[T any] struct {
 	c       *Consumer[T]
 	h       Handler[T]
-	ctx     context.Context
+	ctx     context.Context // Run's: the handler's, the poll's
+	settle  context.Context // ends stopGrace after ctx: the handler's result, its Ack, its dead letter
 	jobs    chan Message[T]
 	results chan error
 
@@ -558,9 +607,9 @@ func (r *runner[T]) process(rec *engine.Record) error {
 		}
 		select {
 		case herr = <-r.results:
-		case <-r.ctx.Done():
+		case <-r.settle.Done():
 			select {
-			case herr = <-r.results: // finished as ctx ended: settle it
+			case herr = <-r.results: // finished as the grace ended: settle it
 			default:
 				return r.ctx.Err() // abandoned: the handler goroutine ends on its own
 			}
@@ -571,7 +620,7 @@ func (r *runner[T]) process(rec *engine.Record) error {
 				if errors.Is(err, ErrUnavailable) {
 					// Lost or not, the ack is tried again: false then
 					// means it had taken effect (or the delivery moved).
-					if err := c.waitOutage(r.ctx, outage); err != nil {
+					if err := c.waitOutage(r.settle, outage); err != nil {
 						return err
 					}
 					continue
@@ -587,7 +636,7 @@ func (r *runner[T]) process(rec *engine.Record) error {
 		}
 	}
 	if c.dlq != nil && (m.Err != nil || rec.Attempt >= c.cfg.maxAttempts) {
-		return c.deadLetter(r.ctx, &m, herr)
+		return c.deadLetter(r.settle, &m, herr)
 	}
 	c.retried.Add(1)
 	r.retryLater(rec.Partition, rec.Offset, r.backoff(rec.Attempt))
