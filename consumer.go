@@ -446,10 +446,12 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // returns at most the grace (plus one backend request) after ctx ends,
 // even when h ignores ctx: h runs on a goroutine of Run's, which is then
 // abandoned (its result ignored, the record redelivered after Run leaves
-// the group) and ends when h does. Close does not wait: it leaves the group
-// at once, and Run returns nil without applying the result of a handler
-// still running. Records Run reserved but had not started are released
-// by that leave (never handled twice by Run). While the backend is unavailable (an error wrapping
+// the group) and ends when h does. Records Run had reserved but not
+// handed to h when ctx ended are released by that leave. Close does not
+// wait: it leaves the group at once, and Run returns nil without applying
+// the result of a handler still running.
+//
+// While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
 // doubling from 50 ms to 2 s, and polls or acks again; an ack that may
 // have been lost is tried again, so a record is at worst delivered twice.
