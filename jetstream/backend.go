@@ -148,6 +148,17 @@ type Backend struct {
 	// eviction's log end (lowVal.Evict) known to have been published past:
 	// log ends only grow, so it stays landed (readLow).
 	landed sync.Map
+
+	// unsure holds, per cursor key, the reservation a Poll of this
+	// process wrote without learning whether it took effect (the reply
+	// was lost: a server restarting). The member's next poll of the
+	// partition delivers it if it did (Member.pollPartition).
+	unsure sync.Map // cursor key → unsureReservation
+
+	// lossy, nil but in tests, makes put fail a write of key as a lost
+	// request (written false: before sending it) or a lost reply (written
+	// true: after the server applied it) when it returns true.
+	lossy func(key string, written bool) bool
 }
 
 var _ tributary.Backend = (*Backend)(nil)

@@ -178,6 +178,20 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 			return r, false, 0, err
 		}
 		now := m.b.now().UnixNano()
+		if u, ok := m.b.unsure.Load(key); ok {
+			m.b.unsure.Delete(key)
+			if u.(unsureReservation).matches(m.name, c) {
+				// Our own reservation whose reply was lost: it took
+				// effect, and no caller has the record. Deliver it now.
+				r, ok, err := m.b.readRecord(m.t.name, p, c.Committed)
+				if err != nil || !ok {
+					m.b.unsure.Store(key, u)
+					return r, false, 0, err
+				}
+				r.Attempt = c.Attempts
+				return r, true, 0, nil
+			}
+		}
 		if c.InFlight {
 			to := int64(m.b.cfg.AckTimeout)
 			if to <= 0 {
@@ -218,6 +232,11 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		n.InFlight, n.Attempts, n.DeliveredAt = true, c.Attempts+1, now
 		_, ok, err = m.b.put(key, n, crev)
 		if err != nil {
+			// The write may have taken effect with its reply lost: the
+			// record would then stay in flight to this member, delivered
+			// to nobody, until an ack timeout or a rebalance. The next
+			// poll of p through this Backend finds out and delivers it.
+			m.b.unsure.Store(key, unsureReservation{Member: m.name, Cursor: n})
 			return r, false, 0, err
 		}
 		if ok {
@@ -226,6 +245,23 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		}
 	}
 	return r, false, 0, fmt.Errorf("%w: polling %s/%s/%d", ErrContention, m.t.name, m.group, p)
+}
+
+// unsureReservation is a cursor write of a poll whose outcome is unknown:
+// Cursor is the value it wrote for Member.
+type unsureReservation struct {
+	Member string
+	Cursor cursorVal
+}
+
+// matches reports whether the cursor c now read is the reservation u wrote
+// for member, in flight to it with u's incarnation, offset, attempt and
+// delivery time: the write took effect. The generation may have moved on
+// since (a rebalance that left the partition to member keeps the delivery).
+func (u unsureReservation) matches(member string, c cursorVal) bool {
+	w := u.Cursor
+	w.Gen = c.Gen
+	return u.Member == member && c.InFlight && c == w
 }
 
 // Poll is TryPoll that, when nothing is deliverable, waits and polls again

@@ -1,0 +1,53 @@
+package jetstream_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/f91dcac0/tributary/jetstream"
+)
+
+// A Poll whose reservation (the cursor write) reached the server but whose
+// reply was lost returns ErrUnavailable; the member's next poll delivers
+// the record it reserved, with the attempt it counted, instead of finding
+// it in flight to nobody (with no ack timeout it would stay so until a
+// rebalance: seen as a consumer stalled after a server restart). A write
+// lost before it reached the server changes nothing: the next poll
+// reserves the record as attempt 1.
+func TestPollAfterLostReply(t *testing.T) {
+	for _, written := range []bool{true, false} {
+		name := "reply lost"
+		if !written {
+			name = "request lost"
+		}
+		t.Run(name, func(t *testing.T) {
+			b, _ := start(t, jetstream.Config{})
+			bt := topic(t, b, "t", 1)
+			pub(t, bt, 0, "a")
+			m := member(t, bt, "g", "m")
+			must(m.Join()).of(t)
+			var lose atomic.Bool
+			lose.Store(true)
+			jetstream.SetLossy(b, func(key string, w bool) bool {
+				return w == written && strings.HasPrefix(key, "cursor.t.g.") && lose.CompareAndSwap(true, false)
+			})
+			rs, err := m.TryPoll(nil, 4)
+			if !errors.Is(err, jetstream.ErrUnavailable) || len(rs) != 0 {
+				t.Fatalf("TryPoll with its write lost = %v, %v; want no record, ErrUnavailable", rs, err)
+			}
+			p := must(b.Describe("t")).of(t).Groups[0].Partitions[0]
+			if p.InFlight != written {
+				t.Fatalf("after the lost write: %+v, want in flight %v", p, written)
+			}
+			wantRecs(t, poll(t, m, 4), rec{0, 0, "a", 1})
+			wantRecs(t, poll(t, m, 4)) // delivered once
+			ok, err := m.Ack(0, 0)
+			wantBool(t, "Ack", ok, err, true)
+			if p := must(b.Describe("t")).of(t).Groups[0].Partitions[0]; p.Committed != 1 || p.InFlight {
+				t.Fatalf("after the Ack: %+v", p)
+			}
+		})
+	}
+}
