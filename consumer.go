@@ -573,6 +573,7 @@ type runner[T any] struct {
 
 	mu      sync.Mutex
 	pending map[int32]*retryTimer // partition → its pending retry; guarded by mu
+	stopped bool                  // stopTimers has run: no new retry; guarded by mu
 	wg      sync.WaitGroup        // running retry callbacks
 }
 
@@ -661,10 +662,26 @@ type retryTimer struct {
 }
 
 // retryLater releases the in-flight record (partition, offset) after d; its
-// redelivery wakes Run's poll.
+// redelivery wakes Run's poll. A Retry that fails with ErrUnavailable (it
+// may not have reached the server: the record would stay in flight to Run,
+// with no ack timeout for ever) is tried again after Run's outage backoff;
+// one that took effect with its reply lost then returns false.
 func (r *runner[T]) retryLater(partition int32, offset int64, d time.Duration) {
+	r.retryAfter(partition, offset, d, 0)
+}
+
+// retryAfter is retryLater's timer; outage counts the failed Retries of
+// this record so far.
+func (r *runner[T]) retryAfter(partition int32, offset int64, d time.Duration, outage int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.retryAfterLocked(partition, offset, d, outage)
+}
+
+func (r *runner[T]) retryAfterLocked(partition int32, offset int64, d time.Duration, outage int) {
+	if r.stopped {
+		return // Run is leaving the group, which releases the record
+	}
 	if r.pending == nil {
 		r.pending = map[int32]*retryTimer{}
 	}
@@ -675,12 +692,27 @@ func (r *runner[T]) retryLater(partition int32, offset int64, d time.Duration) {
 		defer r.wg.Done()
 		r.mu.Lock()
 		current := r.pending[partition] == rt
-		if current {
-			delete(r.pending, partition)
-		}
 		r.mu.Unlock()
-		if current {
-			r.c.m.Retry(partition, offset) //nolint:errcheck // false: the delivery was already cancelled
+		if !current {
+			return
+		}
+		// It stays pending while the Retry runs: a redelivery of the
+		// record meanwhile (cancelPending) is then seen below. false: the
+		// delivery was already cancelled. Errors other than ErrUnavailable
+		// (the consumer closed, the backend's) end with Run.
+		_, err := r.c.m.Retry(partition, offset)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.pending[partition] != rt {
+			return
+		}
+		delete(r.pending, partition)
+		if errors.Is(err, ErrUnavailable) {
+			wait := outageFirst
+			for i := 0; i < outage && wait < outageMax; i++ {
+				wait *= 2
+			}
+			r.retryAfterLocked(partition, offset, min(wait, outageMax), outage+1)
 		}
 	})
 	r.pending[partition] = rt
@@ -708,6 +740,7 @@ func (r *runner[T]) cancelLocked(partition int32) {
 // cancels the deliveries) and waits for running callbacks.
 func (r *runner[T]) stopTimers() {
 	r.mu.Lock()
+	r.stopped = true
 	for p := range r.pending {
 		r.cancelLocked(p)
 	}
