@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
@@ -49,5 +50,41 @@ func TestPollAfterLostReply(t *testing.T) {
 				t.Fatalf("after the Ack: %+v", p)
 			}
 		})
+	}
+}
+
+// A poll of several partitions that reserved a record on one and then
+// failed on another returns the reserved record with no error: the
+// typed Consumer (Poll, TryPoll, Run) drops records returned with an
+// error, and with no ack timeout the record would stay in flight to
+// nobody (seen as Run stalled after a server restart). The failed
+// partition is polled again at the next call.
+func TestPollPartialFailureKeepsReserved(t *testing.T) {
+	b, _ := start(t, jetstream.Config{})
+	c := must(tributary.NewClusterOn(b)).of(t)
+	defer c.Close()
+	tp := must(tributary.CreateTopic(c, "t", 2, tributary.JSON[int]())).of(t)
+	pr := must(tributary.NewProducer[int](c, "p", tributary.Manual())).of(t)
+	for p := range int32(2) {
+		must(pr.TrySend(tp, tributary.Message[int]{Partition: p, Value: int(p)})).of(t)
+	}
+	cons := must(tributary.NewConsumer(tp, "g", "c1")).of(t)
+	var lose atomic.Bool
+	lose.Store(true)
+	jetstream.SetLossy(b, func(key string, written bool) bool {
+		return !written && key == "cursor.t.g.1" && lose.CompareAndSwap(true, false)
+	})
+	ms, err := cons.TryPoll(4)
+	if err != nil || len(ms) != 1 || ms[0].Partition != 0 {
+		t.Fatalf("TryPoll with partition 1's write lost = %v, %v; want partition 0's message, no error", ms, err)
+	}
+	ms2, err := cons.TryPoll(4)
+	if err != nil || len(ms2) != 1 || ms2[0].Partition != 1 || ms2[0].Attempt != 1 {
+		t.Fatalf("next TryPoll = %v, %v; want partition 1's message, attempt 1", ms2, err)
+	}
+	for _, m := range append(ms, ms2...) {
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

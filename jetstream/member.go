@@ -106,8 +106,11 @@ func checkMax(max int32) error {
 // the committed offset if nothing is in flight there (or the delivery's ack
 // timeout expired, rule 22), reserved by compare-and-set on the cursor
 // (attempts + 1, rule 16). Absent group or member: dst unchanged. Errors:
-// engine.ErrInvalidArgument (max out of range), ErrUnavailable; records
-// reserved before an error are returned with it.
+// engine.ErrInvalidArgument (max out of range), ErrUnavailable. An error
+// met after some records were reserved is not reported: those records,
+// in flight to the member now, are returned with a nil error (a caller
+// that drops records returned with an error would leave them in flight
+// to nobody), and the error recurs at the next call.
 func (m *Member) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
 	if err := checkMax(max); err != nil {
 		return dst, err
@@ -151,6 +154,9 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 				break
 			}
 			if err != nil {
+				if len(out) > len(dst) {
+					return out, true, 0, nil // reserved: the caller's (TryPoll)
+				}
 				return out, true, 0, err
 			}
 			if got {
