@@ -453,8 +453,9 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 //
 // While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
-// doubling from 50 ms to 2 s, and polls or acks again; an ack that may
-// have been lost is tried again, so a record is at worst delivered twice.
+// doubling from 50 ms to 2 s, and polls, acks or retries again; an ack
+// that may have been lost is tried again, so a record is at worst
+// delivered twice.
 // Errors: ErrInvalidArgument (nil handler, Run already running); an error
 // sending to the dead-letter topic other than ctx's (the record stays
 // unacked and is redelivered); any other error of the backend.
