@@ -137,9 +137,13 @@ type Backend struct {
 	// committed),
 	// streams (stream name → handle, a cache), counts (topic → its
 	// partition-count cache, shared by the topic's handles) and windows
-	// (topic → its replay window, fixed at creation: a cache).
+	// (topic → its replay window, fixed at creation: a cache), and
+	// pending (topic/group → the user assignors of this process's
+	// CreateGroup and SetAssignor writes under way, not yet known to have
+	// committed or been refused).
 	mu        sync.Mutex
 	assignors map[string]userAssignor
+	pending   map[string][]*userAssignor
 	streams   map[string]njs.Stream
 	counts    map[string]*partCount
 	windows   map[string]int64
@@ -203,6 +207,7 @@ func Open(cfg Config) (*Backend, error) {
 		now:       cfg.Clock,
 		closed:    make(chan struct{}),
 		assignors: map[string]userAssignor{},
+		pending:   map[string][]*userAssignor{},
 		streams:   map[string]njs.Stream{},
 		counts:    map[string]*partCount{},
 		windows:   map[string]int64{},
@@ -603,12 +608,38 @@ func (b *Backend) assignor(t, g, name string) (engine.Assignor, error) {
 		return a, nil
 	}
 	b.mu.Lock()
-	u, ok := b.assignors[t+"/"+g]
-	b.mu.Unlock()
-	if !ok || u.name != name {
-		return nil, fmt.Errorf("%w: %q (group %q of topic %q)", ErrUnknownAssignor, name, g, t)
+	defer b.mu.Unlock()
+	if u, ok := b.assignors[t+"/"+g]; ok && u.name == name {
+		return u.a, nil
 	}
-	return u.a, nil
+	for _, u := range b.pending[t+"/"+g] {
+		if u.name == name {
+			return u.a, nil // its write has committed, remember is on its way
+		}
+	}
+	return nil, fmt.Errorf("%w: %q (group %q of topic %q)", ErrUnknownAssignor, name, g, t)
+}
+
+// pend marks a, a user assignor named name, as being written to group g
+// of topic t, until the returned function is called (once the write has
+// committed and been remembered, or failed). Built-ins need none.
+func (b *Backend) pend(t, g, name string, a engine.Assignor) (done func()) {
+	if _, ok := assign.Lookup(name); ok {
+		return func() {}
+	}
+	k, u := t+"/"+g, &userAssignor{name, a}
+	b.mu.Lock()
+	b.pending[k] = append(b.pending[k], u)
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if ps := slices.DeleteFunc(b.pending[k], func(p *userAssignor) bool { return p == u }); len(ps) > 0 {
+			b.pending[k] = ps
+		} else {
+			delete(b.pending, k)
+		}
+	}
 }
 
 // userAssignor is a user assignor and the name it had when registered.
