@@ -36,6 +36,8 @@ type consumerConfig struct {
 	backoff     time.Duration // first retry delay
 	maxBackoff  time.Duration // cap of the doubling delay
 
+	stopGrace time.Duration // Run: how long a running handler may take to return once ctx ends
+
 	// The consumer's own failure options (FailureOption), which must agree
 	// with its group's policy: asked holds what they set, askedDeadLetter
 	// and askedBackoff which of them were given, failure the options
@@ -121,7 +123,7 @@ type Consumer[T any] struct {
 // ErrPolicyMismatch, ErrTypeMismatch (the dead-letter topic holds another
 // payload type), ErrInvalidAssignment, ErrClosed.
 func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption) (*Consumer[T], error) {
-	cfg := consumerConfig{batch: DefaultBatch}
+	cfg := consumerConfig{batch: DefaultBatch, stopGrace: DefaultStopGrace}
 	for _, o := range opts {
 		if err := checkOption(o); err != nil {
 			return nil, fmt.Errorf("%w (a ConsumerOption)", err)
@@ -130,6 +132,9 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	}
 	if cfg.batch < 1 || cfg.batch > engine.MaxPollRecords {
 		return nil, fmt.Errorf("%w: batch %d outside [1,%d]", ErrInvalidArgument, cfg.batch, engine.MaxPollRecords)
+	}
+	if cfg.stopGrace < 0 {
+		return nil, fmt.Errorf("%w: stop grace %v: want >= 0", ErrInvalidArgument, cfg.stopGrace)
 	}
 	if err := checkTopic(t); err != nil {
 		return nil, err
@@ -485,14 +490,28 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // first delay, capped), its partition held meanwhile while the others go
 // on; after the group's WithDeadLetter maximum attempts, or at once for a
 // payload that does not decode, the record is sent to the dead-letter
-// topic and acked (GroupConfig: the group's policy, whoever created it). Run
-// returns promptly on cancellation even when h ignores ctx: h runs on a
-// goroutine of Run's, which is abandoned (its result ignored) and ends when
-// h does. While the backend is unavailable (an error wrapping
+// topic and acked (GroupConfig: the group's policy, whoever created it).
+//
+// When ctx ends while h runs, Run waits for h to return for at most the
+// stop grace (WithStopGrace; DefaultStopGrace) and applies its result as
+// usual: a handler that calls cancel() and returns nil has its record
+// acked, on every backend, and one that returns an error has it retried
+// or dead-lettered. The Ack and the dead-letter publish of that record are
+// not cancelled by ctx; they too must finish within the grace. So Run
+// returns at most the grace (plus one backend request) after ctx ends,
+// even when h ignores ctx: h runs on a goroutine of Run's, which is then
+// abandoned (its result ignored, the record redelivered after Run leaves
+// the group) and ends when h does. Records Run had reserved but not
+// handed to h when ctx ended are released by that leave. Close does not
+// wait: it leaves the group at once, and Run returns nil without applying
+// the result of a handler still running.
+//
+// While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
-// doubling from 50 ms to 2 s, and polls or acks again; an ack that may
-// have been lost is tried again, so a record is at worst delivered twice.
-// On a consumer already closed, Run returns nil at once, polling nothing.
+// doubling from 50 ms to 2 s, and polls, acks or retries again; an ack
+// that may have been lost is tried again, so a record is at worst
+// delivered twice. On a consumer already closed, Run returns nil at once,
+// polling nothing.
 // Errors: ErrInvalidArgument (nil handler, Run already running); ErrClosed
 // when the consumer was removed from its group (Cluster.RemoveMember, from
 // any process; it is then closed, and a new NewConsumer of its name joins
@@ -512,15 +531,30 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { // Close cancels ctx: the handler's, the dead-letter wait's
+	// settle bounds the handler's return and its record's Ack or dead
+	// letter: not cancelled with ctx, it ends stopGrace after ctx does, at
+	// once on Close, and when Run returns.
+	settle, endSettle := context.WithCancel(context.WithoutCancel(ctx))
+	defer endSettle()
+	go func() { // Close cancels ctx: the handler's, the poll's
 		select {
 		case <-c.stop:
 			cancel()
+			endSettle()
+			return
 		case <-ctx.Done():
 		}
+		t := time.NewTimer(c.cfg.stopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.stop:
+		case <-settle.Done():
+		}
+		endSettle()
 	}()
 
-	r := runner[T]{c: c, h: h, ctx: ctx, jobs: make(chan Message[T]), results: make(chan error, 1)}
+	r := runner[T]{c: c, h: h, ctx: ctx, settle: settle, jobs: make(chan Message[T]), results: make(chan error, 1)}
 	go r.work()
 	defer close(r.jobs)
 	defer r.stopTimers()
@@ -594,12 +628,14 @@ func (c *Consumer[T]) runEnd(ctx context.Context, err error) error {
 type runner[T any] struct {
 	c       *Consumer[T]
 	h       Handler[T]
-	ctx     context.Context
+	ctx     context.Context // Run's: the handler's, the poll's
+	settle  context.Context // ends stopGrace after ctx: the handler's result, its Ack, its dead letter
 	jobs    chan Message[T]
 	results chan error
 
 	mu      sync.Mutex
 	pending map[int32]*retryTimer // partition → its pending retry; guarded by mu
+	stopped bool                  // stopTimers has run: no new retry; guarded by mu
 	wg      sync.WaitGroup        // running retry callbacks
 }
 
@@ -651,9 +687,9 @@ func (r *runner[T]) process(rec *engine.Record) error {
 		}
 		select {
 		case herr = <-r.results:
-		case <-r.ctx.Done():
+		case <-r.settle.Done():
 			select {
-			case herr = <-r.results: // finished as ctx ended: settle it
+			case herr = <-r.results: // finished as the grace ended: settle it
 			default:
 				return r.ctx.Err() // abandoned: the handler goroutine ends on its own
 			}
@@ -664,7 +700,7 @@ func (r *runner[T]) process(rec *engine.Record) error {
 				if errors.Is(err, ErrUnavailable) {
 					// Lost or not, the ack is tried again: false then
 					// means it had taken effect (or the delivery moved).
-					if err := c.waitOutage(r.ctx, outage); err != nil {
+					if err := c.waitOutage(r.settle, outage); err != nil {
 						return err
 					}
 					continue
@@ -680,7 +716,7 @@ func (r *runner[T]) process(rec *engine.Record) error {
 		}
 	}
 	if c.dlq != nil && (m.Err != nil || rec.Attempt >= c.cfg.maxAttempts) {
-		return c.deadLetter(r.ctx, &m, herr)
+		return c.deadLetter(r.settle, &m, herr)
 	}
 	c.retried.Add(1)
 	r.retryLater(rec.Partition, rec.Offset, r.backoff(rec.Attempt))
@@ -703,10 +739,26 @@ type retryTimer struct {
 }
 
 // retryLater releases the in-flight record (partition, offset) after d; its
-// redelivery wakes Run's poll.
+// redelivery wakes Run's poll. A Retry that fails with ErrUnavailable (it
+// may not have reached the server: the record would stay in flight to Run,
+// with no ack timeout for ever) is tried again after Run's outage backoff;
+// one that took effect with its reply lost then returns false.
 func (r *runner[T]) retryLater(partition int32, offset int64, d time.Duration) {
+	r.retryAfter(partition, offset, d, 0)
+}
+
+// retryAfter is retryLater's timer; outage counts the failed Retries of
+// this record so far.
+func (r *runner[T]) retryAfter(partition int32, offset int64, d time.Duration, outage int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.retryAfterLocked(partition, offset, d, outage)
+}
+
+func (r *runner[T]) retryAfterLocked(partition int32, offset int64, d time.Duration, outage int) {
+	if r.stopped {
+		return // Run is leaving the group, which releases the record
+	}
 	if r.pending == nil {
 		r.pending = map[int32]*retryTimer{}
 	}
@@ -717,12 +769,27 @@ func (r *runner[T]) retryLater(partition int32, offset int64, d time.Duration) {
 		defer r.wg.Done()
 		r.mu.Lock()
 		current := r.pending[partition] == rt
-		if current {
-			delete(r.pending, partition)
-		}
 		r.mu.Unlock()
-		if current {
-			r.c.m.Retry(partition, offset) //nolint:errcheck // false: the delivery was already cancelled
+		if !current {
+			return
+		}
+		// It stays pending while the Retry runs: a redelivery of the
+		// record meanwhile (cancelPending) is then seen below. false: the
+		// delivery was already cancelled. Errors other than ErrUnavailable
+		// (the consumer closed, the backend's) end with Run.
+		_, err := r.c.m.Retry(partition, offset)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.pending[partition] != rt {
+			return
+		}
+		delete(r.pending, partition)
+		if errors.Is(err, ErrUnavailable) {
+			wait := outageFirst
+			for i := 0; i < outage && wait < outageMax; i++ {
+				wait *= 2
+			}
+			r.retryAfterLocked(partition, offset, min(wait, outageMax), outage+1)
 		}
 	})
 	r.pending[partition] = rt
@@ -750,6 +817,7 @@ func (r *runner[T]) cancelLocked(partition int32) {
 // cancels the deliveries) and waits for running callbacks.
 func (r *runner[T]) stopTimers() {
 	r.mu.Lock()
+	r.stopped = true
 	for p := range r.pending {
 		r.cancelLocked(p)
 	}

@@ -17,12 +17,12 @@ import (
 // outageBackend is the in-memory backend seen through a network that fails:
 // while pollDown (ackDown) is set, every Poll (Ack) fails with an error
 // wrapping ErrUnavailable; loseAck makes the next Ack take effect and then
-// report ErrUnavailable (its reply lost).
+// report ErrUnavailable (its reply lost); retryDown fails every Retry.
 type outageBackend struct {
 	tributary.Backend
-	pollDown, ackDown atomic.Bool
-	loseAck           atomic.Bool
-	polls, acks       atomic.Int64 // failed polls and acks
+	pollDown, ackDown, retryDown atomic.Bool
+	loseAck                      atomic.Bool
+	polls, acks, retries         atomic.Int64 // failed polls, acks and retries
 }
 
 func (b *outageBackend) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
@@ -71,6 +71,56 @@ func (m outageMember) Ack(p int32, off int64) (bool, error) {
 		return false, errDown
 	}
 	return m.BackendMember.Ack(p, off)
+}
+
+func (m outageMember) Retry(p int32, off int64) (bool, error) {
+	if m.b.retryDown.Load() {
+		m.b.retries.Add(1)
+		return false, errDown
+	}
+	return m.BackendMember.Retry(p, off)
+}
+
+// Run's delayed Retry of a failed record rides out an outage: it is tried
+// again until the backend answers, and the record is redelivered and
+// acked. A Retry given up at its first ErrUnavailable would leave the
+// record in flight to Run for ever (no ack timeout here).
+func TestRunRetryRidesOutAnOutage(t *testing.T) {
+	inner, err := tributary.NewCluster(10)
+	require.NoError(t, err)
+	defer inner.Close()
+	b := &outageBackend{Backend: inner.Backend()}
+	c, err := tributary.NewClusterOn(b)
+	require.NoError(t, err)
+	defer c.Close()
+	tp, err := tributary.CreateTopic(c, "orders", 1, tributary.JSON[int]())
+	require.NoError(t, err)
+	p, err := tributary.NewProducer[int](c, "p", tributary.Manual())
+	require.NoError(t, err)
+	_, err = p.TrySend(tp, tributary.Message[int]{Value: 1})
+	require.NoError(t, err)
+	cons, err := tributary.NewConsumer(tp, "g", "c1", tributary.WithBackoff(time.Millisecond, time.Millisecond))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	attempts := make(chan int32, 2)
+	err = cons.Run(ctx, func(_ context.Context, m tributary.Message[int]) error {
+		attempts <- m.Attempt
+		if m.Attempt == 1 { // its Retry fails for 300 ms
+			b.retryDown.Store(true)
+			time.AfterFunc(300*time.Millisecond, func() { b.retryDown.Store(false) })
+			return fmt.Errorf("attempt %d fails", m.Attempt)
+		}
+		cancel()
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, int32(1), <-attempts)
+	require.Equal(t, int32(2), <-attempts, "redelivered after the outage")
+	require.Positive(t, b.retries.Load(), "no Retry failed: the outage was not exercised")
+	d, err := c.Describe("orders")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), d.Groups[0].Partitions[0].Committed, "acked")
 }
 
 // TestRunRidesOutAnOutage: Consumer.Run keeps going through a backend

@@ -853,22 +853,34 @@ func TestRunClosedByHandler(t *testing.T) {
 	}
 }
 
+// A handler that ignores its context beyond the stop grace is abandoned:
+// Run returns, and the record is not acked, even once the handler returns.
 func TestRunHandlerIgnoringContext(t *testing.T) {
-	c := testCluster(t, 10)
-	tp := testTopic[purchase](t, c, "orders", 1, nil)
-	pr := testProducer[purchase](t, c, "p", tributary.Manual())
-	cons := testConsumer(t, tp, "g", "c1")
-	sendOK(t, pr, tp, tributary.Message[purchase]{})
-	release := make(chan struct{})
-	entered := make(chan struct{})
-	stop := runConsumer(t, cons, func(context.Context, tributary.Message[purchase]) error {
-		close(entered)
-		<-release // ignores ctx
-		return nil
-	})
-	<-entered
-	checkErr(t, "Run with a stuck handler", stop(), context.Canceled)
-	close(release) // the abandoned handler ends; goleak checks its goroutine
+	for _, grace := range []time.Duration{0, 20 * time.Millisecond} {
+		t.Run(grace.String(), func(t *testing.T) {
+			c := testCluster(t, 10)
+			tp := testTopic[purchase](t, c, "orders", 1, nil)
+			pr := testProducer[purchase](t, c, "p", tributary.Manual())
+			cons := testConsumer(t, tp, "g", "c1", tributary.WithStopGrace(grace))
+			sendOK(t, pr, tp, tributary.Message[purchase]{})
+			release := make(chan struct{})
+			entered := make(chan struct{})
+			returned := make(chan struct{})
+			stop := runConsumer(t, cons, func(context.Context, tributary.Message[purchase]) error {
+				defer close(returned)
+				close(entered)
+				<-release // ignores ctx
+				return nil
+			})
+			<-entered
+			checkErr(t, "Run with a stuck handler", stop(), context.Canceled)
+			close(release) // the abandoned handler ends; goleak checks its goroutine
+			<-returned
+			if p := groupDesc(t, c, "orders", "g").Partitions[0]; p.Committed != 0 || p.InFlight || len(groupDesc(t, c, "orders", "g").Members) != 0 {
+				t.Fatalf("partition %+v: want the abandoned record unacked, released by Run's leave", p)
+			}
+		})
+	}
 }
 
 // TestManyGroups runs several consumers of several groups under one

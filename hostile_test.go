@@ -254,7 +254,8 @@ func TestHostileHandlerIgnoringCtxDoesNotBlockCancel(t *testing.T) {
 	in := hxTopic(t, c, "in", 1)
 	p := hxProducer(t, c, "p")
 	hxSend(t, p, in, 0, "x")
-	cons, err := tributary.NewConsumer(in, "g", "m1")
+	// It blocks for ever: Run abandons it after the stop grace.
+	cons, err := tributary.NewConsumer(in, "g", "m1", tributary.WithStopGrace(100*time.Millisecond))
 	require.NoError(t, err)
 
 	entered := make(chan struct{})
@@ -542,7 +543,8 @@ func TestHostileDeadLetterTopicFull(t *testing.T) {
 	opts := []tributary.ConsumerOption{tributary.WithDeadLetter("in-dlq", 1), tributary.WithBackoff(time.Millisecond, time.Millisecond)}
 
 	// First Run: waits for room, then is cancelled: the record stays.
-	m1, err := tributary.NewConsumer(in, "g", "m1", opts...)
+	// Cancelled while it waits: it waits the stop grace more, then returns.
+	m1, err := tributary.NewConsumer(in, "g", "m1", append(opts, tributary.WithStopGrace(100*time.Millisecond))...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := hxRun(ctx, m1, fail)
@@ -1070,7 +1072,8 @@ func TestHostileStalledGroupDoesNotDelayAnother(t *testing.T) {
 	const n = 50
 	c := hxCluster(t, n)
 	in := hxTopic(t, c, "in", 2)
-	ca, err := tributary.NewConsumer(in, "A", "a1")
+	// A's handler ignores its context: Run abandons it after the stop grace.
+	ca, err := tributary.NewConsumer(in, "A", "a1", tributary.WithStopGrace(100*time.Millisecond))
 	require.NoError(t, err)
 	cb, err := tributary.NewConsumer(in, "B", "b1")
 	require.NoError(t, err)

@@ -23,9 +23,9 @@ type GroupOption interface {
 	applyGroup(*GroupConfig)
 }
 
-// ConsumerOption configures a Consumer (NewConsumer): WithBatch, and the
-// failure options WithDeadLetter and WithBackoff, which must agree with the
-// consumer's group.
+// ConsumerOption configures a Consumer (NewConsumer): WithBatch,
+// WithStopGrace, and the failure options WithDeadLetter and WithBackoff,
+// which must agree with the consumer's group.
 type ConsumerOption interface {
 	applyConsumer(*consumerConfig)
 }
@@ -91,6 +91,7 @@ const (
 	DefaultBackoff    = 100 * time.Millisecond // first retry delay of Run
 	DefaultMaxBackoff = 10 * time.Second       // cap of Run's doubling retry delay
 	DefaultBatch      = 16                     // records per poll in Run
+	DefaultStopGrace  = 5 * time.Second        // Run's wait for a running handler once its context ends
 )
 
 // MaxDeadLetterAttempts is the most attempts WithDeadLetter accepts.
@@ -142,6 +143,23 @@ func WithStart(start engine.GroupStart) GroupOption {
 // per partition is in flight at a time). Default DefaultBatch.
 func WithBatch(n int32) ConsumerOption {
 	return consumerOption(func(c *consumerConfig) { c.batch = n })
+}
+
+// WithStopGrace sets how long Run, once its context has ended, waits for
+// the handler it is running to return, and for that record's settling to
+// finish (d ≥ 0; default DefaultStopGrace, 5 s). A handler that returns
+// within d has its result applied as at any other time: nil acks the
+// record, an error retries or dead-letters it; the Ack and the dead-letter
+// publish are not cancelled by the context, and ride out ErrUnavailable
+// until d has passed. A handler still running after d is abandoned: Run
+// returns, and the record, unacked, is redelivered once Run has left the
+// group. 0 abandons at once (a result already returned is still applied).
+// Like Kafka's consumer close timeout and Watermill's router CloseTimeout
+// (30 s by default in both), it bounds how long stopping waits for work
+// under way. It does not apply to Close, which leaves the group at once
+// (the deliveries go to the new owners).
+func WithStopGrace(d time.Duration) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.stopGrace = d })
 }
 
 // GroupConfig is a consumer group's configuration, fixed when the group is

@@ -145,9 +145,13 @@ type Backend struct {
 	// committed),
 	// streams (stream name → handle, a cache), counts (topic → its
 	// partition-count cache, shared by the topic's handles) and windows
-	// (topic → its replay window, fixed at creation: a cache).
+	// (topic → its replay window, fixed at creation: a cache), and
+	// pending (topic/group → the user assignors of this process's
+	// CreateGroup and SetAssignor writes under way, not yet known to have
+	// committed or been refused).
 	mu        sync.Mutex
 	assignors map[string]userAssignor
+	pending   map[string][]*userAssignor
 	streams   map[string]njs.Stream
 	counts    map[string]*partCount
 	windows   map[string]int64
@@ -156,6 +160,17 @@ type Backend struct {
 	// eviction's log end (lowVal.Evict) known to have been published past:
 	// log ends only grow, so it stays landed (readLow).
 	landed sync.Map
+
+	// unsure holds, per cursor key, the reservation a Poll of this
+	// process wrote without learning whether it took effect (the reply
+	// was lost: a server restarting). The member's next poll of the
+	// partition delivers it if it did (Member.pollPartition).
+	unsure sync.Map // cursor key → unsureReservation
+
+	// lossy, nil but in tests, makes put fail a write of key as a lost
+	// request (written false: before sending it) or a lost reply (written
+	// true: after the server applied it) when it returns true.
+	lossy func(key string, written bool) bool
 }
 
 var _ tributary.Backend = (*Backend)(nil)
@@ -201,6 +216,7 @@ func Open(cfg Config) (*Backend, error) {
 		closed:    make(chan struct{}),
 		roomWait:  fallbackWait,
 		assignors: map[string]userAssignor{},
+		pending:   map[string][]*userAssignor{},
 		streams:   map[string]njs.Stream{},
 		counts:    map[string]*partCount{},
 		windows:   map[string]int64{},
@@ -459,16 +475,17 @@ func (b *Backend) lookupTopic(topic string) (topicVal, uint64, error) {
 	return tv, rev, nil
 }
 
+// maxPayloadType bounds a topic's payload type name, in bytes: it lives in
+// the topic key's JSON value, which must fit one NATS message.
+const maxPayloadType = 1024
+
 // CreateTopic creates topic with partitions streams (1..64, SPEC rule 2)
 // of Config.Capacity records each and records payloadType and
 // Config.ReplayWindow with it, returning true; false, changing nothing, when
 // the topic exists. The topic key's compare-and-set is the commit point:
 // streams made by a losing concurrent call stay, unused. Errors:
-// engine.ErrInvalidArgument (invalid identifier or count), ErrUnavailable.
-// maxPayloadType bounds a topic's payload type name, in bytes: it lives in
-// the topic key's JSON value, which must fit one NATS message.
-const maxPayloadType = 1024
-
+// engine.ErrInvalidArgument (invalid identifier or count, a payload type
+// that is not UTF-8 or is over 1 KiB), ErrUnavailable.
 func (b *Backend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
 	if err := engine.CheckIdentifier("topic", topic); err != nil {
 		return false, err
@@ -600,12 +617,38 @@ func (b *Backend) assignor(t, g, name string) (engine.Assignor, error) {
 		return a, nil
 	}
 	b.mu.Lock()
-	u, ok := b.assignors[t+"/"+g]
-	b.mu.Unlock()
-	if !ok || u.name != name {
-		return nil, fmt.Errorf("%w: %q (group %q of topic %q)", ErrUnknownAssignor, name, g, t)
+	defer b.mu.Unlock()
+	if u, ok := b.assignors[t+"/"+g]; ok && u.name == name {
+		return u.a, nil
 	}
-	return u.a, nil
+	for _, u := range b.pending[t+"/"+g] {
+		if u.name == name {
+			return u.a, nil // its write has committed, remember is on its way
+		}
+	}
+	return nil, fmt.Errorf("%w: %q (group %q of topic %q)", ErrUnknownAssignor, name, g, t)
+}
+
+// pend marks a, a user assignor named name, as being written to group g
+// of topic t, until the returned function is called (once the write has
+// committed and been remembered, or failed). Built-ins need none.
+func (b *Backend) pend(t, g, name string, a engine.Assignor) (done func()) {
+	if _, ok := assign.Lookup(name); ok {
+		return func() {}
+	}
+	k, u := t+"/"+g, &userAssignor{name, a}
+	b.mu.Lock()
+	b.pending[k] = append(b.pending[k], u)
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if ps := slices.DeleteFunc(b.pending[k], func(p *userAssignor) bool { return p == u }); len(ps) > 0 {
+			b.pending[k] = ps
+		} else {
+			delete(b.pending, k)
+		}
+	}
 }
 
 // userAssignor is a user assignor and the name it had when registered.

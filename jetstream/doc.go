@@ -194,7 +194,11 @@
 //     lag is never negative).
 //   - Calls wait on the network. Each request is bounded by
 //     Config.RequestTimeout; a failure returns an error wrapping
-//     ErrUnavailable, and the call may or may not have taken effect.
+//     ErrUnavailable, and the call may or may not have taken effect. A
+//     Poll whose reservation took effect with its reply lost is not lost:
+//     the member's next poll through the same Backend finds the cursor
+//     it wrote and delivers that record (same attempt); through another
+//     Backend, only the ack timeout or a rebalance releases it.
 //   - Blocking Poll and Publish are woken by core NATS messages (record
 //     publishes, state changes, room notices), which a reconnect can lose;
 //     they also re-check at most every 2 s.

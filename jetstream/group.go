@@ -352,7 +352,21 @@ func (b *Backend) rebalance(t, g string, given engine.Assignor, change func(next
 				next.Since[p] = next.Gen
 			}
 		}
+		// A user assignor is registered once committed, not before: a
+		// refused call must not change which assignor a group runs. While
+		// the write is under way it is pending: a rebalance of this
+		// process that reads the group just committed with it (before
+		// remember below) finds it there rather than failing with
+		// ErrUnknownAssignor.
+		unpend := func() {}
+		if given != nil {
+			unpend = b.pend(t, g, next.Assignor, given)
+		}
 		nrev, ok, err := b.put(groupKey(t, g), next, rev)
+		if ok && given != nil {
+			b.remember(t, g, next.Assignor, given)
+		}
+		unpend()
 		if err != nil {
 			return gv, false, err
 		}
@@ -361,11 +375,6 @@ func (b *Backend) rebalance(t, g string, given engine.Assignor, change func(next
 		}
 		if next.Inc == 0 {
 			next.Inc = nrev
-		}
-		if given != nil {
-			// Registered once committed, not before: a refused call
-			// must not change which assignor a group runs.
-			b.remember(t, g, next.Assignor, given)
 		}
 		for p := range n {
 			if !exists {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -686,9 +687,120 @@ func TestCluster3(t *testing.T) {
 // member-less group seeks back into the window and forward again: no
 // group's committed offset is ever below the log start, and no partition
 // retains more than its capacity.
+//
+// The order is checked on the calls' intervals, not on the order in which
+// the members record their acks: an Ack commits before it returns (its
+// retention pass follows the commit), so the partition's next owner may
+// poll and ack the next offset before the first Ack has returned.
 func TestConcurrentConsumers(t *testing.T) {
 	for _, w := range []int32{0, 4} {
 		t.Run(fmt.Sprintf("window%d", w), func(t *testing.T) { concurrentConsumers(t, w) })
+	}
+}
+
+// orderEvent is one delivery (kind 'd') or successful Ack (kind 'a') of
+// offset off on partition p to group g: the call began after event begin
+// and returned before event end of one counter shared by every member.
+type orderEvent struct {
+	kind       byte
+	g          string
+	p          int32
+	off        int64
+	begin, end int64
+}
+
+// checkAckOrder returns the per-partition order violations of events: a
+// delivery of offset k (k > 0) whose Poll returned before the successful
+// Ack of k − 1 was called (the backend delivered k while k − 1 was not yet
+// committed; one delivery in flight per partition and group, SPEC rules 10
+// and 11), and an offset acked other than once. The intervals make it
+// independent of when the callers took note of their results.
+func checkAckOrder(events []orderEvent, groups []string, parts int32, perPart int64) []string {
+	type key struct {
+		g   string
+		p   int32
+		off int64
+	}
+	acks := map[key][]orderEvent{}
+	for _, e := range events {
+		if e.kind == 'a' {
+			k := key{e.g, e.p, e.off}
+			acks[k] = append(acks[k], e)
+		}
+	}
+	var bad []string
+	for _, g := range groups {
+		for p := range parts {
+			for off := range perPart {
+				if n := len(acks[key{g, p, off}]); n != 1 {
+					bad = append(bad, fmt.Sprintf("%s %d/%d acked %d times", g, p, off, n))
+				}
+			}
+		}
+	}
+	for _, e := range events {
+		if e.kind != 'd' || e.off == 0 {
+			continue
+		}
+		for _, a := range acks[key{e.g, e.p, e.off - 1}] {
+			if e.end < a.begin {
+				bad = append(bad, fmt.Sprintf("%s %d/%d delivered (poll returned at %d) before the Ack of %d was called (at %d)", e.g, e.p, e.off, e.end, e.off-1, a.begin))
+			}
+		}
+	}
+	return bad
+}
+
+// overlapping counts the successful Acks of events that returned after a
+// Poll that delivered the next offset of the same group and partition had
+// returned: the cases a check on the order the callers took note of their
+// acks would have called a violation.
+func overlapping(events []orderEvent) int {
+	type key struct {
+		g   string
+		p   int32
+		off int64
+	}
+	acks := map[key]orderEvent{}
+	for _, e := range events {
+		if e.kind == 'a' {
+			acks[key{e.g, e.p, e.off}] = e
+		}
+	}
+	n := 0
+	for _, e := range events {
+		if a, ok := acks[key{e.g, e.p, e.off - 1}]; e.kind == 'd' && ok && a.end > e.end {
+			n++
+		}
+	}
+	return n
+}
+
+// The order check passes a history whose acks were recorded out of order
+// (an Ack returning after the next offset's) and fails one where an
+// offset was delivered before its predecessor's Ack began, or acked twice.
+func TestCheckAckOrder(t *testing.T) {
+	groups := []string{"g"}
+	ok := []orderEvent{
+		{'d', "g", 0, 0, 1, 2},
+		{'a', "g", 0, 0, 3, 9}, // commits, then its retention pass is slow
+		{'d', "g", 0, 1, 4, 5}, // the next owner polls meanwhile
+		{'a', "g", 0, 1, 6, 7}, // and returns first
+	}
+	if bad := checkAckOrder(ok, groups, 1, 2); len(bad) != 0 {
+		t.Fatalf("overlapping acks: %v", bad)
+	}
+	early := slices.Clone(ok)
+	early[2] = orderEvent{'d', "g", 0, 1, 0, 2} // returned before the Ack of 0 began
+	if bad := checkAckOrder(early, groups, 1, 2); len(bad) != 1 || !strings.Contains(bad[0], "delivered") {
+		t.Fatalf("early delivery: %v", bad)
+	}
+	twice := append(slices.Clone(ok), orderEvent{'a', "g", 0, 1, 10, 11})
+	if bad := checkAckOrder(twice, groups, 1, 2); len(bad) != 1 || !strings.Contains(bad[0], "acked 2 times") {
+		t.Fatalf("double ack: %v", bad)
+	}
+	if bad := checkAckOrder(ok[:2], groups, 1, 2); len(bad) != 1 || !strings.Contains(bad[0], "acked 0 times") {
+		t.Fatalf("missing ack: %v", bad)
 	}
 }
 
@@ -697,12 +809,35 @@ func concurrentConsumers(t *testing.T, window int32) {
 	b, _ := start(t, jetstream.Config{Capacity: capacity, ReplayWindow: window})
 	const parts, perPart = 3, 30
 	bt := topic(t, b, "t", parts)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, g := range []string{"g1", "g2"} {
 		ok, err := b.CreateGroup("t", g, engine.Sticky)
 		wantBool(t, "CreateGroup", ok, err, true)
 	}
+	// A bound on a hang, not on speed: the run fails when no Ack
+	// succeeds for stallBound (a loaded machine makes every call slower,
+	// and the test then takes longer, but acks keep coming).
+	const stallBound = 30 * time.Second
+	var lastAck atomic.Int64 // time.Now().UnixNano() of the last successful Ack
+	lastAck.Store(time.Now().UnixNano())
+	stalled := make(chan time.Duration, 1)
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if d := time.Since(time.Unix(0, lastAck.Load())); d > stallBound {
+					stalled <- d
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { // the producer: waits for room
@@ -717,15 +852,10 @@ func concurrentConsumers(t *testing.T, window int32) {
 			}
 		}
 	}()
-	type key struct {
-		g   string
-		p   int32
-		off int64
-	}
+	var clock atomic.Int64 // orders the calls' beginnings and ends
 	var mu sync.Mutex
-	acked := map[key]int{}
-	next := map[string][]int64{"g1": make([]int64, parts), "g2": make([]int64, parts)}
-	total := 0
+	var events []orderEvent // guarded by mu
+	total := 0              // successful acks; guarded by mu
 	allDone := make(chan struct{})
 	consume := func(g, name string, quitAfter int) {
 		defer wg.Done()
@@ -748,7 +878,9 @@ func concurrentConsumers(t *testing.T, window int32) {
 				return
 			}
 			pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			pbegin := clock.Add(1)
 			rs, err := m.Poll(pctx, nil, nil, 4)
+			pend := clock.Add(1)
 			pcancel()
 			if ctx.Err() != nil {
 				return
@@ -760,8 +892,15 @@ func concurrentConsumers(t *testing.T, window int32) {
 				t.Error(err)
 				return
 			}
+			mu.Lock()
 			for _, r := range rs {
+				events = append(events, orderEvent{'d', g, r.Partition, r.Offset, pbegin, pend})
+			}
+			mu.Unlock()
+			for _, r := range rs {
+				abegin := clock.Add(1)
 				ok, err := m.Ack(r.Partition, r.Offset)
+				aend := clock.Add(1)
 				if err != nil {
 					t.Error(err)
 					return
@@ -771,12 +910,8 @@ func concurrentConsumers(t *testing.T, window int32) {
 				}
 				n++
 				mu.Lock()
-				k := key{g, r.Partition, r.Offset}
-				acked[k]++
-				if want := next[g][r.Partition]; r.Offset != want {
-					t.Errorf("%s acked %d/%d, want offset %d", g, r.Partition, r.Offset, want)
-				}
-				next[g][r.Partition] = r.Offset + 1
+				events = append(events, orderEvent{'a', g, r.Partition, r.Offset, abegin, aend})
+				lastAck.Store(time.Now().UnixNano())
 				total++
 				if total == 2*parts*perPart {
 					close(allDone)
@@ -852,13 +987,19 @@ func concurrentConsumers(t *testing.T, window int32) {
 	mu.Lock()
 	defer mu.Unlock()
 	if total != 2*parts*perPart {
-		t.Fatalf("acked %d records, want %d", total, 2*parts*perPart)
-	}
-	for k, n := range acked {
-		if n != 1 {
-			t.Errorf("%v acked %d times", k, n)
+		var why string
+		select {
+		case d := <-stalled:
+			why = fmt.Sprintf(" (no Ack for %v)", d.Round(time.Second))
+		default:
 		}
+		d, err := b.Describe("t")
+		t.Fatalf("acked %d records, want %d%s; topic now: %+v (%v)", total, 2*parts*perPart, why, d, err)
 	}
+	for _, v := range checkAckOrder(events, []string{"g1", "g2"}, parts, perPart) {
+		t.Error(v)
+	}
+	t.Logf("%d acks returned after the next offset's delivery", overlapping(events))
 }
 
 // badAssignor gives every partition to "nobody".

@@ -106,8 +106,11 @@ func checkMax(max int32) error {
 // the committed offset if nothing is in flight there (or the delivery's ack
 // timeout expired, rule 22), reserved by compare-and-set on the cursor
 // (attempts + 1, rule 16). Absent group or member: dst unchanged. Errors:
-// engine.ErrInvalidArgument (max out of range), ErrUnavailable; records
-// reserved before an error are returned with it.
+// engine.ErrInvalidArgument (max out of range), ErrUnavailable. An error
+// met after some records were reserved is not reported: those records,
+// in flight to the member now, are returned with a nil error (a caller
+// that drops records returned with an error would leave them in flight
+// to nobody), and the error recurs at the next call.
 func (m *Member) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
 	if err := checkMax(max); err != nil {
 		return dst, err
@@ -151,6 +154,9 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 				break
 			}
 			if err != nil {
+				if len(out) > len(dst) {
+					return out, true, 0, nil // reserved: the caller's (TryPoll)
+				}
 				return out, true, 0, err
 			}
 			if got {
@@ -178,6 +184,20 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 			return r, false, 0, err
 		}
 		now := m.b.now().UnixNano()
+		if u, ok := m.b.unsure.Load(key); ok {
+			m.b.unsure.Delete(key)
+			if u.(unsureReservation).matches(m.name, c) {
+				// Our own reservation whose reply was lost: it took
+				// effect, and no caller has the record. Deliver it now.
+				r, ok, err := m.b.readRecord(m.t.name, p, c.Committed)
+				if err != nil || !ok {
+					m.b.unsure.Store(key, u)
+					return r, false, 0, err
+				}
+				r.Attempt = c.Attempts
+				return r, true, 0, nil
+			}
+		}
 		if c.InFlight {
 			to := int64(m.b.cfg.AckTimeout)
 			if to <= 0 {
@@ -218,6 +238,11 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		n.InFlight, n.Attempts, n.DeliveredAt = true, c.Attempts+1, now
 		_, ok, err = m.b.put(key, n, crev)
 		if err != nil {
+			// The write may have taken effect with its reply lost: the
+			// record would then stay in flight to this member, delivered
+			// to nobody, until an ack timeout or a rebalance. The next
+			// poll of p through this Backend finds out and delivers it.
+			m.b.unsure.Store(key, unsureReservation{Member: m.name, Cursor: n})
 			return r, false, 0, err
 		}
 		if ok {
@@ -226,6 +251,23 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		}
 	}
 	return r, false, 0, fmt.Errorf("%w: polling %s/%s/%d", ErrContention, m.t.name, m.group, p)
+}
+
+// unsureReservation is a cursor write of a poll whose outcome is unknown:
+// Cursor is the value it wrote for Member.
+type unsureReservation struct {
+	Member string
+	Cursor cursorVal
+}
+
+// matches reports whether the cursor c now read is the reservation u wrote
+// for member, in flight to it with u's incarnation, offset, attempt and
+// delivery time: the write took effect. The generation may have moved on
+// since (a rebalance that left the partition to member keeps the delivery).
+func (u unsureReservation) matches(member string, c cursorVal) bool {
+	w := u.Cursor
+	w.Gen = c.Gen
+	return u.Member == member && c.InFlight && c == w
 }
 
 // Poll is TryPoll that, when nothing is deliverable, waits and polls again

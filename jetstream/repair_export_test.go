@@ -41,3 +41,9 @@ func StreamState(b *Backend, t string, p int32) (first, msgs uint64, err error) 
 	}
 	return info.State.FirstSeq, info.State.Msgs, nil
 }
+
+// SetLossy makes b's state writes of keys for which f returns true fail
+// as if the network lost them: the request (written false, asked before
+// sending) or its reply (written true, asked after the server applied the
+// write). nil restores normal writes. Set it before the calls it affects.
+func SetLossy(b *Backend, f func(key string, written bool) bool) { b.lossy = f }

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,9 +203,15 @@ func (b *Backend) put(key string, v any, rev uint64) (newRev uint64, ok bool, er
 	}
 	ctx, cancel := b.ctx()
 	defer cancel()
+	if h := b.lossy; h != nil && h(key, false) {
+		return 0, false, b.fail(fmt.Errorf("writing %s: %w", key, context.DeadlineExceeded))
+	}
 	ack, err := b.js.Publish(ctx, b.stateSubject(key), data, njs.WithExpectLastSequencePerSubject(rev))
 	switch code := apiCode(err); {
 	case err == nil:
+		if h := b.lossy; h != nil && h(key, true) {
+			return 0, false, b.fail(fmt.Errorf("writing %s: reply: %w", key, context.DeadlineExceeded))
+		}
 		return ack.Sequence, true, nil
 	case code == njs.JSErrCodeStreamWrongLastSequence || code == njs.JSErrCodeStreamWrongLastSequenceConstant:
 		return 0, false, nil
