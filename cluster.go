@@ -339,7 +339,7 @@ func (c *Cluster) register(kind, name string, add func()) error {
 	_, p := c.producers[name]
 	_, q := c.consumers[name]
 	if kind == "producer" && p || kind == "consumer" && q {
-		return fmt.Errorf("%w: %s %q", ErrExists, kind, name)
+		return &existsError{kind: kind, name: name}
 	}
 	add()
 	return nil

@@ -2,6 +2,7 @@ package tributary
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/f91dcac0/tributary/engine"
 )
@@ -82,3 +83,17 @@ var (
 	// instead.
 	ErrPartitioner = errors.New("tributary: partitioner")
 )
+
+// existsError is ErrExists for one named thing, read as one sentence,
+// `tributary: topic "orders" already exists`, rather than ErrExists's text
+// followed by the name. errors.Is(err, ErrExists) holds.
+type existsError struct {
+	kind string // "topic", "producer", "consumer"
+	name string
+}
+
+func (e *existsError) Error() string {
+	return fmt.Sprintf("tributary: %s %q already exists", e.kind, e.name)
+}
+
+func (e *existsError) Unwrap() error { return ErrExists }

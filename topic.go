@@ -44,7 +44,7 @@ func CreateTopic[T any](c *Cluster, name string, partitions int32, codec Codec[T
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: topic %q", ErrExists, name)
+		return nil, &existsError{kind: "topic", name: name}
 	}
 	c.goTypes[name] = reflect.TypeFor[T]()
 	bt, _, err := c.backend.OpenTopic(name)

@@ -30,7 +30,9 @@ var (
 	// (Config.RequestTimeout). The call may or may not have taken effect.
 	// It wraps tributary.ErrUnavailable, on which the typed library's
 	// Consumer.Run waits and tries again.
-	ErrUnavailable = fmt.Errorf("tributary/jetstream: server unavailable: %w", tributary.ErrUnavailable)
+	// Its text, "tributary/jetstream: server unavailable", does not repeat
+	// tributary.ErrUnavailable's.
+	ErrUnavailable error = &unavailableError{}
 	// ErrUnknownAssignor is returned by a rebalancing call (Join, Leave,
 	// AddPartitions) on a group whose assignor, named in the shared state,
 	// is a user assignor this Backend did not give the group: one given to
@@ -42,6 +44,13 @@ var (
 	// helping migration it made may stay). Retrying is safe.
 	ErrContention = errors.New("tributary/jetstream: too much contention")
 )
+
+// unavailableError is ErrUnavailable: a sentinel of this package that
+// wraps tributary.ErrUnavailable without spelling it out again.
+type unavailableError struct{}
+
+func (*unavailableError) Error() string { return "tributary/jetstream: server unavailable" }
+func (*unavailableError) Unwrap() error { return tributary.ErrUnavailable }
 
 // errStale is internal: a cursor is at a newer group generation than the
 // caller's view of the group; re-read the group.

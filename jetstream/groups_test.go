@@ -202,3 +202,64 @@ func TestRemoveMemberAcrossProcesses(t *testing.T) {
 		t.Fatalf("a joined again owns %v, want [0]", got)
 	}
 }
+
+// TestDeadMemberInFlight: a process that dies (its connection closes, no
+// Leave) holding an in-flight delivery leaves it in flight to the dead
+// member, ack timeout or not (rule 22: only the owner's next Poll
+// redelivers it). Another process's RemoveMember frees it for the others,
+// attempt 2; a restart under the same member name rejoins with the same
+// partitions and gets it, attempt 2, once the ack timeout has passed.
+func TestDeadMemberInFlight(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		recover func(t *testing.T, c *tributary.Cluster, clk *fakeClock) *tributary.Consumer[item]
+	}{
+		{"RemoveMember from another process", func(t *testing.T, c *tributary.Cluster, _ *fakeClock) *tributary.Consumer[item] {
+			if ok, err := c.RemoveMember("orders", "g", "w1"); err != nil || !ok {
+				t.Fatalf("RemoveMember: %v, %v", ok, err)
+			}
+			return must(tributary.NewConsumer(must(tributary.OpenTopic(c, "orders", tributary.JSON[item]())).of(t), "g", "w2")).of(t)
+		}},
+		{"restart under the same name", func(t *testing.T, c *tributary.Cluster, clk *fakeClock) *tributary.Consumer[item] {
+			w1 := must(tributary.NewConsumer(must(tributary.OpenTopic(c, "orders", tributary.JSON[item]())).of(t), "g", "w1")).of(t)
+			if got := w1.Assignment(); len(got) != 1 || got[0] != 0 {
+				t.Fatalf("w1 rejoined owns %v, want [0]", got)
+			}
+			return w1
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+			cfg := jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage, AckTimeout: 2 * time.Second, Clock: clk.Now}
+			b1, srv := start(t, cfg)
+			c1 := must(tributary.NewClusterOn(b1)).of(t)
+			orders := must(tributary.CreateTopic(c1, "orders", 1, tributary.JSON[item]())).of(t)
+			p := must(tributary.NewProducer[item](c1, "p", tributary.RoundRobin())).of(t)
+			must(p.TrySend(orders, tributary.Message[item]{Value: item{ID: 1}})).of(t)
+			w1 := must(tributary.NewConsumer(orders, "g", "w1")).of(t)
+			if ms := must(w1.TryPoll(1)).of(t); len(ms) != 1 || ms[0].Attempt != 1 {
+				t.Fatalf("w1 polled %+v, want the record, attempt 1", ms)
+			}
+			b1.Close() // the process dies: no Leave, the delivery stays reserved
+
+			cfg.Server = srv
+			b2 := must(jetstream.Open(cfg)).of(t)
+			t.Cleanup(func() { b2.Close() })
+			c2 := must(tributary.NewClusterOn(b2)).of(t)
+			t.Cleanup(func() { c2.Close() })
+			clk.Add(3 * cfg.AckTimeout)
+			d := must(c2.Describe("orders")).of(t)
+			if gp := d.Groups[0].Partitions[0]; !gp.InFlight || gp.Owner != "w1" {
+				t.Fatalf("after 3 ack timeouts the dead member's delivery is %+v, want in flight to w1", gp)
+			}
+			c := tt.recover(t, c2, clk)
+			ms := must(c.TryPoll(1)).of(t)
+			if len(ms) != 1 || ms[0].Offset != 0 || ms[0].Attempt != 2 {
+				t.Fatalf("after recovery %s polled %+v, want offset 0, attempt 2", c.Name(), ms)
+			}
+			if err := c.Ack(ms[0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -457,11 +457,16 @@ func TestInvalidArguments(t *testing.T) {
 func TestUnreachable(t *testing.T) {
 	start := time.Now()
 	_, err := jetstream.Open(jetstream.Config{URL: "nats://127.0.0.1:1", Capacity: 1, ConnectTimeout: 500 * time.Millisecond})
-	if !errors.Is(err, jetstream.ErrUnavailable) {
+	if !errors.Is(err, jetstream.ErrUnavailable) || !errors.Is(err, tributary.ErrUnavailable) {
 		t.Fatalf("Open: %v", err)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Open took %v", d)
+	}
+	// Both sentinels are in the chain; the text says it once.
+	if msg := err.Error(); !strings.HasPrefix(msg, "tributary/jetstream: server unavailable: connecting to nats://127.0.0.1:1: ") ||
+		strings.Count(msg, "unavailable") != 1 || strings.Count(msg, "tributary") != 1 {
+		t.Errorf("Open's error repeats itself: %q", msg)
 	}
 }
 

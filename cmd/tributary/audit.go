@@ -45,19 +45,11 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "== concurrent workload ==")
-	fmt.Fprintf(stdout, "seed %d (rerun with -seed %d to repeat the random choices)\n", cfg.Seed, cfg.Seed)
-	fmt.Fprintf(stdout, "topic %q: %d partitions, capacity %d records each\n", workloadTopic, cfg.Partitions, cfg.Capacity)
-	fmt.Fprintf(stdout, "%d producer(s) publish %d records to random partitions; %d group(s) of %d member(s) poll %d at a time,\n",
-		cfg.Producers, cfg.Records, cfg.Groups, cfg.Members, cfg.Batch)
-	churn := "no churn"
-	if cfg.Churn > 0 {
-		churn = "a member leaves and rejoins every " + cfg.Churn.String() + " while producers run"
-	}
-	fmt.Fprintf(stdout, "retry %.0f%% of deliveries, %s; deadline %s\n", cfg.Retry*100, churn, cfg.Timeout)
+	describeWorkload(stdout, cfg)
 
 	h, err := runWorkload(cfg)
 	if err != nil {
-		fmt.Fprintf(stdout, "audit: FAILED: %v\n", err)
+		printWrapped(stdout, fmt.Sprintf("audit: FAILED: %v", err))
 		return exitFailed
 	}
 	rep := verify(h)
@@ -66,7 +58,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	failures = append(failures, rep.Problems...)
 
 	if len(failures) > 0 {
-		fmt.Fprintf(stdout, "audit: FAILED: %s\n", strings.Join(failures, "; "))
+		printWrapped(stdout, "audit: FAILED: "+strings.Join(failures, "; "))
 		return exitFailed
 	}
 	fmt.Fprintln(stdout, "audit: all checks passed")
@@ -309,7 +301,7 @@ func fmtDuration(d time.Duration) string {
 // step is one broker call of a worked example: call describes it, do makes
 // it and formats its result, want is the result the contract specifies.
 type step struct {
-	call string
+	call string // the call as printed; a line after it is a note, printed under it
 	do   func() (string, error)
 	want string
 }
@@ -317,6 +309,26 @@ type step struct {
 // runExamples replays the contract's worked examples, each on a fresh
 // broker, writing one line per call to w. It returns a description of every
 // step whose result differed from the contract (nil when all matched).
+// describeWorkload writes what the workload of cfg does, wrapped to
+// lineWidth.
+func describeWorkload(w io.Writer, cfg auditConfig) {
+	fmt.Fprintf(w, "seed %d (rerun with -seed %d to repeat the random choices)\n", cfg.Seed, cfg.Seed)
+	fmt.Fprintf(w, "topic %q: %d partitions, capacity %d records each\n", workloadTopic, cfg.Partitions, cfg.Capacity)
+	churn := "no churn"
+	if cfg.Churn > 0 {
+		churn = "a member leaves and rejoins every " + cfg.Churn.String() + " while producers run"
+	}
+	printWrapped(w, fmt.Sprintf("%d producer(s) publish %d records to random partitions; %d group(s) of %d member(s) poll %d at a time, "+
+		"retry %.0f%% of deliveries, %s; deadline %s", cfg.Producers, cfg.Records, cfg.Groups, cfg.Members, cfg.Batch, cfg.Retry*100, churn, cfg.Timeout))
+}
+
+// printWrapped writes text to w wrapped at spaces to lineWidth.
+func printWrapped(w io.Writer, text string) {
+	for _, l := range wrap(text, lineWidth, 0, "") {
+		fmt.Fprintln(w, l)
+	}
+}
+
 func runExamples(w io.Writer) []string {
 	var bad []string
 
@@ -336,7 +348,7 @@ func runExamples(w io.Writer) []string {
 		{`Publish("orders", 0, "a")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "a")) }, "0"},
 		{`Publish("orders", 0, "b")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "b")) }, "1"},
 		{`Join("orders", "billing", "m1")`, func() (string, error) { return fmtPartitions(b.Join(o, g, m)) }, "[0]"},
-		{`Poll("orders", "billing", "m1", 2)  (one in flight per partition)`, func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
+		{"Poll(\"orders\", \"billing\", \"m1\", 2)\n(one in flight per partition)", func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
 		{`Retry("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.Retry(o, g, m, 0, 0)) }, "true"},
 		{`Poll("orders", "billing", "m1", 2)`, func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
 		{`Ack("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.Ack(o, g, m, 0, 0)) }, "true"},
@@ -361,7 +373,7 @@ func runExamples(w io.Writer) []string {
 		{`Join("events", "g", "a")`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 1 2]"},
 		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "a", 3)) }, `[events/0/0 "x" events/1/0 "y" events/2/0 "z"]`},
 		{`Join("events", "g", "b")`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "b")) }, "[1]"},
-		{`Join("events", "g", "a")  (already a member: no change since step 7)`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 2]"},
+		{"Join(\"events\", \"g\", \"a\")\n(already a member: no change since step 7)", func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 2]"},
 		{`Poll("events", "g", "b", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "b", 3)) }, `[events/1/0 "y"]`},
 		{`Ack("events", "g", "a", 1, 0)`, func() (string, error) { return fmtBool(b.Ack(t, grp, "a", 1, 0)) }, "false"},
 		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "a", 3)) }, "[]"},
@@ -373,24 +385,41 @@ func runExamples(w io.Writer) []string {
 }
 
 // runSteps runs steps in order, writing each call, its result and "ok" or
-// "MISMATCH" to w as an aligned table, and returns a description of each
-// mismatched step.
+// "MISMATCH" to w as an aligned table (a step's note on a line of its own
+// under its call, so that the table stays narrow), and returns a
+// description of each mismatched step.
 func runSteps(w io.Writer, steps []step) []string {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	var bad []string
+	rows := make([][3]string, len(steps)) // number, call, result
+	notes := make([]string, len(steps))
 	for i, s := range steps {
+		call, note, _ := strings.Cut(s.call, "\n")
 		got, err := s.do()
 		if err != nil {
 			got = "error: " + err.Error()
 		}
-		verdict := "ok"
 		if got != s.want {
-			verdict = "MISMATCH (want " + s.want + ")"
-			bad = append(bad, fmt.Sprintf("%s = %s, want %s", s.call, got, s.want))
+			bad = append(bad, fmt.Sprintf("%s = %s, want %s", call, got, s.want))
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t-> %s\t%s\n", i+1, s.call, got, verdict)
+		rows[i], notes[i] = [3]string{strconv.Itoa(i + 1), call, "-> " + got}, note
 	}
-	tw.Flush()
+	var cols [3]int
+	for _, r := range rows {
+		for c := range r {
+			cols[c] = max(cols[c], width(r[c]))
+		}
+	}
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-width(s)) }
+	for i, r := range rows {
+		verdict := "ok"
+		if s := steps[i]; r[2] != "-> "+s.want {
+			verdict = "MISMATCH (want " + s.want + ")"
+		}
+		fmt.Fprintf(w, "  %s  %s  %s  %s\n", pad(r[0], cols[0]), pad(r[1], cols[1]), pad(r[2], cols[2]), verdict)
+		if notes[i] != "" {
+			fmt.Fprintf(w, "  %s  %s\n", strings.Repeat(" ", cols[0]), notes[i])
+		}
+	}
 	return bad
 }
 
@@ -1024,22 +1053,27 @@ func verify(h *history) report {
 
 // printReport writes the per-group table and the run's totals to w.
 func printReport(w io.Writer, h *history, r report) {
+	if len(r.Groups) > 0 {
+		// The same for every group: the records published to the topic.
+		fmt.Fprintf(w, "published %d records; each group:\n", r.Groups[0].Published)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "group\tpublished\tdelivered\tacknowledged\tredelivered\tretried\trefused (moved)\tlost\tacked twice\torder kept\t")
+	fmt.Fprintln(tw, "group\tdelivered\tacked\tredelivered\tretried\trefused\tlost\tacked twice\torder kept\t")
 	var acked int64
 	for _, g := range r.Groups {
 		order := "yes"
 		if !g.OrderKept {
 			order = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
-			g.Name, g.Published, g.Delivered, g.Acked, g.Redelivered, g.Retried, g.Refused, g.Lost, g.AckedTwice, order)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
+			g.Name, g.Delivered, g.Acked, g.Redelivered, g.Retried, g.Refused, g.Lost, g.AckedTwice, order)
 		acked += g.Acked
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "(redelivered = deliveries of a record the group had been given before: retried ones plus")
-	fmt.Fprintln(w, " those whose ack or retry was refused because a rebalance moved the partition; lost and")
-	fmt.Fprintln(w, " acked twice must be 0; order kept = each partition's acks were offsets 0, 1, 2, … in order)")
+	fmt.Fprintln(w, " refused ones, whose ack or retry was refused because a rebalance moved the partition;")
+	fmt.Fprintln(w, " lost and acked twice must be 0; order kept = each partition's acks were offsets 0, 1, 2, …")
+	fmt.Fprintln(w, " in order)")
 	fmt.Fprintf(w, "publishes refused while a partition was full (retried): %d\n", h.Full)
 	fmt.Fprintf(w, "member leave-and-rejoin events: %d (two rebalances each)\n", h.Churns)
 	rate := 0.0

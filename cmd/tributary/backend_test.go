@@ -101,3 +101,16 @@ func TestNewClusterBackend(t *testing.T) {
 	_, _, err = newCluster(sessionFlags{capacity: 10, backend: "jetstream", natsURL: "nats://127.0.0.1:1"})
 	require.ErrorIs(t, err, jetstream.ErrUnavailable)
 }
+
+// A server that cannot be reached is one line with one "tributary:"
+// prefix, saying "unavailable" once.
+func TestUnreachableServerErrorSaysItOnce(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"run", "-backend", "jetstream", "-nats", "nats://127.0.0.1:1", "-"}, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, exitFailed, code)
+	msg := errOut.String()
+	require.True(t, strings.HasPrefix(msg, "tributary: server unavailable: connecting to nats://127.0.0.1:1: "), msg)
+	require.Equal(t, 1, strings.Count(msg, "\n"), msg)
+	require.Equal(t, 1, strings.Count(msg, "tributary"), msg)
+	require.Equal(t, 1, strings.Count(msg, "unavailable"), msg)
+}

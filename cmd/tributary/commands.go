@@ -51,15 +51,16 @@ func init() {
 			min: 3, max: 3, flags: map[string]bool{"from": true, "dead-letter": true, "max-attempts": true, "backoff": true},
 			summary: "new empty consumer group on the topic with that assignor, from the log start (or --from latest: the log end); " +
 				"--dead-letter: every consumer of the group sends an event there after --max-attempts failures (default 3)", run: (*session).createGroup},
-		{words: w("create consumer"), usage: "<group> <consumer> [--dead-letter <topic>] [--max-attempts <n>]", min: 2, max: 2,
-			flags:   map[string]bool{"dead-letter": true, "max-attempts": true},
+		{words: w("create consumer"), usage: "<group> <consumer> [--dead-letter <topic>] [--max-attempts <n>] [--topic <topic>]", min: 2, max: 2,
+			flags:   map[string]bool{"dead-letter": true, "max-attempts": true, "topic": true},
 			summary: "the consumer joins the group (a rebalance); it follows the group's dead-letter policy: --dead-letter, if given, must be the group's", run: (*session).createConsumer},
 		{words: w("create producer"), usage: "<producer> <Integer|String|JSON> <Random|Manual|RoundRobin|Key>", min: 3, max: 3,
 			summary: "a producer of that payload type with a fixed partition strategy; Key is the KeyHash partitioner (Kafka's murmur2; KeyHash is accepted too)", run: (*session).createProducer},
-		{words: w("delete consumer group"), usage: "<group>", min: 1, max: 1,
+		{words: w("delete consumer group"), usage: "<group> [--topic <topic>]", min: 1, max: 1, flags: map[string]bool{"topic": true},
 			summary: "remove a consumer group that has no members", run: (*session).deleteGroup},
-		{words: w("delete consumer"), usage: "[<group>] <consumer>", min: 1, max: 2,
-			summary: "the consumer leaves its group (a rebalance); with <group>: the admin call removes member <consumer> of the group, wherever it runs", run: (*session).deleteConsumer},
+		{words: w("delete consumer"), usage: "[<group>] <consumer> [--topic <topic>]", min: 1, max: 2, flags: map[string]bool{"topic": true},
+			summary: "the consumer leaves its group (a rebalance); with <group>: the admin call removes member <consumer> of the group, " +
+				"wherever it runs (one that died holding partitions too)", run: (*session).deleteConsumer},
 		{words: w("produce event"), usage: "<producer> <topic> <event.json> [<partition>]", min: 3, max: 4,
 			summary: "publish one event file; <partition> is for a Manual producer only", run: (*session).produceEvent},
 		{words: w("consume event"), usage: "<consumer> <partition> [--fail]", min: 2, max: 2, flags: map[string]bool{"fail": false},
@@ -70,13 +71,13 @@ func init() {
 			summary: "every topic with its type, partitions, events and groups (--wide: no cell is cut to fit 100 columns)", run: (*session).showTopics},
 		{words: w("show topic"), usage: "<topic> [--wide]", min: 1, max: 1, flags: map[string]bool{"wide": false},
 			summary: "one snapshot of the topic: every partition's log start and end and its retained events (--wide: keys, headers and values whole)", run: (*session).showTopic},
-		{words: w("show consumer group"), usage: "<group> [--wide]", min: 1, max: 1, flags: map[string]bool{"wide": false},
+		{words: w("show consumer group"), usage: "<group> [--topic <topic>] [--wide]", min: 1, max: 1, flags: map[string]bool{"wide": false, "topic": true},
 			summary: "one snapshot of the group: assignor, members, and per partition its consumer, committed offset, log end, lag, in-flight and attempts (--wide: no cell is cut)", run: (*session).showGroup},
 		{words: w("parallel produce"), usage: "(<producer>, <topic>, <event.json>[, <partition>]), ...", tuples: true, min: 3, max: 4,
 			summary: "all the publishes run concurrently", run: (*session).parallelProduce},
 		{words: w("parallel consume"), usage: "(<consumer>, <partition>[, <n>]), ...", tuples: true, min: 2, max: 3,
 			summary: "all the consumes run concurrently; each takes one event (or up to n)", run: (*session).parallelConsume},
-		{words: w("set consumer group rebalancing"), usage: "<group> <RoundRobin|Range|Sticky>", min: 2, max: 2,
+		{words: w("set consumer group rebalancing"), usage: "<group> <RoundRobin|Range|Sticky> [--topic <topic>]", min: 2, max: 2, flags: map[string]bool{"topic": true},
 			summary: "switch the group's assignor (a rebalance)", run: (*session).setRebalancing},
 		{words: w("playback"), usage: "<consumer> <partition> <offset>", min: 3, max: 3,
 			summary: "seek the consumer's group on the partition to offset, then consume from there to the log end", run: (*session).playback},
@@ -186,13 +187,19 @@ func (s *session) exec(line string) error {
 	return first
 }
 
-// known reports whether name is a topic, group, consumer or producer.
+// known reports whether name is a topic or consumer group (of the
+// backend, whichever process made it), a consumer or a producer.
 func (s *session) known(name string) bool {
-	_, t := s.topics[name]
-	_, g := s.groups[name]
 	_, c := s.consumers[name]
 	_, p := s.producers[name]
-	return t || g || c || p
+	if c || p {
+		return true
+	}
+	if _, t, _ := s.lookupTopic(name); t {
+		return true
+	}
+	gs, _ := s.groupTopics(name)
+	return len(gs) > 0
 }
 
 // firstInvalid is the index of the first byte of line that is not valid
@@ -395,7 +402,10 @@ func (s *session) createTopic(a args) error {
 			return err
 		}
 	}
-	if _, ok := s.topics[name]; ok {
+	if _, ok, err := s.lookupTopic(name); err != nil || ok {
+		if err != nil {
+			return err
+		}
 		return fmt.Errorf("topic %s %w", quote(name), errDuplicateID)
 	}
 	t, err := k.createTopic(s, name, int32(partitions))
@@ -425,18 +435,27 @@ func (s *session) createPartition(a args) error {
 	if err != nil {
 		return err
 	}
-	s.parts[topic] = append(s.parts[topic], name)
-	s.printf("topic %s: partitions %s\n", topic, strings.Join(s.parts[topic][:n], " "))
+	// The new partition is the last: index n-1. Partitions another process
+	// added meanwhile keep their default names.
+	names := s.partNames(topic)
+	for len(names) < int(n) {
+		names = append(names, "p"+strconv.Itoa(len(names)))
+	}
+	names[n-1] = name
+	s.parts[topic] = names
+	s.printf("topic %s: partitions %s\n", topic, strings.Join(names[:n], " "))
 	return s.printRebalanced(topic)
 }
 
-// printRebalanced prints the assignment of every group of topic.
+// printRebalanced prints the assignment of every group of topic, whichever
+// process created it.
 func (s *session) printRebalanced(topic string) error {
-	for _, g := range keys(s.groups) {
-		if s.groups[g] != topic {
-			continue
-		}
-		line, err := s.assignmentLine(g)
+	d, err := s.c.Describe(topic)
+	if err != nil {
+		return err
+	}
+	for _, g := range groupsOf(d) {
+		line, err := s.assignmentLine(topic, g)
 		if err != nil {
 			return err
 		}
@@ -457,8 +476,13 @@ func (s *session) createGroup(a args) error {
 	if _, err := s.topic(topic); err != nil {
 		return err
 	}
-	if t, ok := s.groups[group]; ok {
-		return fmt.Errorf("consumer group %s %w (on topic %s)", quote(group), errDuplicateID, quote(t))
+	// A group name names one group in the program, as in Kafka, although
+	// the library's groups are per topic.
+	if ts, err := s.groupTopics(group); err != nil || len(ts) > 0 {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("consumer group %s %w (on %s)", quote(group), errDuplicateID, topicsPhrase(ts))
 	}
 	opts, err := s.groupOptions(topic, a)
 	if err != nil {
@@ -469,9 +493,8 @@ func (s *session) createGroup(a args) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("consumer group %s %w on topic %s", quote(group), errDuplicateID, quote(topic))
+		return fmt.Errorf("consumer group %s %w (on topic %s)", quote(group), errDuplicateID, quote(topic))
 	}
-	s.groups[group] = topic
 	cfg, _, err := s.c.GroupConfig(topic, group)
 	if err != nil {
 		return err
@@ -504,8 +527,8 @@ func (s *session) groupOptions(topic string, a args) ([]tributary.GroupOption, e
 		return nil, err
 	}
 	if dl.deadLetter != "" {
-		if t, ok := s.topics[dl.deadLetter]; ok && t.Kind() != s.topics[topic].Kind() {
-			return nil, fmt.Errorf("%w: dead-letter topic %s holds %s events; topic %s holds %s", errTypeMismatch, quote(dl.deadLetter), t.Kind(), quote(topic), s.topics[topic].Kind())
+		if err := s.checkDeadLetterKind(topic, dl.deadLetter); err != nil {
+			return nil, err
 		}
 		opts = append(opts, tributary.WithDeadLetter(dl.deadLetter, dl.maxAttempts))
 	}
@@ -517,6 +540,38 @@ func (s *session) groupOptions(topic string, a args) ([]tributary.GroupOption, e
 		opts = append(opts, tributary.WithBackoff(d, max(d, tributary.DefaultMaxBackoff)))
 	}
 	return opts, nil
+}
+
+// checkDeadLetterKind refuses dead-letter topic dl, if it exists, when its
+// payload type is not topic's; "" (no dead-letter topic) passes.
+func (s *session) checkDeadLetterKind(topic, dl string) error {
+	if dl == "" {
+		return nil
+	}
+	d, ok, err := s.lookupTopic(dl)
+	if err != nil || !ok {
+		return err
+	}
+	t, err := s.topic(topic)
+	if err != nil {
+		return err
+	}
+	if d.Kind() != t.Kind() {
+		return fmt.Errorf("%w: dead-letter topic %s holds %s events; topic %s holds %s", errTypeMismatch, quote(dl), d.Kind(), quote(topic), t.Kind())
+	}
+	return nil
+}
+
+// topicsPhrase is `topic "a"` or `topics "a" "b"`.
+func topicsPhrase(topics []string) string {
+	q := make([]string, len(topics))
+	for i, t := range topics {
+		q[i] = quote(t)
+	}
+	if len(q) == 1 {
+		return "topic " + q[0]
+	}
+	return "topics " + strings.Join(q, " ")
 }
 
 // attempts is n attempts, in words.
@@ -556,25 +611,51 @@ func (s *session) createConsumer(a args) error {
 	if err := checkName("consumer", name); err != nil {
 		return err
 	}
-	topic, err := s.group(group)
+	topic, err := s.group(group, a.opts["topic"])
 	if err != nil {
 		return err
 	}
 	if _, ok := s.consumers[name]; ok {
 		return fmt.Errorf("consumer %s %w (in group %s)", quote(name), errDuplicateID, quote(s.consumers[name].Group()))
 	}
+	t, err := s.topic(topic)
+	if err != nil {
+		return err
+	}
 	o, err := parseDeadLetter(a)
 	if err != nil {
 		return err
 	}
-	if dl, ok := s.topics[o.deadLetter]; ok && dl.Kind() != s.topics[topic].Kind() {
-		return fmt.Errorf("%w: dead-letter topic %s holds %s events; topic %s holds %s", errTypeMismatch, quote(o.deadLetter), dl.Kind(), quote(topic), s.topics[topic].Kind())
+	if err := s.checkDeadLetterKind(topic, o.deadLetter); err != nil {
+		return err
 	}
-	c, err := s.topics[topic].newConsumer(group, name, o)
+	cfg, _, err := s.c.GroupConfig(topic, group)
+	if err != nil {
+		return err
+	}
+	// The group's first consumer creates its dead-letter topic if absent
+	// (here, or in another process before).
+	var dlExisted bool
+	if cfg.DeadLetter != "" {
+		if _, dlExisted, err = s.lookupTopic(cfg.DeadLetter); err != nil {
+			return err
+		}
+	}
+	// A member of that name already (another process's, or one whose
+	// process died) keeps its partitions and its in-flight deliveries.
+	before, _, err := s.describeGroup(topic, group)
+	if err != nil {
+		return err
+	}
+	var held []int32
+	for _, gp := range before.Partitions {
+		if gp.Owner == name && gp.InFlight {
+			held = append(held, gp.Partition)
+		}
+	}
+	c, err := t.newConsumer(group, name, o)
 	if errors.Is(err, tributary.ErrPolicyMismatch) {
-		cfg, _, _ := s.c.GroupConfig(topic, group)
-		return fmt.Errorf("consumer %s: --dead-letter %s --max-attempts %d is not consumer group %s's policy (%s): "+
-			"a group's dead-letter topic is set with create consumer group … --dead-letter, and its consumers follow it",
+		return wrapClass(tributary.ErrPolicyMismatch, "consumer %s: --dead-letter %s --max-attempts %d is not group %s's policy (%s): drop the options to follow it",
 			quote(name), clipped(o.deadLetter), o.maxAttempts, clipped(group), cfg.Policy())
 	}
 	if err != nil {
@@ -583,19 +664,28 @@ func (s *session) createConsumer(a args) error {
 	s.consumers[name] = c
 	if dlq, _ := c.DeadLetter(); dlq != "" {
 		if _, ok := s.topics[dlq]; !ok {
-			dl, err := s.topics[topic].open(dlq)
+			dl, err := t.open(dlq)
 			if err != nil {
 				return err
 			}
 			s.addTopic(dl)
-			s.printf("created dead-letter topic %s: type %s, partitions %s\n", dl.Name(), dl.Kind(), strings.Join(s.parts[dl.Name()], " "))
+			if !dlExisted {
+				s.printf("created dead-letter topic %s: type %s, partitions %s\n", dl.Name(), dl.Kind(), strings.Join(s.parts[dl.Name()], " "))
+			}
 		}
 	}
-	line, err := s.assignmentLine(group)
+	line, err := s.assignmentLine(topic, group)
 	if err != nil {
 		return err
 	}
 	s.printf("%s joined %s\n", name, line)
+	switch {
+	case len(held) > 0:
+		s.printf("%s was a member already (of another process, or of one that died): %s %s hold events in flight to it, which no consume here can take; "+
+			"delete consumer %s %s frees them, then create consumer %s %s again\n", name, topic, s.partList(topic, held), group, name, group, name)
+	case slices.Contains(before.Members, name):
+		s.printf("%s was a member already (of another process, or of one that died)\n", name)
+	}
 	return nil
 }
 
@@ -648,25 +738,27 @@ func (s *session) createProducer(a args) error {
 
 func (s *session) deleteGroup(a args) error {
 	group := a.pos[0]
-	topic, err := s.group(group)
+	topic, err := s.group(group, a.opts["topic"])
 	if err != nil {
 		return err
 	}
 	if _, err := s.c.DeleteGroup(topic, group); err != nil {
 		if errors.Is(err, engine.ErrGroupNotEmpty) {
-			line, _ := s.assignmentLine(group)
+			line, _ := s.assignmentLine(topic, group)
 			return fmt.Errorf("consumer group %s has members: %s (delete them first)", quote(group), line)
 		}
 		return err
 	}
-	delete(s.groups, group)
 	s.printf("deleted consumer group %s of topic %s\n", group, topic)
 	return nil
 }
 
 func (s *session) deleteConsumer(a args) error {
 	if len(a.pos) == 2 {
-		return s.removeMember(a.pos[0], a.pos[1])
+		return s.removeMember(a.pos[0], a.pos[1], a.opts["topic"])
+	}
+	if a.has("topic") {
+		return fmt.Errorf("%w: --topic is for delete consumer <group> <member> (a consumer of this program knows its topic)", errArgs)
 	}
 	c, err := s.consumer(a.pos[0])
 	if err != nil {
@@ -676,7 +768,7 @@ func (s *session) deleteConsumer(a args) error {
 		return err
 	}
 	delete(s.consumers, c.Name())
-	line, err := s.assignmentLine(c.Group())
+	line, err := s.assignmentLine(c.Topic().Name(), c.Group())
 	if err != nil {
 		return err
 	}
@@ -686,9 +778,11 @@ func (s *session) deleteConsumer(a args) error {
 
 // removeMember is delete consumer <group> <member>: Cluster.RemoveMember,
 // the admin call, for any member of the group, this program's consumer or
-// another process's. A consumer of this program removed so is closed.
-func (s *session) removeMember(group, member string) error {
-	topic, err := s.group(group)
+// another process's (one that died holding partitions included: its
+// in-flight deliveries are cancelled and its partitions move). A consumer
+// of this program removed so is closed. topic is --topic ("" for none).
+func (s *session) removeMember(group, member, topic string) error {
+	topic, err := s.group(group, topic)
 	if err != nil {
 		return err
 	}
@@ -697,14 +791,14 @@ func (s *session) removeMember(group, member string) error {
 		return err
 	}
 	if !ok {
-		line, _ := s.assignmentLine(group)
+		line, _ := s.assignmentLine(topic, group)
 		return fmt.Errorf("%w member %s of consumer group %s (%s)", errUnknownID, quote(member), quote(group), line)
 	}
-	if c, ok := s.consumers[member]; ok && c.Group() == group {
+	if c, ok := s.consumers[member]; ok && c.Group() == group && c.Topic().Name() == topic {
 		c.Close() //nolint:errcheck // already removed: its Leave is false
 		delete(s.consumers, member)
 	}
-	line, err := s.assignmentLine(group)
+	line, err := s.assignmentLine(topic, group)
 	if err != nil {
 		return err
 	}
@@ -774,15 +868,25 @@ func (s *session) produceEvent(a args) error {
 	if err != nil {
 		return err
 	}
-	s.printf("produced %s to %s %s at offset %d%s\n", r.ID, j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset, keyNote(r.Key))
+	line := fmt.Sprintf("produced %s to %s %s at offset %d", r.ID, j.t.Name(), s.partName(j.t.Name(), r.Partition), r.Offset)
+	s.printf("%s%s\n", line, keyNote(r.Key, lineWidth-width(line)))
 	return nil
 }
 
-func keyNote(key string) string {
+// keyNote is ` (key "…")` for a produce's confirmation, "" without a key.
+// The quoted key is cut with "…" (as a table cuts a cell) to the room
+// left on the line, or, when that is less than minCut, to a line of its
+// own (printf wraps the note there).
+func keyNote(key string, room int) string {
 	if key == "" {
 		return ""
 	}
-	return " (key " + strconv.Quote(key) + ")"
+	const around = len(" (key ") + len(")")
+	fit := room - around
+	if fit < minCut {
+		fit = lineWidth - 2 - len(")") // the continuation line, indented by two
+	}
+	return " (key " + quoteCut(key, fit) + ")"
 }
 
 // consumeJob is one checked consume: the consumer owns the partition.
@@ -810,7 +914,7 @@ func (s *session) prepareConsume(consumer, partition string, n int) (consumeJob,
 			return consumeJob{c: c, partition: p, n: n}, nil
 		}
 	}
-	line, _ := s.assignmentLine(c.Group())
+	line, _ := s.assignmentLine(topic, c.Group())
 	return consumeJob{}, fmt.Errorf("consumer %s %w %s %s (group %s)", quote(consumer), errNotOwner, topic, s.partName(topic, p), line)
 }
 
@@ -834,7 +938,7 @@ func (s *session) consume(j consumeJob, fail string, wait time.Duration) ([]deli
 		if ok {
 			continue
 		}
-		g, _, err := s.describeGroup(j.c.Group())
+		g, _, err := s.describeGroup(j.c.Topic().Name(), j.c.Group())
 		if err != nil || !g.Partitions[j.partition].InFlight || time.Now().After(deadline) {
 			return out, err
 		}
@@ -879,7 +983,7 @@ func (s *session) consumeN(a args, n int) error {
 // printNothingMore says why a consume got fewer events than asked for.
 func (s *session) printNothingMore(j consumeJob, got int) error {
 	topic := j.c.Topic().Name()
-	g, d, err := s.describeGroup(j.c.Group())
+	g, d, err := s.describeGroup(topic, j.c.Group())
 	if err != nil {
 		return err
 	}
@@ -902,14 +1006,14 @@ func (s *session) setRebalancing(a args) error {
 	if err != nil {
 		return err
 	}
-	topic, err := s.group(group)
+	topic, err := s.group(group, a.opts["topic"])
 	if err != nil {
 		return err
 	}
 	if _, err := s.c.SetAssignor(topic, group, asg); err != nil {
 		return err
 	}
-	line, err := s.assignmentLine(group)
+	line, err := s.assignmentLine(topic, group)
 	if err != nil {
 		return err
 	}
@@ -927,7 +1031,7 @@ func (s *session) playback(a args) error {
 		return fmt.Errorf("%w: offset %s: want a whole number ≥ 0", errArgs, quote(a.pos[2]))
 	}
 	topic := j.c.Topic().Name()
-	g, _, err := s.describeGroup(j.c.Group())
+	g, _, err := s.describeGroup(topic, j.c.Group())
 	if err != nil {
 		return err
 	}
@@ -1063,6 +1167,8 @@ func (s *session) help(a args) error {
 	s.printf("Event files (key and headers optional):")
 	s.printf("  {\"key\": \"...\", \"headers\": {\"name\": \"value\"}, \"value\": <payload>}")
 	s.printf("A <partition> is a name (p0, p1, …) or an index.")
+	s.printf("Topics and consumer groups are found on the backend, whichever process made them; " +
+		"--topic <topic> names a group's topic where several topics have a group of that name.")
 	s.printf("# starts a comment, at a line's start or after a space.")
 	return nil
 }

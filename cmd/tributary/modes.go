@@ -125,7 +125,7 @@ func runInteractive(args []string, stdin io.Reader, stdout, stderr io.Writer, is
 	}
 	s, err := newSession(stdout, osReader("."), f)
 	if err != nil {
-		fmt.Fprintf(stderr, "tributary: %v\n", err)
+		fmt.Fprintf(stderr, "tributary: %s\n", errText(err))
 		return exitFailed
 	}
 	defer s.close()
@@ -247,7 +247,7 @@ func flagExit(err error, stderr io.Writer, cmd string) (int, bool) {
 func runScript(f sessionFlags, r io.Reader, name string, readFile func(string) ([]byte, error), stdout, stderr io.Writer) int {
 	s, err := newSession(stdout, readFile, f)
 	if err != nil {
-		fmt.Fprintf(stderr, "tributary: %v\n", err)
+		fmt.Fprintf(stderr, "tributary: %s\n", errText(err))
 		return exitFailed
 	}
 	defer s.close()
@@ -368,10 +368,12 @@ func osReader(dir string) func(string) ([]byte, error) {
 	}
 }
 
-// errText is err's message on one line, without the library's "tributary: "
-// prefixes (the program's name says that already).
+// errText is err's message on one line, without the library's
+// "tributary: " and "tributary/jetstream: " prefixes (the program's name,
+// or the script's line, says that already).
 func errText(err error) string {
-	msg := strings.ReplaceAll(err.Error(), "tributary: ", "")
+	msg := strings.ReplaceAll(err.Error(), "tributary/jetstream: ", "")
+	msg = strings.ReplaceAll(msg, "tributary: ", "")
 	msg = strings.ReplaceAll(msg, "\n", "; ")
 	return strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {

@@ -33,9 +33,24 @@ var (
 	errNotOwner       = errors.New("does not own")
 )
 
-// session is one in-process cluster and the names the program gave it:
-// topics with their payload types and partition names, groups with their
-// topic, producers and consumers. Commands run one at a time (a parallel
+// classError is an error of a class (errors.Is finds it) whose message
+// says what the class's own text would only repeat.
+type classError struct {
+	msg   string
+	class error
+}
+
+func (e *classError) Error() string { return e.msg }
+func (e *classError) Unwrap() error { return e.class }
+
+// wrapClass is an error of class with the message format and a make.
+func wrapClass(class error, format string, a ...any) error {
+	return &classError{msg: fmt.Sprintf(format, a...), class: class}
+}
+
+// session is one cluster and the names the program gave it: topics with
+// their payload types and partition names, producers and consumers.
+// Consumer groups are looked up on the backend. Commands run one at a time (a parallel
 // command runs its parts concurrently inside one command).
 type session struct {
 	c       *tributary.Cluster
@@ -49,9 +64,8 @@ type session struct {
 	// script's directory (the working directory when interactive).
 	readFile func(name string) ([]byte, error)
 
-	topics    map[string]topicRef
+	topics    map[string]topicRef // the topics opened so far (topics are never deleted)
 	parts     map[string][]string // topic → partition names, by index
-	groups    map[string]string   // group → its topic
 	producers map[string]producerRef
 	consumers map[string]consumerRef
 }
@@ -65,7 +79,7 @@ func newSession(out io.Writer, readFile func(string) ([]byte, error), f sessionF
 	}
 	return &session{
 		c: c, release: release, out: out, now: f.now, seed: f.seed, readFile: readFile,
-		topics: map[string]topicRef{}, parts: map[string][]string{}, groups: map[string]string{},
+		topics: map[string]topicRef{}, parts: map[string][]string{},
 		producers: map[string]producerRef{}, consumers: map[string]consumerRef{},
 	}, nil
 }
@@ -129,12 +143,49 @@ type consumerOpts struct {
 }
 
 // ---- lookups: each error names what was asked for and what exists ----
+//
+// Producers and consumers live in this process: the session knows every
+// one. Topics and consumer groups live on the backend, which other
+// processes may share (-backend jetstream -nats URL): a topic or group the
+// session did not make is looked up there, as kafka-topics and
+// kafka-consumer-groups find what any client created. On the in-memory
+// backend the session made everything the backend holds.
 
+// topic returns the topic name: one the session has a handle on, else the
+// backend's topic of that name, opened with the program's kind of its
+// payload type (foreignKind for a payload type the program has no kind
+// for). An unknown topic is an error listing the backend's topics.
 func (s *session) topic(name string) (topicRef, error) {
-	if t, ok := s.topics[name]; ok {
-		return t, nil
+	t, ok, err := s.lookupTopic(name)
+	if err != nil || ok {
+		return t, err
 	}
-	return nil, fmt.Errorf("%w topic %s (topics: %s)", errUnknownID, quote(name), list(keys(s.topics)))
+	return nil, fmt.Errorf("%w topic %s (topics: %s)", errUnknownID, quote(name), list(s.c.Topics()))
+}
+
+// lookupTopic is topic, answering false (and no error) for a topic the
+// backend does not have or a name that is no identifier. Errors: the
+// backend's (ErrUnavailable).
+func (s *session) lookupTopic(name string) (topicRef, bool, error) {
+	if t, ok := s.topics[name]; ok {
+		return t, true, nil
+	}
+	if engine.CheckIdentifier("topic", name) != nil {
+		return nil, false, nil
+	}
+	_, pt, err := s.c.Backend().OpenTopic(name)
+	if errors.Is(err, tributary.ErrUnknownTopic) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	t, err := kindOf(pt).openTopic(s, name)
+	if err != nil {
+		return nil, false, err
+	}
+	s.addTopic(t)
+	return t, true, nil
 }
 
 func (s *session) producer(name string) (producerRef, error) {
@@ -151,17 +202,119 @@ func (s *session) consumer(name string) (consumerRef, error) {
 	return nil, fmt.Errorf("%w consumer %s (consumers: %s)", errUnknownID, quote(name), list(keys(s.consumers)))
 }
 
-func (s *session) group(name string) (topic string, err error) {
-	if t, ok := s.groups[name]; ok {
-		return t, nil
+// group returns the topic of consumer group name, whichever process
+// created it: the topic given (a command's --topic, "" for none), which
+// must have the group, or else the one topic of the backend that has a
+// group of that name. A group is unknown when no topic has it, and
+// ambiguous when several have one of that name (the library's groups are
+// per topic): then --topic says which.
+func (s *session) group(name, topic string) (string, error) {
+	if topic != "" {
+		if _, err := s.topic(topic); err != nil {
+			return "", err
+		}
+		ok, err := s.hasGroup(topic, name)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			d, err := s.c.Describe(topic)
+			if err != nil {
+				return "", err
+			}
+			return "", fmt.Errorf("%w consumer group %s on topic %s (its groups: %s)", errUnknownID, quote(name), quote(topic), list(groupsOf(d)))
+		}
+		return topic, nil
 	}
-	return "", fmt.Errorf("%w consumer group %s (groups: %s)", errUnknownID, quote(name), list(keys(s.groups)))
+	topics, err := s.groupTopics(name)
+	if err != nil {
+		return "", err
+	}
+	switch len(topics) {
+	case 0:
+		return "", s.unknownGroup(name)
+	case 1:
+		return topics[0], nil
+	}
+	return "", fmt.Errorf("%w: consumer group %s is on %s: give --topic <topic>", errArgs, quote(name), topicsPhrase(topics))
+}
+
+// groupTopics returns the backend's topics that have a consumer group
+// named name, sorted; none for a name that is no identifier.
+func (s *session) groupTopics(name string) ([]string, error) {
+	if engine.CheckIdentifier("group", name) != nil {
+		return nil, nil
+	}
+	var out []string
+	for _, t := range s.c.Topics() {
+		ok, err := s.hasGroup(t, name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// hasGroup reports whether topic has a consumer group named group.
+func (s *session) hasGroup(topic, group string) (bool, error) {
+	if engine.CheckIdentifier("group", group) != nil {
+		return false, nil
+	}
+	_, ok, err := s.c.GroupConfig(topic, group)
+	return ok, err
+}
+
+// unknownGroup is the error for a group no topic has, listing the groups
+// of every topic of the backend.
+func (s *session) unknownGroup(name string) error {
+	seen := map[string]bool{}
+	var all []string
+	for _, t := range s.c.Topics() {
+		d, err := s.c.Describe(t)
+		if err != nil {
+			return err
+		}
+		for _, g := range groupsOf(d) {
+			if !seen[g] {
+				seen[g] = true
+				all = append(all, g)
+			}
+		}
+	}
+	slices.Sort(all)
+	return fmt.Errorf("%w consumer group %s (groups: %s)", errUnknownID, quote(name), list(all))
+}
+
+// groupsOf is the names of d's groups, in d's order.
+func groupsOf(d engine.TopicDescription) []string {
+	names := make([]string, len(d.Groups))
+	for i, g := range d.Groups {
+		names[i] = g.Group
+	}
+	return names
+}
+
+// partNames returns topic's partition names by index: those the session
+// gave (p0, p1, … and the names given to create partition), then p<i> for
+// partitions it did not add (another process's AddPartitions).
+func (s *session) partNames(topic string) []string {
+	names := s.parts[topic]
+	if t, ok := s.topics[topic]; ok {
+		for i := len(names); i < int(t.Partitions()); i++ {
+			names = append(names, "p"+strconv.Itoa(i))
+		}
+		s.parts[topic] = names
+	}
+	return names
 }
 
 // partition resolves a partition of topic by name (p0, or a name given to
 // `create partition`) or by index.
 func (s *session) partition(topic, arg string) (int32, error) {
-	names := s.parts[topic]
+	names := s.partNames(topic)
 	if i := slices.Index(names, arg); i >= 0 {
 		return int32(i), nil
 	}
@@ -198,12 +351,9 @@ func (s *session) addTopic(t topicRef) {
 	s.parts[t.Name()] = names
 }
 
-// describeGroup returns group's description from one snapshot of its topic.
-func (s *session) describeGroup(group string) (engine.GroupDescription, engine.TopicDescription, error) {
-	topic, err := s.group(group)
-	if err != nil {
-		return engine.GroupDescription{}, engine.TopicDescription{}, err
-	}
+// describeGroup returns group's description on topic from one snapshot of
+// the topic.
+func (s *session) describeGroup(topic, group string) (engine.GroupDescription, engine.TopicDescription, error) {
 	d, err := s.c.Describe(topic)
 	if err != nil {
 		return engine.GroupDescription{}, d, err
@@ -218,8 +368,8 @@ func (s *session) describeGroup(group string) (engine.GroupDescription, engine.T
 
 // assignmentLine is group's assignor and members with their partitions,
 // e.g. "billing (Range): c1 [p0 p1] c2 [p2]".
-func (s *session) assignmentLine(group string) (string, error) {
-	g, d, err := s.describeGroup(group)
+func (s *session) assignmentLine(topic, group string) (string, error) {
+	g, d, err := s.describeGroup(topic, group)
 	if err != nil {
 		return "", err
 	}

@@ -78,14 +78,21 @@ func (s *session) deliveryRow(j consumeJob, d delivery) table.Row {
 	return row(j.c.Name(), s.partName(j.c.Topic().Name(), d.Partition), d.Offset, d.ID, d.Attempt, cell(d.Key), d.Outcome, valueCell(d.Value, false))
 }
 
+// showTopics prints every topic of the backend, whichever process created
+// it.
 func (s *session) showTopics(a args) error {
-	if len(s.topics) == 0 {
+	names := s.c.Topics()
+	if len(names) == 0 {
 		s.printf("no topics (create topic <topic> <type> [<partitions>])")
 		return nil
 	}
 	tw := newTable("TOPIC", "TYPE", "PARTITIONS", "RETAINED", "GROUPS")
 	tw.wide = a.has("wide")
-	for _, name := range keys(s.topics) {
+	for _, name := range names {
+		t, err := s.topic(name)
+		if err != nil {
+			return err
+		}
 		d, err := s.c.Describe(name)
 		if err != nil {
 			return err
@@ -94,11 +101,7 @@ func (s *session) showTopics(a args) error {
 		for _, p := range d.Partitions {
 			retained += p.LogEndOffset - p.LogStartOffset
 		}
-		groups := make([]string, len(d.Groups))
-		for i, g := range d.Groups {
-			groups[i] = g.Group
-		}
-		tw.AppendRow(row(name, s.topics[name].Kind(), len(d.Partitions), retained, dash(strings.Join(groups, " "))))
+		tw.AppendRow(row(name, cell(t.Kind()), len(d.Partitions), retained, dash(strings.Join(groupsOf(d), " "))))
 	}
 	s.render(tw)
 	return nil
@@ -116,11 +119,8 @@ func (s *session) showTopic(a args) error {
 	if err != nil {
 		return err
 	}
-	groups := make([]string, len(snap.Groups))
-	for i, g := range snap.Groups {
-		groups[i] = g.Group
-	}
-	s.printf("topic %s: type %s, partitions %d, groups %s\n", t.Name(), t.Kind(), len(snap.Partitions), list(groups))
+	s.partNames(t.Name())
+	s.printf("topic %s: type %s, partitions %d, groups %s\n", t.Name(), cell(t.Kind()), len(snap.Partitions), list(groupsOf(snap.TopicDescription)))
 	parts := newTable("PARTITION", "LOG-START", "LOG-END", "RETAINED")
 	parts.wide = a.has("wide")
 	events := newTable("PARTITION", "OFFSET", "ID", "TIME", "KEY", "HEADERS", "VALUE")
@@ -166,9 +166,42 @@ func headerText(hs []engine.Header) string {
 // showGroup prints one snapshot of a group, in the columns of
 // kafka-consumer-groups --describe plus the assignor, in-flight and
 // attempts, after the group's configuration: where it started and its
-// failure policy.
+// failure policy. The group is looked up on every topic of the backend, as
+// kafka-consumer-groups --describe --group finds it: when several topics
+// have a group of that name, each is shown (--topic picks one).
 func (s *session) showGroup(a args) error {
-	g, d, err := s.describeGroup(a.pos[0])
+	group := a.pos[0]
+	var topics []string
+	if topic := a.opts["topic"]; topic != "" {
+		t, err := s.group(group, topic)
+		if err != nil {
+			return err
+		}
+		topics = []string{t}
+	} else {
+		var err error
+		if topics, err = s.groupTopics(group); err != nil {
+			return err
+		}
+		if len(topics) == 0 {
+			return s.unknownGroup(group)
+		}
+	}
+	for i, topic := range topics {
+		if i > 0 {
+			fmt.Fprintln(s.out)
+		}
+		if err := s.showGroupOn(topic, group, a.has("wide")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// showGroupOn prints group of topic: showGroup's snapshot.
+func (s *session) showGroupOn(topic, group string, wide bool) error {
+	s.partNames(topic)
+	g, d, err := s.describeGroup(topic, group)
 	if err != nil {
 		return err
 	}
@@ -179,7 +212,7 @@ func (s *session) showGroup(a args) error {
 	}
 	s.printf("from %s; %s\n", cfg.Start, cfg.Policy())
 	tw := newTable("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "IN-FLIGHT", "ATTEMPTS")
-	tw.wide = a.has("wide")
+	tw.wide = wide
 	for p, gp := range g.Partitions {
 		tw.AppendRow(row(d.Topic, s.partName(d.Topic, int32(p)), gp.Committed, d.Partitions[p].LogEndOffset, gp.Lag, dash(gp.Owner), yesNo(gp.InFlight), gp.Attempts))
 	}

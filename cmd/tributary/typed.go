@@ -26,7 +26,59 @@ var payloadKinds = map[string]payloadKind{"Integer": &integerKind, "String": &st
 // a payload type make of it.
 type payloadKind interface {
 	createTopic(s *session, name string, partitions int32) (topicRef, error)
+	// openTopic opens the existing topic name (one another process may
+	// have created) as a topic of this kind.
+	openTopic(s *session, name string) (topicRef, error)
 	newProducer(s *session, name string, pt tributary.Partitioner) (producerRef, error)
+}
+
+// kindOf is the kind of a topic's payload type as the backend stores it
+// (the codec's Name): the program's Integer, String or JSON, or a
+// foreignKind.
+func kindOf(payloadType string) payloadKind {
+	if k, ok := payloadKinds[payloadType]; ok {
+		return k
+	}
+	return foreignKind(payloadType)
+}
+
+// foreignKind is a payload type the program has no kind for: a topic
+// another client of the backend created with its own codec ("Bytes",
+// "JSON:main.Order", "Integer:int32", a user's). Its payloads are read as
+// stored (rawCodec) and printed as JSON when the type is JSON or Integer
+// text and the payload is valid JSON, else Go-quoted. The program has no
+// producer of such a type, so it only shows and consumes these topics.
+func foreignKind(payloadType string) *kind[string] {
+	return &kind[string]{
+		name:  payloadType,
+		codec: rawCodec(payloadType),
+		parse: func(json.RawMessage) (string, error) {
+			return "", fmt.Errorf("the program makes no %s values", payloadType)
+		},
+		format: func(v string) string {
+			if (strings.HasPrefix(payloadType, "JSON") || strings.HasPrefix(payloadType, "Integer")) && json.Valid([]byte(v)) {
+				return printableJSON([]byte(v))
+			}
+			return strconv.Quote(v)
+		},
+	}
+}
+
+// rawCodec is the codec of a foreignKind: its Name is the topic's payload
+// type, and a payload is its own value, unchanged both ways (so a
+// dead-lettered payload is the original's).
+type rawCodec string
+
+func (c rawCodec) Name() string                        { return string(c) }
+func (rawCodec) Encode(v string) (string, error)       { return v, nil }
+func (rawCodec) Decode(payload string) (string, error) { return payload, nil }
+
+func (k *kind[T]) openTopic(s *session, name string) (topicRef, error) {
+	t, err := tributary.OpenTopic(s.c, name, k.codec)
+	if err != nil {
+		return nil, err
+	}
+	return &typedTopic[T]{Topic: t, k: k, s: s}, nil
 }
 
 func (k *kind[T]) createTopic(s *session, name string, partitions int32) (topicRef, error) {
@@ -238,13 +290,7 @@ func (t *typedTopic[T]) newConsumer(group, name string, o consumerOpts) (consume
 	return &typedConsumer[T]{Consumer: c, t: t}, nil
 }
 
-func (t *typedTopic[T]) open(name string) (topicRef, error) {
-	o, err := tributary.OpenTopic(t.Cluster(), name, t.k.codec)
-	if err != nil {
-		return nil, err
-	}
-	return &typedTopic[T]{Topic: o, k: t.k, s: t.s}, nil
-}
+func (t *typedTopic[T]) open(name string) (topicRef, error) { return t.k.openTopic(t.s, name) }
 
 type typedProducer[T any] struct {
 	*tributary.Producer[T]
@@ -261,7 +307,7 @@ func (p *typedProducer[T]) check(ev event) error {
 
 func (p *typedProducer[T]) produce(ctx context.Context, t topicRef, ev event, partition int32) (sent, error) {
 	tt, ok := t.(*typedTopic[T])
-	if !ok {
+	if !ok || tt.k != p.k {
 		return sent{}, fmt.Errorf("%w: producer %s makes %s events; topic %s holds %s", errTypeMismatch, quote(p.Name()), p.k.name, quote(t.Name()), t.Kind())
 	}
 	v, err := p.k.parse(ev.Value)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jedib0t/go-pretty/v6/table"
 	"github.com/jedib0t/go-pretty/v6/text"
@@ -213,6 +215,32 @@ func total(w []int) int {
 		sum += x
 	}
 	return sum
+}
+
+// quoteCut is strconv.Quote(s) if it takes at most limit columns; else
+// the quoted runes of s that fit with "…" before the closing quote, so the
+// result is at most limit columns (limit ≥ 3) and never ends inside an
+// escape.
+func quoteCut(s string, limit int) string {
+	if q := strconv.Quote(s); width(q) <= limit {
+		return q
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	used := 1
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		e := strconv.Quote(s[i : i+size])
+		e = e[1 : len(e)-1]
+		if used+width(e)+2 > limit { // 2: "…" and the closing quote
+			break
+		}
+		b.WriteString(e)
+		used += width(e)
+		i += size
+	}
+	b.WriteString("…\"")
+	return b.String()
 }
 
 // snip cuts a cell to maxLen columns, its last one "…".

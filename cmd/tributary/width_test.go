@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/mattn/go-runewidth"
@@ -94,6 +97,67 @@ func TestOutputFitsLineWidth(t *testing.T) {
 		}
 		if checked < len(files)/2 {
 			t.Errorf("only %d expected outputs found in %d scripts", checked, len(files))
+		}
+	})
+	t.Run("demo", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		if code := runDemoScript([]string{"-records", "3000", "-seed", "1"}, &out, &errOut); code != exitOK {
+			t.Fatalf("tributary demo: exit %d: %s", code, errOut.String())
+		}
+		for _, want := range []string{"== worked examples ==", "== concurrent workload ==", "audit: all checks passed"} {
+			if !strings.Contains(out.String(), want) {
+				t.Fatalf("tributary demo printed no %q:\n%s", want, out.String())
+			}
+		}
+		check("tributary demo", out.String())
+	})
+	t.Run("audit at its flags' limits", func(t *testing.T) {
+		// The widest figures the audit's flags allow: the demo's run above
+		// prints small ones.
+		var out bytes.Buffer
+		cfg := auditConfig{Partitions: maxPartitions, Capacity: maxCapacity, Producers: maxProducers, Records: maxRecords,
+			Groups: maxRecordGroups / maxRecords, Members: maxMembers, Batch: maxBatch, Retry: maxRetry,
+			Churn: maxChurn - time.Nanosecond, Seed: 1<<64 - 1, Timeout: maxTimeout - time.Nanosecond}
+		describeWorkload(&out, cfg)
+		const n = 99_999_999 // more deliveries than a run at the limits makes
+		g := groupReport{Name: fmt.Sprintf("group-%d", maxGroups), Published: maxRecords, Delivered: n, Acked: n,
+			Redelivered: n, Retried: n, Refused: n, Lost: maxRecords, AckedTwice: n}
+		printReport(&out, &history{Full: 1 << 40, Churns: 1 << 40, Elapsed: maxTimeout}, report{Groups: []groupReport{g, g}})
+		check("tributary audit at its limits", out.String())
+	})
+	t.Run("produce confirmation", func(t *testing.T) {
+		long := strings.Repeat("k", 300)
+		keys := []string{long, strings.Repeat("生", 120), strings.Repeat("a\"\x00é", 60), "short key"}
+		files := fstest.MapFS{}
+		for i, k := range keys {
+			b, _ := json.Marshal(map[string]string{"key": k, "value": "v"})
+			files[fmt.Sprintf("k%d.json", i)] = &fstest.MapFile{Data: b}
+		}
+		s, out := testSession(t, files)
+		name := strings.Repeat("t", 64)
+		mustExec(t, s, "create topic "+name+" String")
+		mustExec(t, s, "create topic t String")
+		mustExec(t, s, "create producer p String Key")
+		for _, topic := range []string{"t", name} {
+			for i, k := range keys {
+				out.Reset()
+				mustExec(t, s, fmt.Sprintf("produce event p %s k%d.json", topic, i))
+				check("produce event to "+topic, out.String())
+				// The key is there, whole or cut with "…" before its closing quote.
+				text := strings.Join(strings.Fields(out.String()), " ")
+				_, note, ok := strings.Cut(text, " (key ")
+				if !ok || !strings.HasSuffix(note, `")`) {
+					t.Fatalf("no key note in %q", out)
+				}
+				q := strings.TrimSuffix(note, ")")
+				if cut := strings.TrimSuffix(q, `…"`); cut != q {
+					q = cut + `"`
+				}
+				shown, err := strconv.Unquote(q)
+				if err != nil || !strings.HasPrefix(k, shown) || len(shown) == 0 {
+					t.Fatalf("key note %q: not a quoted start of the key (%v)", note, err)
+				}
+			}
 		}
 	})
 	t.Run("examples", func(t *testing.T) {
