@@ -432,7 +432,7 @@ func (c *Consumer[T]) Nack(ctx context.Context, m Message[T], cause error) (dead
 	if err := c.checkInFlight(m); err != nil {
 		return false, err
 	}
-	if err := c.deadLetter(ctx, &m, cause); err != nil {
+	if err := c.deadLetter(ctx, &m, cause, false); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -508,7 +508,8 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 //
 // While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
-// doubling from 50 ms to 2 s, and polls, acks or retries again; an ack
+// doubling from 50 ms to 2 s, and polls, acks, retries or dead-letters
+// again (the dead-letter publish and its ack alike); an ack
 // that may have been lost is tried again, so a record is at worst
 // delivered twice. On a consumer already closed, Run returns nil at once,
 // polling nothing.
@@ -716,7 +717,7 @@ func (r *runner[T]) process(rec *engine.Record) error {
 		}
 	}
 	if c.dlq != nil && (m.Err != nil || rec.Attempt >= c.cfg.maxAttempts) {
-		return c.deadLetter(r.settle, &m, herr)
+		return c.deadLetter(r.settle, &m, herr, true)
 	}
 	c.retried.Add(1)
 	r.retryLater(rec.Partition, rec.Offset, r.backoff(rec.Attempt))
@@ -826,8 +827,13 @@ func (r *runner[T]) stopTimers() {
 }
 
 // deadLetter sends m to the dead-letter topic, waiting for room until ctx
-// ends, and acks it; cause is the last handler or decode error.
-func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error) error {
+// ends, and acks it; cause is the last handler or decode error. With
+// rideOut (Run), an ErrUnavailable of the publish or of the ack is waited
+// out as Run's polls are (waitOutage) and the step tried again: a publish
+// whose reply was lost may then leave the dead letter twice (at least
+// once), and an ack lost or not is answered false the second time, which
+// is fine. Without it (Nack) the error is the caller's.
+func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error, rideOut bool) error {
 	pt := m.PayloadType
 	if pt == "" {
 		pt = c.t.pt
@@ -844,20 +850,35 @@ func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error
 	)
 	em := engine.Message{Key: m.Key, Headers: headers, Payload: m.Payload, Time: m.Time}
 	p := m.Partition % c.dlq.bt.Partitions()
-	_, err := c.dlq.bt.Publish(ctx, c.stop, p, em)
-	if errors.Is(err, ErrInvalidArgument) {
-		// Over engine.WithMaxMessageBytes: send it without the error text.
-		headers[len(headers)-1].Value = ""
-		_, err = c.dlq.bt.Publish(ctx, c.stop, p, em)
-	}
-	if err != nil {
-		return fmt.Errorf("consumer %q: dead-letter topic %q: %w", c.name, c.dlq.Name(), err)
+	for outage := 0; ; outage++ {
+		_, err := c.dlq.bt.Publish(ctx, c.stop, p, em)
+		if errors.Is(err, ErrInvalidArgument) {
+			// Over engine.WithMaxMessageBytes: send it without the error text.
+			headers[len(headers)-1].Value = ""
+			_, err = c.dlq.bt.Publish(ctx, c.stop, p, em)
+		}
+		if rideOut && errors.Is(err, ErrUnavailable) {
+			if werr := c.waitOutage(ctx, outage); werr != nil {
+				return fmt.Errorf("consumer %q: dead-letter topic %q: %w (%w)", c.name, c.dlq.Name(), werr, err)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("consumer %q: dead-letter topic %q: %w", c.name, c.dlq.Name(), err)
+		}
+		break
 	}
 	c.deadLettered.Add(1)
-	if _, err := c.m.Ack(m.Partition, m.Offset); err != nil {
+	for outage := 0; ; outage++ {
+		_, err := c.m.Ack(m.Partition, m.Offset)
+		if rideOut && errors.Is(err, ErrUnavailable) {
+			if werr := c.waitOutage(ctx, outage); werr != nil {
+				return werr
+			}
+			continue
+		}
 		return err
 	}
-	return nil
 }
 
 // maxErrorHeader is the most bytes of an error's text a dead letter's
