@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -8,9 +9,11 @@ import (
 )
 
 // The hot-path cost of rule 24 (docs/performance.md): the same loops with
-// the session timeout off and on (45 s, Kafka's default, on the default
-// wall clock, so that every Poll and Ack raises its member's last-seen
-// instant). Each benchmark is one goroutine on a one-partition topic with
+// the session timeout off, on (45 s, Kafka's default, on the default wall
+// clock, so that every Poll and Ack raises its member's last-seen instant)
+// and on-tick (the same with WithClock of a counter that moves 1 ns per
+// reading: the session logic without the cost of reading a real clock).
+// Each benchmark is one goroutine on a one-partition topic with
 // one group of one member:
 //
 //   - SessionRoundTrip: publish → AppendPoll(1) → ack, through handles and
@@ -24,9 +27,9 @@ import (
 //
 //     go test -run '^$' -bench 'Session(RoundTrip|Poll|Ack)' ./engine/
 func BenchmarkSessionRoundTrip(b *testing.B) {
-	for _, on := range []bool{false, true} {
+	for _, on := range sessionModes {
 		for _, handles := range []bool{true, false} {
-			b.Run(sessionBenchName(on)+"/"+map[bool]string{true: "handle", false: "names"}[handles], func(b *testing.B) {
+			b.Run(on+"/"+map[bool]string{true: "handle", false: "names"}[handles], func(b *testing.B) {
 				br, th, m := sessionBenchSetup(b, on)
 				buf := make([]engine.Record, 0, 1)
 				b.ReportAllocs()
@@ -65,8 +68,8 @@ func BenchmarkSessionRoundTrip(b *testing.B) {
 }
 
 func BenchmarkSessionPoll(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		b.Run(sessionBenchName(on), func(b *testing.B) {
+	for _, on := range sessionModes {
+		b.Run(on, func(b *testing.B) {
 			_, th, m := sessionBenchSetup(b, on)
 			if _, err := th.Publish(0, "payload"); err != nil {
 				b.Fatal(err)
@@ -87,8 +90,8 @@ func BenchmarkSessionPoll(b *testing.B) {
 }
 
 func BenchmarkSessionAck(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		b.Run(sessionBenchName(on), func(b *testing.B) {
+	for _, on := range sessionModes {
+		b.Run(on, func(b *testing.B) {
 			_, _, m := sessionBenchSetup(b, on)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -100,20 +103,22 @@ func BenchmarkSessionAck(b *testing.B) {
 	}
 }
 
-func sessionBenchName(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
-}
+// sessionModes are the benchmarks' configurations: no session timeout,
+// one on the wall clock, one on a ticking counter clock.
+var sessionModes = []string{"off", "on", "on-tick"}
 
 // sessionBenchSetup returns a broker of capacity 1,000 with topic t of one
-// partition and member m of group g joined, with WithSessionTimeout(45s)
-// when on, and handles on both.
-func sessionBenchSetup(b *testing.B, on bool) (*engine.Broker, *engine.TopicHandle, *engine.MemberHandle) {
+// partition and member m of group g joined, configured as mode says, and
+// handles on both.
+func sessionBenchSetup(b *testing.B, mode string) (*engine.Broker, *engine.TopicHandle, *engine.MemberHandle) {
 	var opts []engine.Option
-	if on {
+	switch mode {
+	case "on":
 		opts = append(opts, sessionBenchOption(45*time.Second))
+	case "on-tick":
+		var ns atomic.Int64
+		ns.Store(testEpoch.UnixNano())
+		opts = append(opts, sessionBenchOption(45*time.Second), engine.WithClock(func() time.Time { return time.Unix(0, ns.Add(1)) }))
 	}
 	br, err := engine.New(1000, opts...)
 	if err != nil {
