@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // This file holds read-only inspection helpers for tests and checkers. They
@@ -191,3 +192,8 @@ func (b *Broker) groupPartition(topic, group string, partition int32) (*group, e
 	}
 	return g, nil
 }
+
+// SessionTimeout returns the session timeout given to WithSessionTimeout,
+// or 0 when members never expire (SPEC rule 24), as engine's
+// Broker.SessionTimeout.
+func (b *Broker) SessionTimeout() time.Duration { return b.sessionTimeout }

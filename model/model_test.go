@@ -301,9 +301,13 @@ const populatedMaxBytes = 16
 // p0, offset 0 in flight) and m2 (owns p1), a memberless group idle, and a
 // second topic u. It has a replay window of 1, an ack timeout of a minute
 // and a message limit of populatedMaxBytes.
-func populated(t *testing.T) *model.Broker {
-	f := newFx(t, 3, model.WithReplayWindow(1), model.WithAckTimeout(time.Minute),
-		model.WithMaxMessageBytes(populatedMaxBytes))
+func populated(t *testing.T) *model.Broker { return populatedWith(t) }
+
+// populatedWith is populated with more options (a later WithClock replaces
+// the fixed one).
+func populatedWith(t *testing.T, opts ...model.Option) *model.Broker {
+	f := newFx(t, 3, append([]model.Option{model.WithReplayWindow(1), model.WithAckTimeout(time.Minute),
+		model.WithMaxMessageBytes(populatedMaxBytes)}, opts...)...)
 	f.create("t", 2)
 	f.create("u", 1)
 	f.publish("t", 0, "a")
@@ -364,6 +368,21 @@ var methods = []struct {
 	{"Describe", "tk", func(b *model.Broker, a args) (any, error) {
 		return b.Describe(a.topic)
 	}, model.TopicDescription{}, nil},
+	{"Heartbeat", "tkgm", func(b *model.Broker, a args) (any, error) {
+		return b.Heartbeat(a.topic, a.group, a.member)
+	}, false, nil},
+	{"Rejoin", "tkgm", func(b *model.Broker, a args) (any, error) {
+		return b.Rejoin(a.topic, a.group, a.member)
+	}, []int32(nil), nil},
+	{"PollPartition", "tkgmp", func(b *model.Broker, a args) (any, error) {
+		return b.PollPartition(a.topic, a.group, a.member, a.partition)
+	}, []model.Record(nil), nil},
+	{"CreateGroupAt", "tkga", func(b *model.Broker, a args) (any, error) {
+		return b.CreateGroupAt(a.topic, a.group, a.assignor, model.StartLatest)
+	}, false, func(a *args) { a.group = "fresh" }},
+	{"Snapshot", "tk", func(b *model.Broker, a args) (any, error) {
+		return b.Snapshot(a.topic)
+	}, model.TopicSnapshot{}, nil},
 }
 
 var badIDs = []struct{ name, id string }{
