@@ -1232,10 +1232,12 @@ topic orders partitions=1
 	require.Equal(t, want, g.b.String())
 }
 
-// FuzzOperations drives random call sequences, every call of rules 1–23
+// FuzzOperations drives random call sequences, every call of rules 1–25
 // under random options, and checks, after every call, the model's
 // invariants, the result conventions, that invalid, failed or false calls
-// change nothing, and that Clone, Equal and Hash agree.
+// change nothing (without a session timeout: with one, a valid call may
+// expire members and refresh its own, TestInvalidCallsExpireNobody and
+// TestLastSeenRefresh check that), and that Clone, Equal and Hash agree.
 func FuzzOperations(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 64 {
@@ -1272,10 +1274,14 @@ func FuzzOperations(f *testing.F) {
 		if next()%3 == 0 {
 			opts = append(opts, model.WithMaxMessageBytes(4))
 		}
+		session := next()%3 == 0
+		if session {
+			opts = append(opts, model.WithSessionTimeout(5*time.Second))
+		}
 		b, err := model.New(capacity, opts...)
 		require.NoError(t, err)
 		for len(data) > 0 {
-			op, tp, g, m := next()%16, topics[next()%len(topics)], groups[next()%len(groups)], members[next()%len(members)]
+			op, tp, g, m := next()%18, topics[next()%len(topics)], groups[next()%len(groups)], members[next()%len(members)]
 			p, off, n := int32(next()%5)-1, int64(next()%5)-1, int32(next()%5)
 			before := b.Clone()
 			require.True(t, before.Equal(b))
@@ -1470,6 +1476,40 @@ func FuzzOperations(f *testing.F) {
 						require.Equal(t, d.Partitions[gp.Partition].LogEndOffset-c, gp.Lag)
 					}
 				}
+			case 16:
+				ok, err := b.Heartbeat(tp, g, m)
+				if err != nil {
+					require.False(t, ok)
+				}
+				if ok {
+					ms, err := b.Members(tp, g)
+					require.NoError(t, err)
+					require.Contains(t, ms, m)
+					want = anything // a refreshed last-seen
+				}
+			case 17:
+				inFlight := b.Clone()
+				ps, err := b.Rejoin(tp, g, m)
+				if err != nil {
+					require.Nil(t, ps)
+					break
+				}
+				require.NotNil(t, ps)
+				as, err := b.Assignment(tp, g)
+				require.NoError(t, err)
+				require.Equal(t, ps, as[m])
+				for _, p := range ps {
+					inf, err := b.InFlight(tp, g, p)
+					require.NoError(t, err)
+					require.False(t, inf, "Rejoin leaves none of its deliveries in flight")
+					a0, _ := inFlight.Attempts(tp, g, p)
+					a1, _ := b.Attempts(tp, g, p)
+					require.Equal(t, a0, a1, "Rejoin keeps attempts")
+				}
+				want = anything
+			}
+			if session && want == same {
+				want = anything
 			}
 			require.NoError(t, b.CheckInvariants(), "after op %d\n%s", op, b)
 			switch want {
