@@ -197,3 +197,16 @@ func (b *Broker) groupPartition(topic, group string, partition int32) (*group, e
 // or 0 when members never expire (SPEC rule 24), as engine's
 // Broker.SessionTimeout.
 func (b *Broker) SessionTimeout() time.Duration { return b.sessionTimeout }
+
+// LastSeen returns each member of group with its last-seen instant on the
+// broker clock (SPEC rule 24), as Describe's LastSeen, but without
+// expiring anyone first: a read-only look for tests and checkers. The map
+// is the caller's; it is empty without a session timeout. It returns
+// errors like Members.
+func (b *Broker) LastSeen(topic, group string) (map[string]time.Time, error) {
+	_, g, err := b.group(topic, group)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(g.lastSeen), nil
+}
