@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/f91dcac0/tributary/engine/assign"
 	"github.com/f91dcac0/tributary/shard"
@@ -37,6 +38,11 @@ type GroupDescription struct {
 	Assignor   string           // the group's Assignor's Name()
 	Members    []string         // sorted bytewise, the order assignors see; empty, not nil, when none
 	Partitions []GroupPartition // Partitions[p] is the group's state on partition p
+	// LastSeen[i] is Members[i]'s last-seen instant on the broker clock
+	// (SPEC rule 24): its Join or Rejoin, or the latest valid call since
+	// that refreshed it. Nil without WithSessionTimeout; with it, one entry
+	// per member (empty, not nil, when none).
+	LastSeen []time.Time
 }
 
 // GroupPartition is a group's state on one partition.
@@ -132,8 +138,10 @@ func (b *Broker) CreateGroupAt(topicName, groupName string, a Assignor, start Gr
 	if err != nil {
 		return false, err
 	}
+	now := b.sessionNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now)
 	if t.groups.Load(groupName) != nil {
 		return false, nil
 	}
@@ -156,8 +164,10 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 	if err := checkID("group", groupName); err != nil {
 		return false, err
 	}
+	now := b.sessionNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
@@ -194,13 +204,15 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 	if err != nil {
 		return false, err
 	}
+	now := b.sessionNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
 	}
-	next, err := t.plan(g, g.members, a, name, g.assign.Load().cursors)
+	next, err := t.plan(g, g.members, a, name, g.assign.Load().cursors, now)
 	if err != nil {
 		return false, err
 	}
@@ -230,6 +242,7 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
+	now := b.sessionNow() // read before any lock; used only if the call is valid
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.count.Load()
@@ -239,6 +252,7 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 		}
 		return 0, fmt.Errorf("%w: topic %q: adding %d partitions to %d: want 1..%d", ErrInvalidArgument, t.name, count, old, MaxPartitionCount-old)
 	}
+	t.expireLocked(now)
 	total := old + count
 	start := int64(0)
 	if t.faults.on(faultAddedPartitionsWrongOffset) {
@@ -262,7 +276,7 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 			p.atLow++
 			cs = append(cs, c)
 		}
-		if plans[i], err = t.plan(g, g.members, g.assignor, g.assignorName, cs); err != nil {
+		if plans[i], err = t.plan(g, g.members, g.assignor, g.assignorName, cs, now); err != nil {
 			return 0, err
 		}
 	}
@@ -328,8 +342,10 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 	if offset < 0 {
 		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
 	}
+	now := b.sessionNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
@@ -388,8 +404,10 @@ func (b *Broker) snapshot(topicName string, records bool) (TopicSnapshot, error)
 	if err != nil {
 		return TopicSnapshot{}, err
 	}
+	now := b.sessionNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now)
 	groups := t.groups.AppendValues(nil)
 	slices.SortFunc(groups, func(x, y *group) int { return cmp.Compare(x.name, y.name) })
 	n := int(t.count.Load())
@@ -418,6 +436,17 @@ func (b *Broker) snapshot(topicName string, records bool) (TopicSnapshot, error)
 		}
 		part.mu.Lock()
 		defer part.mu.Unlock()
+	}
+	if b.session > 0 {
+		// Every refresh runs under topic.mu or under a cursor of the
+		// member's group, all held here: the instants are of this instant.
+		for i, a := range assigns {
+			seen := make([]time.Time, len(d.Groups[i].Members))
+			for j, m := range d.Groups[i].Members {
+				seen[j] = time.Unix(0, a.sessions[m].seen.Load())
+			}
+			d.Groups[i].LastSeen = seen
+		}
 	}
 	for p, part := range t.parts[:n] {
 		start, end := part.log.StartOffset(), part.log.EndOffset()

@@ -88,6 +88,7 @@ type Broker struct {
 	clock      func() time.Time // WithClock; nil: time.Now
 	ackTimeout int64            // WithAckTimeout, in nanoseconds; 0: none
 	maxBytes   int              // WithMaxMessageBytes; 0: no limit
+	session    int64            // WithSessionTimeout, in nanoseconds; 0: members never expire
 	wall       wallClock        // the default clock
 	faults     faultSet         // empty unless built with tributary_faults (faults.go)
 
@@ -129,6 +130,15 @@ type topic struct {
 	// ready wakes consumers waiting for records: every successful publish
 	// and AddPartitions notify it (signal.go). It needs no lock.
 	ready signal
+
+	// deadline is, with a session timeout, a lower bound of the instant
+	// (broker clock, Unix ns) at which any member of the topic's groups
+	// expires: every call's expiry check is one load of it (SPEC rule 24).
+	// Written only under mu: lowered by a Join that adds a member, set
+	// exactly by every expiry pass (expireLocked). A member's refresh only
+	// raises its own expiry, so it keeps the bound without writing here.
+	// noDeadline when no member can expire.
+	deadline atomic.Int64
 }
 
 // group is one consumer group of a topic.
@@ -158,6 +168,9 @@ type assignment struct {
 	owner   []string              // owner[p]: member owning partition p, "" if none; len = partition count when made
 	masks   map[string]shard.Mask // every member → its partitions (possibly none)
 	cursors []*cursor             // cursors[p]: the group's cursor on partition p; len(owner) entries, shared by generations
+	// sessions holds every member's session (SPEC rule 24), shared by
+	// generations while the member stays; nil without a session timeout.
+	sessions map[string]*session
 }
 
 // cursorState is the part of a cursor its fields need; cursor pads it.
@@ -302,6 +315,7 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 		clock:      cfg.clock,
 		ackTimeout: int64(cfg.ackTimeout),
 		maxBytes:   cfg.maxBytes,
+		session:    int64(cfg.session),
 	}, nil
 }
 
@@ -341,6 +355,7 @@ func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
 		return false, nil
 	}
 	t := &topic{name: topicName, b: b, faults: b.faults}
+	t.deadline.Store(noDeadline)
 	for p := range partitionCount {
 		t.parts[p] = b.newPartition()
 	}
@@ -374,8 +389,17 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return nil, err
 	}
+	now := b.sessionNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now)
+	return t.joinLocked(groupName, member, now)
+}
+
+// joinLocked is Join at now after the validation and the expiry: it adds
+// member (last seen at now) to the group, creating the group if absent,
+// or refreshes it if it is a member. The caller holds t.mu.
+func (t *topic) joinLocked(groupName, member string, now int64) ([]int32, error) {
 	g := t.groups.Load(groupName)
 	created := g == nil
 	if created {
@@ -383,11 +407,16 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	}
 	if i, found := slices.BinarySearch(g.members, member); !found {
 		members := slices.Insert(slices.Clone(g.members), i, member)
-		next, err := t.plan(g, members, g.assignor, g.assignorName, g.assign.Load().cursors)
+		next, err := t.plan(g, members, g.assignor, g.assignorName, g.assign.Load().cursors, now)
 		if err != nil {
 			return nil, err
 		}
 		g.members = members
+		if t.b.session > 0 && !t.faults.on(faultJoinKeepsDeadline) {
+			// The new member expires at now + d at the earliest: the
+			// topic's deadline must not be later, before anyone can see it.
+			t.deadline.Store(min(t.deadline.Load(), deadlineOf(now, t.b.session)))
+		}
 		if created {
 			g.assign.Store(next) // nobody can reach g before addGroup
 			t.addGroup(g, StartEarliest)
@@ -395,6 +424,8 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 			t.rebalance(g, next)
 		}
 		g.ready.notify()
+	} else {
+		t.refreshLocked(g.assign.Load(), member, now)
 	}
 	mask := g.assign.Load().masks[member]
 	return mask.AppendTo(make([]int32, 0, mask.Len())), nil
@@ -414,8 +445,10 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return false, err
 	}
+	now := b.sessionNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
@@ -425,7 +458,7 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 		return false, nil
 	}
 	members := slices.Delete(slices.Clone(g.members), i, i+1)
-	next, err := t.plan(g, members, g.assignor, g.assignorName, g.assign.Load().cursors)
+	next, err := t.plan(g, members, g.assignor, g.assignorName, g.assign.Load().cursors, now)
 	if err != nil {
 		return false, err
 	}
@@ -456,7 +489,11 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 	if b.maxBytes > 0 && len(payload) > b.maxBytes {
 		return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, len(payload), b.maxBytes)
 	}
-	return t.append(p, entry{payload: payload, ts: b.nowNanos()}), nil
+	now := b.nowNanos()
+	if b.session > 0 {
+		t.expire(now) // one load of the topic's deadline unless it has come (rule 24)
+	}
+	return t.append(p, entry{payload: payload, ts: now}), nil
 }
 
 // PublishMessage appends m to partition of topic and returns the offset it
@@ -486,8 +523,14 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 	if m.Key != "" || len(m.Headers) > 0 || !m.Time.IsZero() {
 		e.meta = &entryMeta{key: m.Key, headers: cloneHeaders(m.Headers), time: m.Time}
 	}
-	if m.Time.IsZero() {
-		e.ts = b.nowNanos()
+	if m.Time.IsZero() || b.session > 0 {
+		now := b.nowNanos() // one reading: the record's time and the expiry's instant
+		if m.Time.IsZero() {
+			e.ts = now
+		}
+		if b.session > 0 {
+			t.expire(now)
+		}
 	}
 	return t.append(p, e), nil
 }
@@ -555,7 +598,13 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 	}
 	g := t.groups.Load(groupName)
 	if g == nil {
-		return dst, checkGroupMember(groupName, member)
+		if err := checkGroupMember(groupName, member); err != nil {
+			return dst, err
+		}
+		if b.session > 0 {
+			t.expire(b.nowNanos())
+		}
+		return dst, nil
 	}
 	return t.poll(dst, g, member, nil, maxRecords, allPartitions)
 }
@@ -576,21 +625,52 @@ const allPartitions = ^shard.Mask(0)
 // atomic step.
 func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask) ([]Record, error) {
 	b := t.b
-	var now int64 // broker clock in Unix ns, read only with an ack timeout
-	if b.ackTimeout > 0 {
+	var now int64 // broker clock in Unix ns, read only with an ack or session timeout
+	if b.ackTimeout > 0 || b.session > 0 {
 		now = b.nowNanos()
 	}
+	return t.pollAt(dst, g, member, h, maxRecords, only, now, false)
+}
+
+// pollAt is poll at now, the call's one reading of the broker clock. held
+// says the caller holds t.mu and has run the expiry at now (pollHeld).
+//
+// With a session timeout (SPEC rule 24) the member's call first checks the
+// topic's deadline, expiring at now if it has come, and refreshes the
+// member's session while it holds its cursors and has seen its assignment
+// current, so that the refresh and the poll are of one instant. A member
+// that locks no cursor (it owns none of the partitions asked for), or whose
+// session an expiry has claimed meanwhile, polls again under t.mu.
+func (t *topic) pollAt(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64, held bool) ([]Record, error) {
+	b := t.b
+	checked := held || b.session == 0 // the expiry at now is done (or there is none)
 retry:
 	a := g.assign.Load()
 	var mask shard.Mask
+	var sess *session
 	var ok bool
 	if h != nil {
-		mask, ok = h.maskIn(a)
+		mask, sess, ok = h.maskIn(a)
 	} else {
 		mask, ok = a.masks[member]
+		if ok && b.session > 0 {
+			sess = a.sessions[member]
+		}
 	}
 	if !ok {
-		return dst, checkID("member", member)
+		if err := checkID("member", member); err != nil {
+			return dst, err
+		}
+	}
+	if !checked {
+		checked = true
+		if now >= t.deadline.Load() {
+			t.expire(now)
+			goto retry
+		}
+	}
+	if !ok {
+		return dst, nil
 	}
 	mask &= only
 	if t.faults.on(faultPollStaleAssignment) {
@@ -647,12 +727,49 @@ retry:
 			}
 		}
 	}
+	if sess != nil {
+		switch {
+		case held:
+			t.refreshLocked(a, member, now)
+		case locked == 0 || !sess.refresh(now):
+			// No cursor orders this refresh with Describe, or an expiry
+			// has claimed the member and waits for these cursors: let go,
+			// and poll again under t.mu, after that expiry.
+			unlockCursors(a, locked)
+			return t.pollHeld(dst, g, member, h, maxRecords, only, now)
+		}
+	}
 	if t.faults.on(faultRebalanceSkipsLock) {
 		t.faultYield() // widen (g)'s window: hold the locks a while
 	}
 	dst = t.reserve(dst, a, picked, now, maxRecords)
 	unlockCursors(a, locked)
 	return dst, nil
+}
+
+// pollHeld is pollAt under t.mu, after the expiry at now: the slow path of
+// a poll with a session timeout (pollAt).
+func (t *topic) pollHeld(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64) ([]Record, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expireLocked(now)
+	if g = t.current(g, h); g == nil {
+		return dst, nil
+	}
+	return t.pollAt(dst, g, member, h, maxRecords, only, now, true)
+}
+
+// current returns g or, if it was deleted, the live group of its name
+// (through h's cache when h is not nil); nil when there is none. The
+// caller holds t.mu.
+func (t *topic) current(g *group, h *MemberHandle) *group {
+	if !g.deleted.Load() {
+		return g
+	}
+	if h != nil {
+		return h.live()
+	}
+	return t.groups.Load(g.name)
 }
 
 // reserve makes the record at the committed offset of each partition in
@@ -732,18 +849,27 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	}
 	g := t.groups.Load(groupName)
 	if g == nil {
-		return false, checkGroupMember(groupName, member)
+		if err := checkGroupMember(groupName, member); err != nil {
+			return false, err
+		}
+		if b.session > 0 {
+			t.expire(b.nowNanos())
+		}
+		return false, nil
 	}
-	return t.settle(g, member, part, partition, offset, commit)
+	return t.settle(g, member, nil, part, partition, offset, commit)
 }
 
 // settle is the part of Ack and Retry after the lookups and argument checks:
 // the owner check, then settleLocked under the group's cursor lock.
-func (t *topic) settle(g *group, member string, part *partition, partition int32, offset int64, commit bool) (bool, error) {
+func (t *topic) settle(g *group, member string, h *MemberHandle, part *partition, partition int32, offset int64, commit bool) (bool, error) {
 	if member == "" {
 		// The one invalid id an owner check could pass: a partition with no
 		// owner has owner "". Every other owner is a validated member id.
 		return false, checkID("member", member)
+	}
+	if t.b.session > 0 {
+		return t.settleAt(g, member, h, part, partition, offset, commit, t.b.nowNanos(), false)
 	}
 	var c *cursor
 	for {
@@ -765,6 +891,83 @@ func (t *topic) settle(g *group, member string, part *partition, partition int32
 		g.ready.notify()
 	}
 	return ok, nil
+}
+
+// settleAt is settle with a session timeout, at now, the call's one
+// reading of the broker clock (SPEC rule 24); held says the caller holds
+// t.mu and has run the expiry at now (settleHeld). The expiry check comes
+// once the member id is known valid; then, holding the partition's cursor
+// with the assignment seen current, it refreshes the member's session and
+// only then checks ownership, so that an Ack or Retry of a member that
+// returns false refreshes it too, at the instant it answers. A claimed
+// session sends it to t.mu, as a poll (pollAt).
+func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partition, partition int32, offset int64, commit bool, now int64, held bool) (bool, error) {
+	checked := held
+	var a *assignment
+	var c *cursor
+	var sess *session
+	for {
+		a = g.assign.Load()
+		var ok bool
+		if h != nil {
+			_, sess, ok = h.maskIn(a)
+		} else {
+			sess, ok = a.sessions[member]
+		}
+		if !ok {
+			if err := checkID("member", member); err != nil {
+				return false, err
+			}
+		}
+		if !checked {
+			checked = true
+			if now >= t.deadline.Load() {
+				t.expire(now)
+				continue
+			}
+		}
+		// A deleted group's last assignment, which has no members, may
+		// predate AddPartitions.
+		if !ok || int(partition) >= len(a.owner) {
+			return false, nil
+		}
+		c = a.cursors[partition]
+		c.mu.Lock()
+		if g.assign.Load() == a {
+			break // a rebalance moving this partition, or an expiry of the member, needs c.mu or t.mu
+		}
+		c.mu.Unlock()
+	}
+	if !t.faults.on(faultSettleSkipsRefresh) {
+		switch {
+		case held:
+			t.refreshLocked(a, member, now)
+		case !sess.refresh(now):
+			c.mu.Unlock()
+			return t.settleHeld(g, member, h, part, partition, offset, commit, now)
+		}
+	}
+	if a.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
+		c.mu.Unlock()
+		return false, nil
+	}
+	ok := t.settleLocked(g, c, part, offset, commit)
+	c.mu.Unlock()
+	if ok {
+		g.ready.notify()
+	}
+	return ok, nil
+}
+
+// settleHeld is settleAt under t.mu, after the expiry at now.
+func (t *topic) settleHeld(g *group, member string, h *MemberHandle, part *partition, partition int32, offset int64, commit bool, now int64) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expireLocked(now)
+	if g = t.current(g, h); g == nil {
+		return false, nil
+	}
+	return t.settleAt(g, member, h, part, partition, offset, commit, now, true)
 }
 
 // settleLocked applies an Ack or Retry to g's cursor c on part, whose lock
@@ -968,20 +1171,32 @@ func (t *topic) latestStart(p *partition) int64 {
 
 // plan computes g's next assignment for members over the partitions of
 // cursors (one per partition) with assignor a (named name), from g's
-// current owners (SPEC rule 18). It changes nothing; the caller holds t.mu,
-// so the current owners are stable. Errors: ErrInvalidAssignment from a
-// user's assignor.
-func (t *topic) plan(g *group, members []string, a Assignor, name string, cursors []*cursor) (*assignment, error) {
+// current owners (SPEC rule 18). With a session timeout the members that
+// stay keep their sessions and a new member gets one last seen at now. It
+// changes nothing; the caller holds t.mu, so the current owners are
+// stable. Errors: ErrInvalidAssignment from a user's assignor.
+func (t *topic) plan(g *group, members []string, a Assignor, name string, cursors []*cursor, now int64) (*assignment, error) {
 	partitions := len(cursors)
+	cur := g.assign.Load()
 	next := &assignment{owner: make([]string, partitions), masks: make(map[string]shard.Mask, len(members)), cursors: cursors}
 	for _, m := range members {
 		next.masks[m] = 0
+	}
+	if t.b.session > 0 {
+		next.sessions = make(map[string]*session, len(members))
+		for _, m := range members {
+			s := cur.sessions[m]
+			if s == nil {
+				s = newSession(now)
+			}
+			next.sessions[m] = s
+		}
 	}
 	if len(members) == 0 {
 		return next, nil
 	}
 	previous := make([]string, partitions)
-	copy(previous, g.assign.Load().owner)
+	copy(previous, cur.owner)
 	owner, err := assign.Run(a, members, previous)
 	if err != nil {
 		return nil, fmt.Errorf("topic %q: group %q: assignor %q: %w", t.name, g.name, name, err)

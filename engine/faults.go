@@ -74,5 +74,24 @@ const (
 	// replay window without removing anything, so a producer waiting on
 	// Room is never woken although a publish would succeed.
 	faultRoomOnlyOnTrim
+	// (r) A session expiry removes the expired members from the group's
+	// member list but stores no new assignment: no rebalance, so the
+	// expired member keeps its partitions and deliveries.
+	faultExpirySkipsRebalance
+	// (s) A member expires only when its last-seen instant is more than
+	// the session timeout before the clock (> for >=).
+	faultExpiryStrict
+	// (t) Rejoin of a member keeps the in-flight delivery of the lowest
+	// of its partitions that has one.
+	faultRejoinKeepsDelivery
+	// (u) Heartbeat of a member absent from an existing group joins it
+	// again (and returns true) instead of returning false.
+	faultHeartbeatRejoins
+	// (v) Ack and Retry do not refresh the member's last-seen instant.
+	faultSettleSkipsRefresh
+	// (w) A Join that adds a member does not lower the topic's deadline,
+	// so the new member can outlive its session until some other member's
+	// deadline comes (for the topic's first member: for ever).
+	faultJoinKeepsDeadline
 	faultCount
 )

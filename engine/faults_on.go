@@ -94,6 +94,28 @@ const (
 	// succeed ("room-only-on-trim"). A wake-up fault: no call's result
 	// shows it (SignalFaults).
 	FaultRoomOnlyOnTrim = Fault(faultRoomOnlyOnTrim)
+	// FaultExpirySkipsRebalance (r): a session expiry takes the expired
+	// members off the group's member list without a rebalance, so they keep
+	// their partitions and in-flight deliveries ("expiry-skips-rebalance").
+	FaultExpirySkipsRebalance = Fault(faultExpirySkipsRebalance)
+	// FaultExpiryStrict (s): a member expires only when last seen more
+	// than the session timeout ago, not exactly at it ("expiry-strict").
+	FaultExpiryStrict = Fault(faultExpiryStrict)
+	// FaultRejoinKeepsDelivery (t): Rejoin of a member keeps the in-flight
+	// delivery of its lowest partition that has one
+	// ("rejoin-keeps-delivery").
+	FaultRejoinKeepsDelivery = Fault(faultRejoinKeepsDelivery)
+	// FaultHeartbeatRejoins (u): Heartbeat of a member absent from an
+	// existing group joins it again and returns true
+	// ("heartbeat-rejoins").
+	FaultHeartbeatRejoins = Fault(faultHeartbeatRejoins)
+	// FaultSettleSkipsRefresh (v): Ack and Retry do not refresh the
+	// member's last-seen instant ("settle-skips-refresh").
+	FaultSettleSkipsRefresh = Fault(faultSettleSkipsRefresh)
+	// FaultJoinKeepsDeadline (w): a Join that adds a member leaves the
+	// topic's deadline as it is, so the topic's first member never expires
+	// ("join-keeps-deadline").
+	FaultJoinKeepsDeadline = Fault(faultJoinKeepsDeadline)
 )
 
 var faultNames = [faultCount]string{
@@ -115,6 +137,12 @@ var faultNames = [faultCount]string{
 	"ack-ignores-pin",
 	"latest-starts-behind",
 	"room-only-on-trim",
+	"expiry-skips-rebalance",
+	"expiry-strict",
+	"rejoin-keeps-delivery",
+	"heartbeat-rejoins",
+	"settle-skips-refresh",
+	"join-keeps-deadline",
 }
 
 // String returns the fault's name, as ParseFault accepts it.

@@ -35,23 +35,25 @@ type MemberHandle struct {
 	mask atomic.Pointer[maskCache]
 }
 
-// maskCache is a member's entry in one assignment: its partitions, and
-// whether it is a member at all.
+// maskCache is a member's entry in one assignment: its partitions, its
+// session (with a session timeout), and whether it is a member at all.
 type maskCache struct {
 	a      *assignment
 	mask   shard.Mask
+	sess   *session
 	joined bool
 }
 
-// maskIn returns the member's partitions in a and whether it is a member of
-// a, from the cache when it is of a.
-func (m *MemberHandle) maskIn(a *assignment) (shard.Mask, bool) {
+// maskIn returns the member's partitions and session in a and whether it is
+// a member of a, from the cache when it is of a.
+func (m *MemberHandle) maskIn(a *assignment) (shard.Mask, *session, bool) {
 	if c := m.mask.Load(); c != nil && c.a == a {
-		return c.mask, c.joined
+		return c.mask, c.sess, c.joined
 	}
 	mask, ok := a.masks[m.member]
-	m.mask.Store(&maskCache{a: a, mask: mask, joined: ok})
-	return mask, ok
+	sess := a.sessions[m.member]
+	m.mask.Store(&maskCache{a: a, mask: mask, sess: sess, joined: ok})
+	return mask, sess, ok
 }
 
 // Topic returns a handle on topic. Errors (ErrInvalidArgument): an unknown
@@ -179,6 +181,9 @@ func (m *MemberHandle) AppendPoll(dst []Record, maxRecords int32) ([]Record, err
 	}
 	g := m.live()
 	if g == nil {
+		if b := m.t.b; b.session > 0 {
+			m.t.expire(b.nowNanos())
+		}
 		return dst, nil
 	}
 	return m.t.poll(dst, g, m.member, m, maxRecords, allPartitions)
@@ -200,6 +205,9 @@ func (m *MemberHandle) AppendPollPartition(dst []Record, partition int32) ([]Rec
 	}
 	g := m.live()
 	if g == nil {
+		if b := m.t.b; b.session > 0 {
+			m.t.expire(b.nowNanos())
+		}
 		return dst, nil
 	}
 	return m.t.poll(dst, g, m.member, m, 1, shard.Mask(0).With(partition))
@@ -227,9 +235,12 @@ func (m *MemberHandle) settle(partition int32, offset int64, commit bool) (bool,
 	}
 	g := m.live()
 	if g == nil {
+		if b := m.t.b; b.session > 0 {
+			m.t.expire(b.nowNanos())
+		}
 		return false, nil
 	}
-	return m.t.settle(g, m.member, part, partition, offset, commit)
+	return m.t.settle(g, m.member, m, part, partition, offset, commit)
 }
 
 // Ready returns a channel closed by the next change to the member's group

@@ -49,7 +49,9 @@ type config struct {
 	ackSet     bool
 	maxBytes   int // WithMaxMessageBytes; 0: no limit
 	maxSet     bool
-	extended   bool // WithExtendedCapacity
+	extended   bool          // WithExtendedCapacity
+	session    time.Duration // WithSessionTimeout; 0: none
+	sessionSet bool
 }
 
 // WithExtendedCapacity makes New accept a capacityPerPartition up to
@@ -83,7 +85,8 @@ func WithReplayWindow(records int32) Option {
 }
 
 // WithClock sets the broker clock, read for a message's Time when it has
-// none and, with WithAckTimeout, for delivery ages. now must not be nil and
+// none, with WithAckTimeout for delivery ages and with WithSessionTimeout
+// for members' last-seen instants. now must not be nil and
 // must not call the broker; the default is the wall clock. Its readings are
 // kept as Unix nanoseconds, so they must lie between the years 1678 and 2262
 // (time.Time.UnixNano's range). Tests use it to control time.
@@ -120,7 +123,7 @@ func (c *config) check(capacity int32) error {
 	case c.maxSet && c.maxBytes <= 0:
 		return fmt.Errorf("%w: max message bytes %d, want > 0", ErrInvalidArgument, c.maxBytes)
 	}
-	return nil
+	return c.checkSession()
 }
 
 // messageSize is the size WithMaxMessageBytes bounds, in bytes.
