@@ -711,3 +711,21 @@ func TestSessionStateEqualHashString(t *testing.T) {
 	require.False(t, plain.b.Equal(other.b), "the session timeout is state")
 	require.NotEqual(t, plain.b.Hash(), other.b.Hash())
 }
+
+// TestLastSeenOnlyGrows: a clock set back does not move a last-seen
+// instant back (nor does it expire anyone: the member is d or more before
+// no reading).
+func TestLastSeenOnlyGrows(t *testing.T) {
+	f, c := sessionFx(t)
+	c.advance(5 * time.Second)
+	require.True(t, f.heartbeat("t", "g", "a"))
+	c.advance(-3 * time.Second)
+	require.True(t, f.heartbeat("t", "g", "a"))
+	require.Equal(t, sec(5), f.lastSeen("t", "g")["a"])
+	c.advance(d - 2*time.Second) // t0+10s: b (t0) expires, a (t0+5s) does not
+	f.describe("t")
+	require.Equal(t, []string{"a"}, f.members("t", "g"))
+	c.advance(-time.Hour)
+	f.join("t", "g", "new")
+	require.Equal(t, sec(10).Add(-time.Hour), f.lastSeen("t", "g")["new"], "a new member gets the reading")
+}

@@ -554,12 +554,17 @@ func (b *Broker) expire(t *topic, now time.Time) {
 }
 
 // refresh sets member's last-seen instant to now if there is a session
-// timeout and member is a member of g (rule 24).
+// timeout and member is a member of g (rule 24). A last-seen only grows: a
+// reading before the one stored (a clock set back) leaves it, as the
+// engine does; a member just added has none yet and gets now.
 func (b *Broker) refresh(g *group, member string, now time.Time) {
 	if b.sessionTimeout == 0 {
 		return
 	}
-	if _, found := slices.BinarySearch(g.members, member); found {
+	if _, found := slices.BinarySearch(g.members, member); !found {
+		return
+	}
+	if seen, ok := g.lastSeen[member]; !ok || now.After(seen) {
 		g.lastSeen[member] = now
 	}
 }
