@@ -625,11 +625,88 @@ const allPartitions = ^shard.Mask(0)
 // atomic step.
 func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask) ([]Record, error) {
 	b := t.b
-	var now int64 // broker clock in Unix ns, read only with an ack or session timeout
-	if b.ackTimeout > 0 || b.session > 0 {
+	if b.session > 0 {
+		return t.pollAt(dst, g, member, h, maxRecords, only, b.nowNanos(), false)
+	}
+	// Without a session timeout: pollAt's steps without its expiry and
+	// refresh, kept apart so that this path pays nothing for them.
+	var now int64 // broker clock in Unix ns, read only with an ack timeout
+	if b.ackTimeout > 0 {
 		now = b.nowNanos()
 	}
-	return t.pollAt(dst, g, member, h, maxRecords, only, now, false)
+retry:
+	a := g.assign.Load()
+	var mask shard.Mask
+	var ok bool
+	if h != nil {
+		mask, ok = h.maskIn(a)
+	} else {
+		mask, ok = a.masks[member]
+	}
+	if !ok {
+		return dst, checkID("member", member)
+	}
+	mask &= only
+	if t.faults.on(faultPollStaleAssignment) {
+		t.faultYield() // widen (f)'s window: let a rebalance run now
+	}
+	// locked: cursors held; picked: partitions with a record to reserve;
+	// empty: partitions seen with nothing at the committed offset; last:
+	// the partition inspected last.
+	var locked, picked, empty shard.Mask
+	last := int32(-1)
+	taken := int32(0)
+	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
+		c := a.cursors[p]
+		c.mu.Lock()
+		locked = locked.With(p)
+		last = p
+		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
+			continue
+		}
+		if c.committed() < t.parts[p].end.Load() {
+			picked = picked.With(p)
+			taken++
+		} else {
+			empty = empty.With(p)
+			if t.faults.on(faultPollSkipsRecheck) {
+				t.faultYield() // widen (n)'s window: let a publish land now
+			}
+		}
+		if t.faults.on(faultPollReleasesEach) {
+			dst = t.reserve(dst, a, picked&shard.Mask(0).With(p), now, maxRecords)
+			locked = t.releasePolled(a, locked)
+		}
+	}
+	if t.faults.on(faultPollReleasesEach) {
+		unlockCursors(a, locked) // those skipped since the last release
+		return dst, nil
+	}
+	// The assignment must still be current, and made for the current
+	// partition count (AddPartitions stores every group's new assignment
+	// before the count).
+	if (g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) && !t.faults.on(faultPollStaleAssignment) {
+		unlockCursors(a, locked)
+		goto retry
+	}
+	// A partition seen empty before the last one inspected must still be
+	// empty, so that the instant after the last inspection is one at which
+	// the poll saw every partition as it was.
+	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
+		recheck := empty &^ shard.Mask(0).With(last) // empty ≠ 0: some partition was inspected
+		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
+			if t.parts[p].end.Load() > a.cursors[p].committed() {
+				unlockCursors(a, locked)
+				goto retry
+			}
+		}
+	}
+	if t.faults.on(faultRebalanceSkipsLock) {
+		t.faultYield() // widen (g)'s window: hold the locks a while
+	}
+	dst = t.reserve(dst, a, picked, now, maxRecords)
+	unlockCursors(a, locked)
+	return dst, nil
 }
 
 // pollAt is poll at now, the call's one reading of the broker clock. held
@@ -643,19 +720,17 @@ func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, max
 // session an expiry has claimed meanwhile, polls again under t.mu.
 func (t *topic) pollAt(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64, held bool) ([]Record, error) {
 	b := t.b
-	checked := held || b.session == 0 // the expiry at now is done (or there is none)
+	checked := held // the expiry at now is done
 retry:
 	a := g.assign.Load()
 	var mask shard.Mask
 	var sess *session
 	var ok bool
 	if h != nil {
-		mask, sess, ok = h.maskIn(a)
+		mask, sess, ok = h.entryIn(a)
 	} else {
 		mask, ok = a.masks[member]
-		if ok && b.session > 0 {
-			sess = a.sessions[member]
-		}
+		sess = a.sessions[member]
 	}
 	if !ok {
 		if err := checkID("member", member); err != nil {
@@ -910,7 +985,7 @@ func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partiti
 		a = g.assign.Load()
 		var ok bool
 		if h != nil {
-			_, sess, ok = h.maskIn(a)
+			_, sess, ok = h.entryIn(a)
 		} else {
 			sess, ok = a.sessions[member]
 		}
