@@ -709,8 +709,9 @@ retry:
 	return dst, nil
 }
 
-// pollAt is poll at now, the call's one reading of the broker clock. held
-// says the caller holds t.mu and has run the expiry at now (pollHeld).
+// pollAt is poll at now, the call's one reading of the broker clock, with
+// a session timeout. held says the caller holds t.mu and the expiry at now
+// is done (pollHeld).
 //
 // With a session timeout (SPEC rule 24) the member's call first checks the
 // topic's deadline, expiring at now if it has come, and refreshes the
@@ -822,12 +823,13 @@ retry:
 	return dst, nil
 }
 
-// pollHeld is pollAt under t.mu, after the expiry at now: the slow path of
-// a poll with a session timeout (pollAt).
+// pollHeld is pollAt under t.mu: the slow path of a poll with a session
+// timeout (pollAt). The call's expiry at now is done already (pollAt
+// checks the deadline before it locks anything), and an expiry that
+// claimed the member has stored its rebalance by the time t.mu is taken.
 func (t *topic) pollHeld(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64) ([]Record, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	if g = t.current(g, h); g == nil {
 		return dst, nil
 	}
@@ -970,7 +972,7 @@ func (t *topic) settle(g *group, member string, h *MemberHandle, part *partition
 
 // settleAt is settle with a session timeout, at now, the call's one
 // reading of the broker clock (SPEC rule 24); held says the caller holds
-// t.mu and has run the expiry at now (settleHeld). The expiry check comes
+// t.mu and the expiry at now is done (settleHeld). The expiry check comes
 // once the member id is known valid; then, holding the partition's cursor
 // with the assignment seen current, it refreshes the member's session and
 // only then checks ownership, so that an Ack or Retry of a member that
@@ -1034,11 +1036,10 @@ func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partiti
 	return ok, nil
 }
 
-// settleHeld is settleAt under t.mu, after the expiry at now.
+// settleHeld is settleAt under t.mu, as pollHeld.
 func (t *topic) settleHeld(g *group, member string, h *MemberHandle, part *partition, partition int32, offset int64, commit bool, now int64) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	if g = t.current(g, h); g == nil {
 		return false, nil
 	}
