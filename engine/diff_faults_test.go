@@ -37,6 +37,12 @@ var (
 		engine.FaultAckIgnoresPin,
 		engine.FaultLatestStartsBehind,
 		engine.FaultRoomOnlyOnTrim, // a wake-up fault: sameRoom sees it
+		engine.FaultExpirySkipsRebalance,
+		engine.FaultExpiryStrict,
+		engine.FaultRejoinKeepsDelivery,
+		engine.FaultHeartbeatRejoins,
+		engine.FaultSettleSkipsRefresh,
+		engine.FaultJoinKeepsDeadline,
 	}
 	raceFaults = []engine.Fault{
 		engine.FaultPollReleasesEach,

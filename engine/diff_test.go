@@ -32,15 +32,22 @@ import (
 // Snapshot (against model.Snapshot, also compared every few calls), with
 // valid and invalid arguments, on brokers built with random options (WithReplayWindow,
 // WithAckTimeout, WithMaxMessageBytes, rarely an option out of range).
+// Member liveness (rules 24–25): the session profile makes Heartbeat and
+// Rejoin, on the broker and on a MemberHandle, and in three sequences of
+// four sets WithSessionTimeout (a few milliseconds of the test clock, which
+// Advance moves by whole milliseconds, so members are often last seen
+// exactly the timeout before a call); every Describe compared carries
+// LastSeen. The other profiles are as they were before it, without the
+// option: rules 1–23 hold exactly there.
 // Besides single calls the generator has three macros, each a run of
 // ordinary calls compared one by one: Burst (many publishes to one
 // partition), Drain (a group's members poll and ack until nothing is left,
 // retrying some records and re-acking the offset just committed while the
 // next is in flight) and Pump (bursts and drains of every group, so that
 // partitions wrap their ring buffers and reach offsets in the thousands).
-// Sequences come in five profiles (small capacities; many groups; large
+// Sequences come in six profiles (small capacities; many groups; large
 // capacities; deep offsets; capacities beyond rule 1, with
-// WithExtendedCapacity, whose logs are paged); TestDiffGeneratorCoverage counts what the
+// WithExtendedCapacity, whose logs are paged; and the session timeout); TestDiffGeneratorCoverage counts what the
 // standard run reaches, so that coverage cannot silently regress.
 
 // ---------------------------------------------------------------------------
@@ -50,23 +57,27 @@ import (
 type profile uint8
 
 const (
-	profSmall  profile = iota // capacity 1..4, every call, few names
-	profGroups                // capacity 1..8, up to 12 groups created and deleted
-	profBig                   // capacity 257..1000: bursts and pumps wrap the ring
-	profDeep                  // capacity 2..31 or 257..1000, long pumps: offsets in the thousands
-	profHuge                  // capacity 1001..2600, WithExtendedCapacity: paged logs, pumps across pages
+	profSmall   profile = iota // capacity 1..4, every call, few names
+	profGroups                 // capacity 1..8, up to 12 groups created and deleted
+	profBig                    // capacity 257..1000: bursts and pumps wrap the ring
+	profDeep                   // capacity 2..31 or 257..1000, long pumps: offsets in the thousands
+	profHuge                   // capacity 1001..2600, WithExtendedCapacity: paged logs, pumps across pages
+	profSession                // capacity 1..4, WithSessionTimeout(4..11 ms): expiry, heartbeats, rejoins
 )
 
-var profileNames = [...]string{"small", "groups", "big", "deep", "huge"}
+var profileNames = [...]string{"small", "groups", "big", "deep", "huge", "session"}
 
 // profileSchedule maps a sequence's first byte (mod its length) to its
-// profile: of 50, 38 small, 6 groups, 4 big, 1 deep and 1 huge (a big,
-// deep or huge sequence makes thousands of calls).
+// profile: of 50, 32 small, 6 groups, 4 big, 1 deep, 1 huge and 6 session
+// (a big, deep or huge sequence makes thousands of calls). A session
+// sequence has as many bytes as a small one, so the others are the same
+// sequences as in a schedule without the session profile.
 var profileSchedule = [50]profile{
 	3: profGroups, 13: profGroups, 23: profGroups, 33: profGroups, 43: profGroups, 47: profGroups,
 	7: profBig, 17: profBig, 27: profBig, 37: profBig,
 	49: profDeep,
 	41: profHuge,
+	5:  profSession, 11: profSession, 19: profSession, 29: profSession, 35: profSession, 45: profSession,
 }
 
 // diffConfig is what a sequence builds its two brokers with.
@@ -79,6 +90,8 @@ type diffConfig struct {
 	ackSet     bool
 	maxBytes   int // WithMaxMessageBytes, when maxSet
 	maxSet     bool
+	session    time.Duration // WithSessionTimeout, when sessionSet
+	sessionSet bool
 	nilOption  bool // a nil Option too: New must refuse
 	extended   bool // WithExtendedCapacity (huge profile, but one sequence in 32 of it: both New refuse)
 	budget     int  // the most calls to make (not decoded: callBudget, or fuzzCallBudget)
@@ -94,6 +107,9 @@ func (c diffConfig) String() string {
 	}
 	if c.maxSet {
 		s += fmt.Sprintf(", WithMaxMessageBytes(%d)", c.maxBytes)
+	}
+	if c.sessionSet {
+		s += fmt.Sprintf(", WithSessionTimeout(%v)", c.session)
 	}
 	if c.nilOption {
 		s += ", nil Option"
@@ -117,6 +133,9 @@ func (c diffConfig) engineOptions(clock *testClock) []engine.Option {
 	if c.maxSet {
 		opts = append(opts, engine.WithMaxMessageBytes(c.maxBytes))
 	}
+	if c.sessionSet {
+		opts = append(opts, engine.WithSessionTimeout(c.session))
+	}
 	if c.nilOption {
 		opts = append(opts, nil)
 	}
@@ -136,6 +155,9 @@ func (c diffConfig) modelOptions(clock *testClock) []model.Option {
 	}
 	if c.maxSet {
 		opts = append(opts, model.WithMaxMessageBytes(c.maxBytes))
+	}
+	if c.sessionSet {
+		opts = append(opts, model.WithSessionTimeout(c.session))
 	}
 	if c.nilOption {
 		opts = append(opts, nil)
@@ -165,6 +187,7 @@ type op struct {
 	start   engine.GroupStart // CreateGroupAt: where the group starts (2: invalid)
 	advance time.Duration     // Advance: how far the clock moves
 	sel     byte              // macros: the pattern of messages, retries and re-acks
+	handle  bool              // Heartbeat, Rejoin: through a MemberHandle
 
 	// Aims, resolved against the model's state just before the call, so
 	// that successful and interesting calls are common (and stay so while
@@ -192,6 +215,11 @@ func (o op) String() string {
 	case "Create":
 		return fmt.Sprintf("Create(%q, %d)", o.topic, o.n)
 	case "Join", "Leave":
+		return fmt.Sprintf("%s(%q, %q, %q)", o.kind, o.topic, o.group, o.member)
+	case "Heartbeat", "Rejoin":
+		if o.handle {
+			return fmt.Sprintf("Member(%q, %q, %q).%s()", o.topic, o.group, o.member, o.kind)
+		}
 		return fmt.Sprintf("%s(%q, %q, %q)", o.kind, o.topic, o.group, o.member)
 	case "Publish":
 		return fmt.Sprintf("Publish(%q, %d, %q)", o.topic, o.partition, o.payload)
@@ -365,6 +393,12 @@ var kindWeights = [...][]struct {
 		{"Retry", 1}, {"CreateGroup", 1}, {"DeleteGroup", 1}, {"Seek", 3}, {"Describe", 1},
 		{"Advance", 3}, {"Burst", 2}, {"Drain", 2}, {"Pump", 4}, {"Snapshot", 1},
 	},
+	profSession: {
+		{"Create", 1}, {"Join", 8}, {"Leave", 1}, {"Publish", 9}, {"PublishMessage", 2}, {"Poll", 12},
+		{"Ack", 5}, {"Retry", 3}, {"CreateGroup", 1}, {"DeleteGroup", 2}, {"SetAssignor", 3},
+		{"AddPartitions", 1}, {"Seek", 1}, {"Describe", 1}, {"Advance", 7}, {"Burst", 1}, {"Drain", 1},
+		{"PollPartition", 2}, {"Snapshot", 1}, {"CreateGroupAt", 1}, {"Heartbeat", 6}, {"Rejoin", 6},
+	},
 }
 
 // decode turns bytes into a configuration and a sequence of operations. The
@@ -391,6 +425,17 @@ func decode(data []byte) (diffConfig, []op) {
 	case profHuge:
 		c.capacity = 1001 + int32((int(b1)<<8|int(b2))%1600) // 1001..2600
 		c.extended = b2%32 != 0
+	case profSession:
+		c.capacity = int32(b1%4) + 1
+		c.session, c.sessionSet = time.Duration(4+b2%8)*time.Millisecond, true
+		switch b2 / 8 % 32 {
+		case 0:
+			c.session = 0 // WithSessionTimeout(0): out of range
+		case 1:
+			c.session = -time.Millisecond
+		case 2, 3, 4, 5, 6, 7, 8, 9:
+			c.session, c.sessionSet = 0, false // Heartbeat and Rejoin without the option
+		}
 	}
 	switch w := s.next(); {
 	case w == 255:
@@ -418,6 +463,11 @@ func decode(data []byte) (diffConfig, []op) {
 		if c.profile >= profBig {
 			c.maxBytes += 8 // most of the macros' messages pass
 		}
+	}
+	if c.profile == profSession && !c.ackSet && b1%2 == 0 {
+		// Half the session sequences without an ack timeout get one: its
+		// redeliveries and the expiry's cancellations meet.
+		c.ackTimeout, c.ackSet = time.Duration(1+b1/2%4)*time.Millisecond, true
 	}
 	parts := int32(s.next()%4) + 1
 	if c.profile == profDeep || c.profile == profHuge {
@@ -467,6 +517,13 @@ func decodeOp(s *byteSource, c diffConfig) op {
 		if a := s.next(); a%3 != 0 {
 			o.pick = 1 + int(a)
 		}
+	case "Heartbeat", "Rejoin":
+		o.group, o.member = s.pick(groups...), s.pick(members...)
+		a := s.next()
+		if a%4 != 0 {
+			o.pick = 1 + int(a) // a current member, mostly
+		}
+		o.handle = a/4%3 == 0
 	case "Publish", "PublishMessage":
 		o.partition = partition()
 		if p := s.next(); p%16 != 0 {
@@ -643,7 +700,9 @@ type subject interface {
 	Seek(topic, group string, partition int32, offset int64) (bool, error)
 	Describe(topic string) (engine.TopicDescription, error)
 	Snapshot(topic string) (engine.TopicSnapshot, error)
-	Topic(topic string) (*engine.TopicHandle, error) // for AppendPollPartition
+	Heartbeat(topic, group, member string) (bool, error)
+	Rejoin(topic, group, member string) ([]int32, error)
+	Topic(topic string) (*engine.TopicHandle, error) // for AppendPollPartition, Heartbeat and Rejoin
 	Topics() []string
 	PartitionCount(topic string) (int32, error)
 	LogStartOffset(topic string, partition int32) (int64, error)
@@ -676,6 +735,18 @@ func engineCall(b subject, o op) outcome {
 		out.Parts, err = b.Join(o.topic, o.group, o.member)
 	case "Leave":
 		out.Bool, err = b.Leave(o.topic, o.group, o.member)
+	case "Heartbeat":
+		if o.handle {
+			out.Bool, err = engineHeartbeat(b, o)
+		} else {
+			out.Bool, err = b.Heartbeat(o.topic, o.group, o.member)
+		}
+	case "Rejoin":
+		if o.handle {
+			out.Parts, err = engineRejoin(b, o)
+		} else {
+			out.Parts, err = b.Rejoin(o.topic, o.group, o.member)
+		}
 	case "Publish":
 		out.Int, err = b.Publish(o.topic, o.partition, o.payload)
 	case "PublishMessage":
@@ -704,15 +775,55 @@ func engineCall(b subject, o op) outcome {
 		out.Bool, err = b.Seek(o.topic, o.group, o.partition, o.offset)
 	case "Describe":
 		out.Desc, err = b.Describe(o.topic)
+		utcLastSeen(&out.Desc)
 	case "Snapshot":
 		var s engine.TopicSnapshot
 		s, err = b.Snapshot(o.topic)
 		out.Desc, out.Snap = s.TopicDescription, s.Records
+		utcLastSeen(&out.Desc)
 	default:
 		panic("engineCall: not a call: " + o.kind)
 	}
 	out.Err = errClass(err)
 	return out
+}
+
+// utcLastSeen puts d's last-seen instants in UTC, so that descriptions
+// compare them as instants (reflect.DeepEqual would see the location).
+func utcLastSeen(d *engine.TopicDescription) {
+	for i := range d.Groups {
+		for j, t := range d.Groups[i].LastSeen {
+			d.Groups[i].LastSeen[j] = t.UTC()
+		}
+	}
+}
+
+// memberHandle resolves o's member handle on b (an invalid identifier or
+// unknown topic is the handle's error).
+func memberHandle(b subject, o op) (*engine.MemberHandle, error) {
+	th, err := b.Topic(o.topic)
+	if err != nil {
+		return nil, err
+	}
+	return th.Member(o.group, o.member)
+}
+
+// engineHeartbeat is o, a Heartbeat, through a member handle.
+func engineHeartbeat(b subject, o op) (bool, error) {
+	m, err := memberHandle(b, o)
+	if err != nil {
+		return false, err
+	}
+	return m.Heartbeat()
+}
+
+// engineRejoin is o, a Rejoin, through a member handle.
+func engineRejoin(b subject, o op) ([]int32, error) {
+	m, err := memberHandle(b, o)
+	if err != nil {
+		return nil, err
+	}
+	return m.Rejoin()
 }
 
 // pollPartitionDst is what enginePollPartition hands AppendPollPartition as
@@ -757,6 +868,10 @@ func modelCall(b *model.Broker, o op) outcome {
 		out.Parts, err = b.Join(o.topic, o.group, o.member)
 	case "Leave":
 		out.Bool, err = b.Leave(o.topic, o.group, o.member)
+	case "Heartbeat":
+		out.Bool, err = b.Heartbeat(o.topic, o.group, o.member)
+	case "Rejoin":
+		out.Parts, err = b.Rejoin(o.topic, o.group, o.member)
 	case "Publish":
 		out.Int, err = b.Publish(o.topic, o.partition, o.payload)
 	case "PublishMessage":
@@ -848,6 +963,12 @@ func engineDescription(d model.TopicDescription) engine.TopicDescription {
 		out.Groups = make([]engine.GroupDescription, len(d.Groups))
 		for i, g := range d.Groups {
 			eg := engine.GroupDescription{Group: g.Group, Assignor: g.Assignor, Members: g.Members}
+			if g.LastSeen != nil {
+				eg.LastSeen = make([]time.Time, len(g.LastSeen))
+				for j, t := range g.LastSeen {
+					eg.LastSeen[j] = t.UTC()
+				}
+			}
 			if g.Partitions != nil {
 				eg.Partitions = make([]engine.GroupPartition, len(g.Partitions))
 				for j, p := range g.Partitions {
@@ -879,7 +1000,8 @@ func sameDescription(e engine.TopicDescription, m model.TopicDescription) bool {
 	for i, g := range e.Groups {
 		h := m.Groups[i]
 		if g.Group != h.Group || g.Assignor != h.Assignor || (g.Members == nil) != (h.Members == nil) || !slices.Equal(g.Members, h.Members) ||
-			(g.Partitions == nil) != (h.Partitions == nil) || len(g.Partitions) != len(h.Partitions) {
+			(g.Partitions == nil) != (h.Partitions == nil) || len(g.Partitions) != len(h.Partitions) ||
+			(g.LastSeen == nil) != (h.LastSeen == nil) || !slices.EqualFunc(g.LastSeen, h.LastSeen, time.Time.Equal) {
 			return false
 		}
 		for j, p := range g.Partitions {
@@ -993,7 +1115,7 @@ func (r *runner) resolve(o op) op {
 			}
 			o.partition, o.offset = rec.Partition, rec.Offset
 		}
-	case "Poll", "PollPartition", "Join", "Leave", "DeleteGroup":
+	case "Poll", "PollPartition", "Join", "Leave", "DeleteGroup", "Heartbeat", "Rejoin":
 		if o.pick == 0 {
 			break
 		}
@@ -1005,8 +1127,9 @@ func (r *runner) resolve(o op) op {
 			o.group = groups[(o.pick-1)%len(groups)]
 			break
 		}
-		// Poll and Leave: the first group from pick-1 with members, and one
-		// of them; DeleteGroup: the first without (it can be deleted).
+		// Poll, Leave, Heartbeat and Rejoin: the first group from pick-1
+		// with members, and one of them; DeleteGroup: the first without
+		// (it can be deleted).
 		for i := range groups {
 			g := groups[(o.pick-1+i)%len(groups)]
 			members, _ := r.m.Members(o.topic, g)
@@ -1502,7 +1625,7 @@ func checkFuzzInput(t *testing.T, data []byte) {
 
 // opsPerProfile is how many operations a random sequence of each profile
 // has, roughly.
-var opsPerProfile = [...]int{profSmall: 120, profGroups: 150, profBig: 30, profDeep: 24, profHuge: 20}
+var opsPerProfile = [...]int{profSmall: 120, profGroups: 150, profBig: 30, profDeep: 24, profHuge: 20, profSession: 120}
 
 // randomSequence returns the bytes of random sequence i: its profile is
 // profileSchedule[i mod 50], so every stretch of 50 sequences has the same
@@ -1585,6 +1708,40 @@ type preState struct {
 	ok         bool // desc is set
 	start, end int64
 	logOK      bool // start and end are set
+	// looks are, in the session profile, the topic's groups as the model's
+	// read-only helpers see them before the call (before any expiry).
+	looks map[string]groupLook
+}
+
+// groupLook is one group as the model's read-only helpers show it.
+type groupLook struct {
+	members  []string
+	seen     map[string]time.Time
+	owned    map[string][]int32
+	inFlight []bool
+}
+
+// lookGroups reads topic's groups through the model's helpers, which
+// expire nobody; nil for a topic that is not there.
+func lookGroups(m *model.Broker, topic string) map[string]groupLook {
+	groups, err := m.Groups(topic)
+	if err != nil {
+		return nil
+	}
+	n, _ := m.PartitionCount(topic)
+	out := map[string]groupLook{}
+	for _, g := range groups {
+		var l groupLook
+		l.members, _ = m.Members(topic, g)
+		l.seen, _ = m.LastSeen(topic, g)
+		l.owned, _ = m.Assignment(topic, g)
+		for p := range n {
+			f, _ := m.InFlight(topic, g, p)
+			l.inFlight = append(l.inFlight, f)
+		}
+		out[g] = l
+	}
+	return out
 }
 
 func inFlightCount(d model.TopicDescription) int {
@@ -1608,6 +1765,9 @@ var describes = map[string]bool{
 
 func (c *coverage) before(r *runner, o op) preState {
 	var s preState
+	if r.cfg.profile == profSession {
+		s.looks = lookGroups(r.m, o.topic)
+	}
 	switch {
 	case describes[o.kind] || (o.kind == "Poll" || o.kind == "PollPartition") && r.cfg.ackTimeout > 0:
 		d, err := r.m.Describe(o.topic)
@@ -1632,6 +1792,9 @@ func (c *coverage) after(r *runner, o op, out outcome, pre preState) {
 	c.calls[o.kind]++
 	if out.Err != "" {
 		c.hit("error " + out.Err + " from " + o.kind)
+	}
+	if pre.looks != nil && out.Err != "invalid" {
+		c.liveness(r, o, out, pre.looks, lookGroups(r.m, o.topic))
 	}
 	switch o.kind {
 	case "Publish", "PublishMessage":
@@ -1780,6 +1943,71 @@ func (c *coverage) after(r *runner, o op, out outcome, pre preState) {
 	}
 }
 
+// liveness counts the situations of rules 24–25 in one call of the
+// session profile, from the topic's groups before and after it.
+func (c *coverage) liveness(r *runner, o op, out outcome, pre, post map[string]groupLook) {
+	now, d := r.clock.Now(), r.cfg.session
+	for name, g := range pre {
+		after, kept := post[name]
+		for _, m := range g.members {
+			if kept && slices.Contains(after.members, m) {
+				if d > 0 && now.Sub(g.seen[m]) >= d {
+					c.hit("expired member kept: the assignor refused the rebalance")
+				}
+				if after.seen[m].After(g.seen[m]) && (o.kind == "Ack" || o.kind == "Retry") && o.member == m {
+					c.hit("Ack or Retry refreshed a member")
+				}
+				continue
+			}
+			if o.kind == "Leave" && o.group == name && o.member == m || o.kind == "DeleteGroup" {
+				continue
+			}
+			c.hit("expiry removed a member")
+			if now.Sub(g.seen[m]) == d {
+				c.hit("expiry of a member last seen exactly the timeout before")
+			}
+			if o.kind == "Heartbeat" && o.group == name && o.member == m && !out.Bool {
+				c.hit("Heartbeat of an expired member")
+			}
+			if (o.kind == "Ack" || o.kind == "Retry") && o.group == name && o.member == m && !out.Bool {
+				c.hit(o.kind + " of an expired member")
+			}
+			if o.kind == "Rejoin" && o.group == name && o.member == m {
+				c.hit("Rejoin of an expired member")
+			}
+			for _, p := range g.owned[m] {
+				if g.inFlight[p] && kept && !after.inFlight[p] {
+					c.hit("expiry cancelled an in-flight delivery")
+				}
+			}
+		}
+	}
+	if o.kind == "Rejoin" && out.Err == "" {
+		g, was := pre[o.group]
+		switch {
+		case was && slices.Contains(g.members, o.member) && (d == 0 || now.Sub(g.seen[o.member]) < d):
+			c.hit("Rejoin of a member")
+			for _, p := range g.owned[o.member] {
+				if g.inFlight[p] {
+					c.hit("Rejoin of a member cancelled its delivery")
+					break
+				}
+			}
+		default:
+			c.hit("Rejoin of a non-member: a Join")
+		}
+		if o.handle {
+			c.hit("Rejoin through a member handle")
+		}
+	}
+	if o.kind == "Heartbeat" && out.Err == "" {
+		c.hit(fmt.Sprintf("Heartbeat %t", out.Bool))
+		if o.handle {
+			c.hit("Heartbeat through a member handle")
+		}
+	}
+}
+
 // coverageRun runs the first sequences of the standard run on the model
 // alone and counts what they reach.
 func coverageRun(t testing.TB, sequences int) *coverage {
@@ -1806,7 +2034,8 @@ func coverageRun(t testing.TB, sequences int) *coverage {
 // two padding units) and cursor slots reused after DeleteGroup, a repeated
 // ack of the offset just committed while the next one is in flight, and
 // offsets in the thousands; the situations of every feature of rules
-// 15–23; and those of the additions AppendPollPartition and Snapshot.
+// 15–23 and 24–25; and those of the additions AppendPollPartition and
+// Snapshot.
 func TestDiffGeneratorCoverage(t *testing.T) {
 	cov := coverageRun(t, raceSequences)
 	// Each minimum is about half of what the run reached when it was
@@ -1860,6 +2089,22 @@ func TestDiffGeneratorCoverage(t *testing.T) {
 		// Capacities beyond rule 1 (WithExtendedCapacity): paged logs.
 		{"publish started a page of a paged log", 3},
 		{"publish started a page after the log gave one up", 2},
+		// Member liveness, rules 24–25 (the session profile).
+		{"expiry removed a member", 18},
+		{"expiry of a member last seen exactly the timeout before", 7},
+		{"expiry cancelled an in-flight delivery", 3},
+		{"expired member kept: the assignor refused the rebalance", 5},
+		{"Heartbeat of an expired member", 3},
+		{"Heartbeat true", 22},
+		{"Heartbeat false", 15},
+		{"Heartbeat through a member handle", 17},
+		{"Ack or Retry refreshed a member", 10},
+		{"Rejoin of a member", 22},
+		{"Rejoin of a member cancelled its delivery", 6},
+		{"Rejoin of a non-member: a Join", 16},
+		{"Rejoin through a member handle", 17},
+		{"error invalid from Heartbeat", 27},
+		{"error invalid from Rejoin", 27},
 	}
 	names := make([]string, 0, len(cov.seqs))
 	for s := range cov.seqs {
@@ -1994,7 +2239,7 @@ func FuzzEngineMatchesModel(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 3, 4, 2, 1, 0, 0, 3, 1, 0, 0, 0, 4, 0, 0, 1, 8, 0, 0, 0, 0, 1})
 	f.Add([]byte("tributary differential seed with some bytes in it"))
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, i := range []int{0, 3, 7, 49, 19} { // one sequence of each profile
+	for _, i := range []int{0, 3, 7, 49, 41, 5} { // one sequence of each profile
 		f.Add(randomSequence(rng, i))
 	}
 	f.Fuzz(checkFuzzInput)

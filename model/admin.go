@@ -11,7 +11,12 @@ import (
 
 // This file holds the administrative calls of rules 15–23: group
 // lifecycle (rule 17), assignors (rule 18), adding partitions (rule 19),
-// seeking (rule 20) and describing a topic (rule 23, and Snapshot).
+// seeking (rule 20) and describing a topic (rule 23, and Snapshot). Under a
+// session timeout each of them, once its arguments pass the
+// ErrInvalidArgument checks, first expires the topic's expired members
+// (rule 24, Broker.enter), even when its own action then fails with
+// another error (ErrOffsetOutOfRange, ErrGroupNotEmpty,
+// ErrInvalidAssignment), which changes nothing beyond that expiry.
 
 // TopicDescription is one atomic snapshot of a topic, as Describe returns it
 // (SPEC rule 23). It and all its slices are the caller's.
@@ -34,6 +39,10 @@ type GroupDescription struct {
 	Assignor   string           // the group's Assignor.Name()
 	Members    []string         // sorted bytewise; non-nil (empty when none)
 	Partitions []GroupPartition // index == partition
+	// LastSeen[i] is Members[i]'s last-seen instant on the broker clock
+	// (SPEC rule 24); nil without WithSessionTimeout, else non-nil with
+	// one entry per member (empty when none).
+	LastSeen []time.Time
 }
 
 // GroupPartition is one group's state on one partition.
@@ -88,6 +97,7 @@ func (b *Broker) CreateGroupAt(topic, group string, a Assignor, start GroupStart
 	if _, err := assign.Name(a); err != nil {
 		return false, fmt.Errorf("topic %q: group %q: %w", topic, group, err)
 	}
+	b.enter(t)
 	if _, ok := t.groups[group]; ok {
 		return false, nil
 	}
@@ -115,6 +125,7 @@ func (b *Broker) DeleteGroup(topic, group string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	b.enter(t)
 	g, ok := t.groups[group]
 	if !ok {
 		return false, nil
@@ -148,6 +159,7 @@ func (b *Broker) SetAssignor(topic, group string, a Assignor) (bool, error) {
 	if _, err := assign.Name(a); err != nil {
 		return false, fmt.Errorf("topic %q: group %q: %w", topic, group, err)
 	}
+	b.enter(t)
 	g, ok := t.groups[group]
 	if !ok {
 		return false, nil
@@ -179,6 +191,7 @@ func (b *Broker) AddPartitions(topic string, count int32) (int32, error) {
 		return 0, fmt.Errorf("%w: topic %q: adding %d partitions to %d: want 1 to %d in all",
 			ErrInvalidArgument, topic, count, len(t.logs), MaxPartitions)
 	}
+	b.enter(t)
 	k := int(count)
 	names := slices.Sorted(maps.Keys(t.groups))
 	owners := make([][]string, len(names))
@@ -223,6 +236,7 @@ func (b *Broker) Seek(topic, group string, partition int32, offset int64) (bool,
 		return false, fmt.Errorf("%w: topic %q: partition %d: negative offset %d",
 			ErrInvalidArgument, topic, partition, offset)
 	}
+	b.enter(t)
 	g, ok := t.groups[group]
 	if !ok {
 		return false, nil
@@ -243,13 +257,16 @@ func (b *Broker) Seek(topic, group string, partition int32, offset int64) (bool,
 // Describe returns a snapshot of topic: its partitions with their log start
 // and end offsets, and its groups in byte order with assignor, members and,
 // per partition, owner, committed offset, in-flight flag, attempts and lag
-// (rule 23). The description is the caller's. It returns ErrInvalidArgument
-// for an invalid or unknown topic.
+// (rule 23) and, under a session timeout, each member's last-seen instant
+// (rule 24). Like every valid call on a topic it first expires the topic's
+// expired members. The description is the caller's. It returns
+// ErrInvalidArgument for an invalid or unknown topic.
 func (b *Broker) Describe(topic string) (TopicDescription, error) {
 	t, err := b.lookup(topic)
 	if err != nil {
 		return TopicDescription{}, err
 	}
+	b.enter(t)
 	d := TopicDescription{
 		Topic:      topic,
 		Partitions: make([]PartitionDescription, len(t.logs)),
@@ -266,6 +283,12 @@ func (b *Broker) Describe(topic string) (TopicDescription, error) {
 			Assignor:   g.assignor.Name(),
 			Members:    append([]string{}, g.members...),
 			Partitions: make([]GroupPartition, len(t.logs)),
+		}
+		if b.sessionTimeout > 0 {
+			gd.LastSeen = make([]time.Time, len(g.members))
+			for i, m := range g.members {
+				gd.LastSeen[i] = g.lastSeen[m]
+			}
 		}
 		for p := range t.logs {
 			gd.Partitions[p] = GroupPartition{
@@ -293,7 +316,7 @@ type TopicSnapshot struct {
 	Records [][]Record
 }
 
-// Snapshot is Describe plus every retained record of every partition, as
+// Snapshot is Describe (expiry included) plus every retained record of every partition, as
 // Retained returns them (key, a copy of the headers, time, Attempt 0): the
 // sequential counterpart of engine's Broker.Snapshot. It changes nothing.
 // It returns ErrInvalidArgument for an invalid or unknown topic, with the

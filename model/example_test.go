@@ -316,3 +316,64 @@ func ExampleErrInvalidAssignment() {
 	// true true
 	// [] <nil>
 }
+
+// SPEC section 3.4's worked example (rule 24): a's session runs out while
+// b heartbeats, and b's poll at t=15s first expires a.
+func ExampleWithSessionTimeout() {
+	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := start
+	b, _ := model.New(10, model.WithSessionTimeout(10*time.Second), model.WithClock(func() time.Time { return now }))
+	at := func(s int) { now = start.Add(time.Duration(s) * time.Second) }
+	b.Create("t", 2)
+	b.Publish("t", 0, "r0")
+	b.Publish("t", 1, "r1")
+	fmt.Println(b.Join("t", "g", "a"))
+	at(1)
+	fmt.Println(b.Join("t", "g", "b"))
+	at(2)
+	rs, _ := b.Poll("t", "g", "a", 1)
+	fmt.Println("a polls", rs[0].Partition, rs[0].Offset)
+	at(9)
+	fmt.Println(b.Heartbeat("t", "g", "b"))
+	at(15)
+	rs, _ = b.Poll("t", "g", "b", 64)
+	for _, r := range rs {
+		fmt.Printf("b polls p%d@%d attempt %d\n", r.Partition, r.Offset, r.Attempt)
+	}
+	at(16)
+	fmt.Println(b.Ack("t", "g", "a", 0, 0))
+	fmt.Println(b.Heartbeat("t", "g", "a"))
+	fmt.Println(b.Members("t", "g"))
+	// Output:
+	// [0 1] <nil>
+	// [1] <nil>
+	// a polls 0 0
+	// true <nil>
+	// b polls p0@0 attempt 2
+	// b polls p1@0 attempt 1
+	// false <nil>
+	// false <nil>
+	// [b] <nil>
+}
+
+// Rule 25: a restarted process rejoins under the same member name and gets
+// its predecessor's deliveries again at once, without a rebalance.
+func ExampleBroker_Rejoin() {
+	b, _ := model.New(10)
+	b.Create("t", 2)
+	b.Publish("t", 0, "r0")
+	b.Publish("t", 1, "r1")
+	b.Join("t", "g", "a")
+	rs, _ := b.Poll("t", "g", "a", 64) // the old incarnation dies with both in flight
+	fmt.Println(len(rs), "in flight")
+	fmt.Println(b.Rejoin("t", "g", "a"))
+	rs, _ = b.Poll("t", "g", "a", 64)
+	for _, r := range rs {
+		fmt.Printf("p%d@%d attempt %d\n", r.Partition, r.Offset, r.Attempt)
+	}
+	// Output:
+	// 2 in flight
+	// [0 1] <nil>
+	// p0@0 attempt 2
+	// p1@0 attempt 2
+}

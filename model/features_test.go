@@ -85,8 +85,13 @@ func TestNewOptions(t *testing.T) {
 		{"max bytes MaxInt", 5, []model.Option{model.WithMaxMessageBytes(math.MaxInt)}, true},
 		{"max bytes 0", 5, []model.Option{model.WithMaxMessageBytes(0)}, false},
 		{"max bytes -1", 5, []model.Option{model.WithMaxMessageBytes(-1)}, false},
+		{"session timeout 1ns", 5, []model.Option{model.WithSessionTimeout(time.Nanosecond)}, true},
+		{"session timeout 45s", 5, []model.Option{model.WithSessionTimeout(45 * time.Second)}, true},
+		{"session timeout 0", 5, []model.Option{model.WithSessionTimeout(0)}, false},
+		{"session timeout -1ns", 5, []model.Option{model.WithSessionTimeout(-time.Nanosecond)}, false},
+		{"session timeout 0 then 1s", 5, []model.Option{model.WithSessionTimeout(0), model.WithSessionTimeout(time.Second)}, true},
 		{"all options", 5, []model.Option{model.WithReplayWindow(2), model.WithClock(at0),
-			model.WithAckTimeout(time.Second), model.WithMaxMessageBytes(10)}, true},
+			model.WithAckTimeout(time.Second), model.WithMaxMessageBytes(10), model.WithSessionTimeout(time.Minute)}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

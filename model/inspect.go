@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // This file holds read-only inspection helpers for tests and checkers. They
@@ -190,4 +191,22 @@ func (b *Broker) groupPartition(topic, group string, partition int32) (*group, e
 		return nil, fmt.Errorf("%w: topic %q: group %q", ErrUnknownGroup, topic, group)
 	}
 	return g, nil
+}
+
+// SessionTimeout returns the session timeout given to WithSessionTimeout,
+// or 0 when members never expire (SPEC rule 24), as engine's
+// Broker.SessionTimeout.
+func (b *Broker) SessionTimeout() time.Duration { return b.sessionTimeout }
+
+// LastSeen returns each member of group with its last-seen instant on the
+// broker clock (SPEC rule 24), as Describe's LastSeen, but without
+// expiring anyone first: a read-only look for tests and checkers. The map
+// is the caller's; it is empty without a session timeout. It returns
+// errors like Members.
+func (b *Broker) LastSeen(topic, group string) (map[string]time.Time, error) {
+	_, g, err := b.group(topic, group)
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(g.lastSeen), nil
 }

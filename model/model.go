@@ -1,7 +1,7 @@
 // Package model is the executable specification of the Tributary broker
-// contract: a pure, sequential reference implementation of SPEC rules 1–23
-// (the core contract, rules 1–14, and the Tributary features, rules 15–23;
-// both in docs/contract.md),
+// contract: a pure, sequential reference implementation of SPEC rules 1–25
+// (the core contract, rules 1–14, the Tributary features, rules 15–23,
+// and member liveness, rules 24–25; all in docs/contract.md),
 // with the same API shape as package engine.
 //
 //	b, _ := model.New(2, model.WithReplayWindow(1))
@@ -23,8 +23,9 @@
 //
 //   - New: rule 1 (capacity 1..1000; up to 16,777,216 with
 //     WithExtendedCapacity, docs/contract.md, the typed library's capacity); its options: WithReplayWindow rule 21,
-//     WithAckTimeout rule 22, WithMaxMessageBytes rule 15, WithClock the
-//     clock of rules 15 (message times) and 22 (delivery ages).
+//     WithAckTimeout rule 22, WithMaxMessageBytes rule 15,
+//     WithSessionTimeout rule 24, WithClock the clock of rules 15 (message
+//     times), 22 (delivery ages) and 24 (members' last-seen instants).
 //   - Create: rule 2 (partitionCount 1..64, duplicate is false).
 //   - Identifier checks in every method: rule 3; argument checks: rules 4
 //     and 15 (validation first; an invalid call changes nothing).
@@ -43,6 +44,12 @@
 //     the log end (engine's); SetAssignor: rule 18;
 //     AddPartitions: rule 19; Seek: rule 20; Describe: rule 23, and
 //     Snapshot, Describe with the retained records (engine's Snapshot).
+//   - Session timeout: rule 24. With WithSessionTimeout every valid call
+//     on a topic but Create first expires that topic's members whose
+//     last-seen instant is the timeout or more before the clock (expire),
+//     then acts; Join, Rejoin, Poll, PollPartition, Ack, Retry and
+//     Heartbeat refresh the named member's last-seen. Heartbeat: rule 24;
+//     Rejoin: rule 25.
 //
 // Rule 14 (linearizability) is what the engine is checked against this model
 // for; the model itself is trivially atomic.
@@ -172,6 +179,7 @@ type Broker struct {
 	clock           func() time.Time  // WithClock or SetClock; never nil
 	ackTimeout      time.Duration     // WithAckTimeout; 0: no timeout
 	maxMessageBytes int               // WithMaxMessageBytes; 0: no limit
+	sessionTimeout  time.Duration     // WithSessionTimeout; 0: members never expire
 	topics          map[string]*topic // by topic id; never shrinks
 }
 
@@ -209,6 +217,10 @@ type group struct {
 	inFlight    []bool      // per partition: the record at committed[p] is reserved to owners[p]
 	attempts    []int32     // per partition: deliveries so far of the record at committed[p]
 	deliveredAt []time.Time // per partition: clock reading at the in-flight delivery; zero unless in flight under an ack timeout
+	// lastSeen holds, under a session timeout, each member's last-seen
+	// instant on the broker clock (rule 24): exactly the members as keys.
+	// Empty without a session timeout. Never nil.
+	lastSeen map[string]time.Time
 }
 
 // partitionsOf returns member's partitions in ascending order; never nil.
@@ -261,6 +273,8 @@ type config struct {
 	ackSet     bool             // WithAckTimeout was given (0 is then an error)
 	maxBytes   int              // WithMaxMessageBytes
 	maxSet     bool             // WithMaxMessageBytes was given (0 is then an error)
+	session    time.Duration    // WithSessionTimeout
+	sessionSet bool             // WithSessionTimeout was given (0 is then an error)
 	extended   bool             // WithExtendedCapacity
 }
 
@@ -283,8 +297,10 @@ func WithReplayWindow(records int32) Option {
 }
 
 // WithClock sets the broker clock, read for a message's Time when it has
-// none and, with WithAckTimeout, once per Poll for delivery ages. now must
-// not be nil; the default is time.Now.
+// none, with WithAckTimeout once per Poll for delivery ages and, with
+// WithSessionTimeout, once per valid call on a topic (all but Create) for
+// expiry and last-seen instants. now must not be nil; the default is
+// time.Now.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock, c.clockSet = now, true }
 }
@@ -303,6 +319,19 @@ func WithAckTimeout(d time.Duration) Option {
 // default is no limit.
 func WithMaxMessageBytes(n int) Option {
 	return func(c *config) { c.maxBytes, c.maxSet = n, true }
+}
+
+// WithSessionTimeout makes members expire (SPEC rule 24): every member has
+// a last-seen instant on the broker clock, set by its Join or Rejoin and
+// refreshed by each valid Join, Rejoin, Poll, PollPartition, Ack, Retry or
+// Heartbeat naming it while it is a member, whatever that call returns. A
+// member last seen d or more before the clock's reading is expired and
+// leaves its group as by Leave; expiry is lazy: every valid call on a topic
+// (all but Create) first expires that topic's expired members, at that
+// call's clock reading, then acts. d must be > 0; the default is no
+// timeout, under which members never expire and no last-seen is kept.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.session, c.sessionSet = d, true }
 }
 
 // New returns an empty broker whose partitions each retain at most
@@ -336,6 +365,8 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 		return nil, fmt.Errorf("%w: ack timeout %v, want > 0", ErrInvalidArgument, c.ackTimeout)
 	case c.maxSet && c.maxBytes <= 0:
 		return nil, fmt.Errorf("%w: max message bytes %d, want > 0", ErrInvalidArgument, c.maxBytes)
+	case c.sessionSet && c.session <= 0:
+		return nil, fmt.Errorf("%w: session timeout %v, want > 0", ErrInvalidArgument, c.session)
 	}
 	return &Broker{
 		capacity:        capacityPerPartition,
@@ -343,6 +374,7 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 		clock:           c.clock,
 		ackTimeout:      c.ackTimeout,
 		maxMessageBytes: c.maxBytes,
+		sessionTimeout:  c.session,
 		topics:          map[string]*topic{},
 	}, nil
 }
@@ -385,11 +417,21 @@ func (b *Broker) Create(topic string, partitionCount int32) (bool, error) {
 // ErrInvalidArgument for an invalid identifier or an unknown topic, and an
 // error wrapping ErrInvalidAssignment, changing nothing (the member is not
 // added, the group not created), when the assignor's answer is invalid.
+//
+// Under a session timeout (rule 24) it first expires the topic's expired
+// members, then sets member's last-seen to the clock's reading, whether it
+// was added or already a member.
 func (b *Broker) Join(topic, group, member string) ([]int32, error) {
 	t, err := b.lookup(topic, group, member)
 	if err != nil {
 		return nil, err
 	}
+	now := b.enter(t)
+	return b.join(t, topic, group, member, now)
+}
+
+// join is Join after validation and expiry, at clock reading now.
+func (b *Broker) join(t *topic, topic, group, member string, now time.Time) ([]int32, error) {
 	g, exists := t.groups[group]
 	if !exists {
 		g = t.newGroup(assign.RoundRobin)
@@ -405,12 +447,133 @@ func (b *Broker) Join(topic, group, member string) ([]int32, error) {
 	if !exists {
 		t.groups[group] = g
 	}
+	b.refresh(g, member, now)
 	return g.partitionsOf(member), nil
+}
+
+// Rejoin is Join for a new incarnation of member (SPEC rule 25): if member
+// is already a member of group (after the expiry of rule 24), each of its
+// in-flight deliveries is cancelled as by Retry (attempts are kept, so the
+// next poll delivers the record again with Attempt + 1), its last-seen is
+// refreshed, and its membership and assignment stay as they are: no
+// rebalance. Otherwise it is exactly Join, group creation and
+// ErrInvalidAssignment included. It returns member's partitions in
+// ascending order, a non-nil slice owned by the caller, and
+// ErrInvalidArgument for an invalid identifier or an unknown topic. It
+// works the same without a session timeout.
+func (b *Broker) Rejoin(topic, group, member string) ([]int32, error) {
+	t, err := b.lookup(topic, group, member)
+	if err != nil {
+		return nil, err
+	}
+	now := b.enter(t)
+	g, ok := t.groups[group]
+	if !ok {
+		return b.join(t, topic, group, member, now)
+	}
+	if _, found := slices.BinarySearch(g.members, member); !found {
+		return b.join(t, topic, group, member, now)
+	}
+	for p, o := range g.owners {
+		if o == member && g.inFlight[p] {
+			g.inFlight[p] = false
+			g.deliveredAt[p] = time.Time{}
+		}
+	}
+	b.refresh(g, member, now)
+	return g.partitionsOf(member), nil
+}
+
+// Heartbeat reports whether member is a member of group and, under a
+// session timeout, refreshes its last-seen instant (SPEC rule 24); it
+// changes nothing else. It first expires the topic's expired members, so
+// an expired member's Heartbeat is false and does not bring it back: it
+// must Join again. It returns false for an absent group or member, and
+// ErrInvalidArgument for an invalid identifier or an unknown topic (it
+// validates like Poll). Without a session timeout it only reports
+// membership.
+func (b *Broker) Heartbeat(topic, group, member string) (bool, error) {
+	t, err := b.lookup(topic, group, member)
+	if err != nil {
+		return false, err
+	}
+	now := b.enter(t)
+	g, ok := t.groups[group]
+	if !ok {
+		return false, nil
+	}
+	if _, found := slices.BinarySearch(g.members, member); !found {
+		return false, nil
+	}
+	b.refresh(g, member, now)
+	return true, nil
+}
+
+// enter is the first step of every valid call on topic t but Create (rule
+// 24): under a session timeout it reads the broker clock once, expires the
+// members of t that are expired at that reading, and returns it; without
+// one it returns the zero Time and reads nothing.
+func (b *Broker) enter(t *topic) time.Time {
+	if b.sessionTimeout == 0 {
+		return time.Time{}
+	}
+	now := b.clock()
+	b.expire(t, now)
+	return now
+}
+
+// expire removes from every group of t the members last seen
+// sessionTimeout or more before now, each group's expired members in one
+// rebalance with its assignor, exactly as by Leave (rules 9, 24): their
+// in-flight deliveries are cancelled, committed offsets and attempts kept.
+// A group whose assignor refuses that rebalance changes nothing: its
+// expired members stay, as after a failed Leave (rule 18), and the call
+// that expires goes on.
+func (b *Broker) expire(t *topic, now time.Time) {
+	for _, g := range t.groups {
+		var members []string
+		for _, m := range g.members {
+			if now.Sub(g.lastSeen[m]) < b.sessionTimeout {
+				members = append(members, m)
+			}
+		}
+		if len(members) == len(g.members) {
+			continue
+		}
+		owners, err := assignment(g.assignor, members, g.owners)
+		if err != nil {
+			continue
+		}
+		for _, m := range g.members {
+			if _, kept := slices.BinarySearch(members, m); !kept {
+				delete(g.lastSeen, m)
+			}
+		}
+		g.rebalance(members, owners)
+	}
+}
+
+// refresh sets member's last-seen instant to now if there is a session
+// timeout and member is a member of g (rule 24). A last-seen only grows: a
+// reading before the one stored (a clock set back) leaves it, as the
+// engine does; a member just added has none yet and gets now.
+func (b *Broker) refresh(g *group, member string, now time.Time) {
+	if b.sessionTimeout == 0 {
+		return
+	}
+	if _, found := slices.BinarySearch(g.members, member); !found {
+		return
+	}
+	if seen, ok := g.lastSeen[member]; !ok || now.After(seen) {
+		g.lastSeen[member] = now
+	}
 }
 
 // Leave removes member from group and rebalances the remaining members with
 // the group's assignor (rules 8, 9, 18), returning true. It returns false,
-// changing nothing, when the group or the member is absent; a group whose
+// changing nothing, when the group or the member is absent (under a session
+// timeout, after expiring the topic's expired members: an expired member's
+// Leave is false); a group whose
 // last member leaves keeps its committed offsets and attempts, has no owners
 // and keeps counting for retention. It returns ErrInvalidArgument for an
 // invalid identifier or an unknown topic, and an error wrapping
@@ -421,6 +584,7 @@ func (b *Broker) Leave(topic, group, member string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	b.enter(t)
 	g, ok := t.groups[group]
 	if !ok {
 		return false, nil
@@ -435,6 +599,7 @@ func (b *Broker) Leave(topic, group, member string) (bool, error) {
 		return false, fmt.Errorf("topic %q: group %q: leave of %q: %w", topic, group, member, err)
 	}
 	g.rebalance(members, owners)
+	delete(g.lastSeen, member)
 	return true, nil
 }
 
@@ -469,6 +634,7 @@ func (b *Broker) PublishMessage(topic string, partition int32, m Message) (int64
 		return -1, fmt.Errorf("%w: topic %q: partition %d: message of %d bytes exceeds the limit of %d",
 			ErrInvalidArgument, topic, partition, size, b.maxMessageBytes)
 	}
+	now := b.enter(t)
 	p := int(partition)
 	l := &t.logs[p]
 	if len(l.entries) >= int(b.capacity) {
@@ -479,7 +645,11 @@ func (b *Broker) PublishMessage(topic string, partition int32, m Message) (int64
 		l.start++
 	}
 	tm := m.Time
-	if tm.IsZero() {
+	switch {
+	case !tm.IsZero():
+	case b.sessionTimeout > 0:
+		tm = now // the call's one clock reading
+	default:
 		tm = b.clock()
 	}
 	l.entries = append(l.entries, entry{key: m.Key, headers: cloneHeaders(m.Headers), payload: m.Payload, time: tm})
@@ -511,7 +681,10 @@ func cloneHeaders(h []Header) []Header {
 // the Record carries the new count. The clock is read once per valid call,
 // and only when an ack timeout is set. The result is the caller's, non-nil,
 // in ascending partition order; it is empty for an absent group or member,
-// or when nothing is eligible. Poll never creates a group. It returns
+// or when nothing is eligible. Poll never creates a group. Under a session
+// timeout (rule 24) it first expires the topic's expired members (so an
+// expired member's Poll is empty) and then refreshes member's last-seen;
+// the clock is then read once per valid call whatever the ack timeout. It returns
 // ErrInvalidArgument for an invalid identifier, an unknown topic or
 // maxRecords outside 1..64.
 func (b *Broker) Poll(topic, group, member string, maxRecords int32) ([]Record, error) {
@@ -523,15 +696,13 @@ func (b *Broker) Poll(topic, group, member string, maxRecords int32) ([]Record, 
 		return nil, fmt.Errorf("%w: maxRecords %d out of range [1,%d]",
 			ErrInvalidArgument, maxRecords, MaxPollRecords)
 	}
-	var now time.Time
-	if b.ackTimeout > 0 {
-		now = b.clock()
-	}
+	now := b.now(t)
 	out := []Record{}
 	g, ok := t.groups[group]
 	if !ok {
 		return out, nil
 	}
+	b.refresh(g, member, now)
 	for p := range t.logs {
 		if len(out) == int(maxRecords) {
 			break
@@ -550,7 +721,8 @@ func (b *Broker) Poll(topic, group, member string, maxRecords int32) ([]Record, 
 // WithAckTimeout(d), one delivered d or more ago), it delivers that record
 // (rules 10, 16, 22 applied to that partition alone). No other partition is
 // looked at or changed. The clock is read once per valid call, and only
-// when an ack timeout is set. The result is the caller's and non-nil:
+// when an ack timeout or a session timeout is set; under a session timeout
+// it expires and refreshes members as Poll does. The result is the caller's and non-nil:
 // empty when the group or member is absent, member does not own partition
 // or nothing there is eligible. It returns ErrInvalidArgument for an
 // invalid identifier, an unknown topic or a partition outside [0,
@@ -563,17 +735,25 @@ func (b *Broker) PollPartition(topic, group, member string, partition int32) ([]
 	if err := t.checkPartition(topic, partition); err != nil {
 		return nil, err
 	}
-	var now time.Time
-	if b.ackTimeout > 0 {
-		now = b.clock()
-	}
+	now := b.now(t)
 	out := []Record{}
 	if g, ok := t.groups[group]; ok {
+		b.refresh(g, member, now)
 		if r, ok := b.deliver(t, g, topic, member, int(partition), now); ok {
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// now is enter for a call that also needs the clock under an ack timeout
+// (Poll, PollPartition): the one clock reading of the call, or the zero
+// Time when neither timeout is set.
+func (b *Broker) now(t *topic) time.Time {
+	if b.sessionTimeout == 0 && b.ackTimeout > 0 {
+		return b.clock()
+	}
+	return b.enter(t)
 }
 
 // deliver is one partition's step of Poll (rules 10, 16, 22): if member owns
@@ -619,7 +799,10 @@ func (l *partitionLog) record(topic string, partition int32, offset int64, attem
 // topic's groups have now committed past are removed from the log, but for
 // the replay window (rules 13, 21). It returns true on success and false,
 // changing nothing, unless member currently owns partition and offset is
-// exactly its in-flight offset (an expired delivery still counts). It returns
+// exactly its in-flight offset (an expired delivery still counts). Under a
+// session timeout it first expires the topic's expired members (so an
+// expired member's Ack is false) and then refreshes member's last-seen,
+// whatever it returns (rule 24). It returns
 // ErrInvalidArgument for an invalid identifier, an unknown topic, a
 // partition outside [0, partitionCount) or a negative offset.
 func (b *Broker) Ack(topic, group, member string, partition int32, offset int64) (bool, error) {
@@ -650,8 +833,9 @@ func (b *Broker) Retry(topic, group, member string, partition int32, offset int6
 	return true, nil
 }
 
-// delivery validates the arguments of Ack and Retry and reports whether
-// member currently owns partition with offset exactly in flight.
+// delivery validates the arguments of Ack and Retry, expires and refreshes
+// members (rule 24), and reports whether member currently owns partition
+// with offset exactly in flight.
 func (b *Broker) delivery(topic, group, member string, partition int32, offset int64) (*topic, *group, bool, error) {
 	t, err := b.lookup(topic, group, member)
 	if err != nil {
@@ -664,10 +848,12 @@ func (b *Broker) delivery(topic, group, member string, partition int32, offset i
 		return nil, nil, false, fmt.Errorf("%w: topic %q: partition %d: negative offset %d",
 			ErrInvalidArgument, topic, partition, offset)
 	}
+	now := b.enter(t)
 	g, ok := t.groups[group]
 	if !ok {
 		return nil, nil, false, nil
 	}
+	b.refresh(g, member, now)
 	p := int(partition)
 	ok = g.owners[p] == member && g.inFlight[p] && g.committed[p] == offset
 	return t, g, ok, nil
@@ -729,6 +915,7 @@ func (t *topic) newGroup(a Assignor) *group {
 		inFlight:    make([]bool, n),
 		attempts:    make([]int32, n),
 		deliveredAt: make([]time.Time, n),
+		lastSeen:    map[string]time.Time{},
 	}
 	for p := range t.logs {
 		g.committed[p] = t.logs[p].start

@@ -301,9 +301,13 @@ const populatedMaxBytes = 16
 // p0, offset 0 in flight) and m2 (owns p1), a memberless group idle, and a
 // second topic u. It has a replay window of 1, an ack timeout of a minute
 // and a message limit of populatedMaxBytes.
-func populated(t *testing.T) *model.Broker {
-	f := newFx(t, 3, model.WithReplayWindow(1), model.WithAckTimeout(time.Minute),
-		model.WithMaxMessageBytes(populatedMaxBytes))
+func populated(t *testing.T) *model.Broker { return populatedWith(t) }
+
+// populatedWith is populated with more options (a later WithClock replaces
+// the fixed one).
+func populatedWith(t *testing.T, opts ...model.Option) *model.Broker {
+	f := newFx(t, 3, append([]model.Option{model.WithReplayWindow(1), model.WithAckTimeout(time.Minute),
+		model.WithMaxMessageBytes(populatedMaxBytes)}, opts...)...)
 	f.create("t", 2)
 	f.create("u", 1)
 	f.publish("t", 0, "a")
@@ -364,6 +368,21 @@ var methods = []struct {
 	{"Describe", "tk", func(b *model.Broker, a args) (any, error) {
 		return b.Describe(a.topic)
 	}, model.TopicDescription{}, nil},
+	{"Heartbeat", "tkgm", func(b *model.Broker, a args) (any, error) {
+		return b.Heartbeat(a.topic, a.group, a.member)
+	}, false, nil},
+	{"Rejoin", "tkgm", func(b *model.Broker, a args) (any, error) {
+		return b.Rejoin(a.topic, a.group, a.member)
+	}, []int32(nil), nil},
+	{"PollPartition", "tkgmp", func(b *model.Broker, a args) (any, error) {
+		return b.PollPartition(a.topic, a.group, a.member, a.partition)
+	}, []model.Record(nil), nil},
+	{"CreateGroupAt", "tkga", func(b *model.Broker, a args) (any, error) {
+		return b.CreateGroupAt(a.topic, a.group, a.assignor, model.StartLatest)
+	}, false, func(a *args) { a.group = "fresh" }},
+	{"Snapshot", "tk", func(b *model.Broker, a args) (any, error) {
+		return b.Snapshot(a.topic)
+	}, model.TopicSnapshot{}, nil},
 }
 
 var badIDs = []struct{ name, id string }{
@@ -1213,10 +1232,12 @@ topic orders partitions=1
 	require.Equal(t, want, g.b.String())
 }
 
-// FuzzOperations drives random call sequences, every call of rules 1–23
+// FuzzOperations drives random call sequences, every call of rules 1–25
 // under random options, and checks, after every call, the model's
 // invariants, the result conventions, that invalid, failed or false calls
-// change nothing, and that Clone, Equal and Hash agree.
+// change nothing (without a session timeout: with one, a valid call may
+// expire members and refresh its own, TestInvalidCallsExpireNobody and
+// TestLastSeenRefresh check that), and that Clone, Equal and Hash agree.
 func FuzzOperations(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 64 {
@@ -1253,10 +1274,14 @@ func FuzzOperations(f *testing.F) {
 		if next()%3 == 0 {
 			opts = append(opts, model.WithMaxMessageBytes(4))
 		}
+		session := next()%3 == 0
+		if session {
+			opts = append(opts, model.WithSessionTimeout(5*time.Second))
+		}
 		b, err := model.New(capacity, opts...)
 		require.NoError(t, err)
 		for len(data) > 0 {
-			op, tp, g, m := next()%16, topics[next()%len(topics)], groups[next()%len(groups)], members[next()%len(members)]
+			op, tp, g, m := next()%18, topics[next()%len(topics)], groups[next()%len(groups)], members[next()%len(members)]
 			p, off, n := int32(next()%5)-1, int64(next()%5)-1, int32(next()%5)
 			before := b.Clone()
 			require.True(t, before.Equal(b))
@@ -1451,6 +1476,40 @@ func FuzzOperations(f *testing.F) {
 						require.Equal(t, d.Partitions[gp.Partition].LogEndOffset-c, gp.Lag)
 					}
 				}
+			case 16:
+				ok, err := b.Heartbeat(tp, g, m)
+				if err != nil {
+					require.False(t, ok)
+				}
+				if ok {
+					ms, err := b.Members(tp, g)
+					require.NoError(t, err)
+					require.Contains(t, ms, m)
+					want = anything // a refreshed last-seen
+				}
+			case 17:
+				inFlight := b.Clone()
+				ps, err := b.Rejoin(tp, g, m)
+				if err != nil {
+					require.Nil(t, ps)
+					break
+				}
+				require.NotNil(t, ps)
+				as, err := b.Assignment(tp, g)
+				require.NoError(t, err)
+				require.Equal(t, ps, as[m])
+				for _, p := range ps {
+					inf, err := b.InFlight(tp, g, p)
+					require.NoError(t, err)
+					require.False(t, inf, "Rejoin leaves none of its deliveries in flight")
+					a0, _ := inFlight.Attempts(tp, g, p)
+					a1, _ := b.Attempts(tp, g, p)
+					require.Equal(t, a0, a1, "Rejoin keeps attempts")
+				}
+				want = anything
+			}
+			if session && want == same {
+				want = anything
 			}
 			require.NoError(t, b.CheckInvariants(), "after op %d\n%s", op, b)
 			switch want {

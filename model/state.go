@@ -12,10 +12,11 @@ import (
 
 // This file holds what makes the model usable as checker state: Clone,
 // Equal, Hash, String and CheckInvariants. They all cover the whole state:
-// the options (capacity, replay window, ack timeout, message size limit),
-// every retained record (offset, payload, key, headers, time) and every
-// group (assignor by Name, members, owner, committed offset, in-flight
-// delivery and its time, attempts per partition). The clock is not state:
+// the options (capacity, replay window, ack timeout, message size limit,
+// session timeout), every retained record (offset, payload, key, headers,
+// time) and every group (assignor by Name, members and their last-seen
+// instants, owner, committed offset, in-flight delivery and its time,
+// attempts per partition). The clock is not state:
 // Clone shares it and the others ignore it. Times are compared as instants
 // (time.Time.Equal), so a time's location and monotonic reading are not
 // state either.
@@ -40,6 +41,7 @@ func (b *Broker) Clone() *Broker {
 				inFlight:    slices.Clone(g.inFlight),
 				attempts:    slices.Clone(g.attempts),
 				deliveredAt: slices.Clone(g.deliveredAt),
+				lastSeen:    maps.Clone(g.lastSeen),
 			}
 		}
 		c.topics[name] = ct
@@ -50,11 +52,12 @@ func (b *Broker) Clone() *Broker {
 // Equal reports whether b and o hold exactly the same state: options,
 // topics, retained records with their offsets, keys, headers and times,
 // groups with their assignors (by Name), members, owners, committed offsets,
-// in-flight deliveries with their delivery times, and attempts. Two equal
+// in-flight deliveries with their delivery times, attempts, and members'
+// last-seen instants (as instants). Two equal
 // brokers with the same clock answer every future call identically.
 func (b *Broker) Equal(o *Broker) bool {
 	if b.capacity != o.capacity || b.window != o.window || b.ackTimeout != o.ackTimeout ||
-		b.maxMessageBytes != o.maxMessageBytes || len(b.topics) != len(o.topics) {
+		b.maxMessageBytes != o.maxMessageBytes || b.sessionTimeout != o.sessionTimeout || len(b.topics) != len(o.topics) {
 		return false
 	}
 	for name, t := range b.topics {
@@ -72,7 +75,8 @@ func (b *Broker) Equal(o *Broker) bool {
 			if !ok || g.assignor.Name() != og.assignor.Name() || !slices.Equal(g.members, og.members) ||
 				!slices.Equal(g.owners, og.owners) || !slices.Equal(g.committed, og.committed) ||
 				!slices.Equal(g.inFlight, og.inFlight) || !slices.Equal(g.attempts, og.attempts) ||
-				!slices.EqualFunc(g.deliveredAt, og.deliveredAt, time.Time.Equal) {
+				!slices.EqualFunc(g.deliveredAt, og.deliveredAt, time.Time.Equal) ||
+				!maps.EqualFunc(g.lastSeen, og.lastSeen, time.Time.Equal) {
 				return false
 			}
 		}
@@ -103,6 +107,7 @@ func (b *Broker) Hash() uint64 {
 	num(int64(b.window))
 	num(int64(b.ackTimeout))
 	num(int64(b.maxMessageBytes))
+	num(int64(b.sessionTimeout))
 	num(int64(len(b.topics)))
 	for _, name := range slices.Sorted(maps.Keys(b.topics)) {
 		t := b.topics[name]
@@ -131,6 +136,12 @@ func (b *Broker) Hash() uint64 {
 			for _, m := range g.members {
 				str(m)
 			}
+			num(int64(len(g.lastSeen)))
+			for _, m := range g.members {
+				if seen, ok := g.lastSeen[m]; ok {
+					when(seen)
+				}
+			}
 			for p := range g.committed {
 				str(g.owners[p])
 				num(g.committed[p])
@@ -148,16 +159,18 @@ func (b *Broker) Hash() uint64 {
 // at their default, then one line per topic, partition log, group and group
 // partition:
 //
-//	capacity=2 window=1 acktimeout=30s maxbytes=1024
+//	capacity=2 window=1 acktimeout=30s maxbytes=1024 sessiontimeout=45s
 //	topic orders partitions=1
 //	  log p0 [0,2) "a" "b"{key="k" headers=["h":"v"] time=2025-01-02T03:04:05Z}
-//	  group billing assignor=RoundRobin members=[m1]
+//	  group billing assignor=RoundRobin members=[m1] lastseen=[2025-01-02T03:04:06Z]
 //	    p0 owner=m1 committed=0 attempts=1 inflight since=2025-01-02T03:04:06Z
 //
 // Payloads are Go-quoted; a record's key, headers and time follow in braces
 // when not empty or zero; times are UTC in RFC 3339 with nanoseconds. A
 // partition of a memberless group shows owner=-; attempts show when not 0;
-// since is the time of an in-flight delivery under an ack timeout.
+// since is the time of an in-flight delivery under an ack timeout; lastseen,
+// shown under a session timeout, lists the members' last-seen instants in
+// member order.
 func (b *Broker) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "capacity=%d", b.capacity)
@@ -169,6 +182,9 @@ func (b *Broker) String() string {
 	}
 	if b.maxMessageBytes > 0 {
 		fmt.Fprintf(&sb, " maxbytes=%d", b.maxMessageBytes)
+	}
+	if b.sessionTimeout > 0 {
+		fmt.Fprintf(&sb, " sessiontimeout=%v", b.sessionTimeout)
 	}
 	sb.WriteByte('\n')
 	for _, name := range slices.Sorted(maps.Keys(b.topics)) {
@@ -184,7 +200,15 @@ func (b *Broker) String() string {
 		}
 		for _, gname := range slices.Sorted(maps.Keys(t.groups)) {
 			g := t.groups[gname]
-			fmt.Fprintf(&sb, "  group %s assignor=%s members=[%s]\n", gname, nameText(g.assignor.Name()), strings.Join(g.members, " "))
+			fmt.Fprintf(&sb, "  group %s assignor=%s members=[%s]", gname, nameText(g.assignor.Name()), strings.Join(g.members, " "))
+			if b.sessionTimeout > 0 {
+				seen := make([]string, len(g.members))
+				for i, m := range g.members {
+					seen[i] = timeText(g.lastSeen[m])
+				}
+				fmt.Fprintf(&sb, " lastseen=[%s]", strings.Join(seen, " "))
+			}
+			sb.WriteByte('\n')
 			for p := range g.committed {
 				owner := g.owners[p]
 				if owner == "" {
@@ -250,7 +274,9 @@ func nameText(name string) string {
 // a current member as the owner of every partition, a memberless group has
 // none; an in-flight delivery has an owner, a retained record and at least
 // one attempt; attempts are never negative; a delivery time is set only for
-// an in-flight delivery under an ack timeout; and, with groups present, the
+// an in-flight delivery under an ack timeout; under a session timeout every
+// member, and nothing else, has a last-seen instant, and without one no
+// last-seen is kept; and, with groups present, the
 // log start lies in [low - window, low] for low the smallest committed
 // offset: nothing a group still needs was removed, and at most window fully
 // committed records are retained (for window 0, log start == low).
@@ -264,6 +290,8 @@ func (b *Broker) CheckInvariants() error {
 		return fmt.Errorf("ack timeout %v negative", b.ackTimeout)
 	case b.maxMessageBytes < 0:
 		return fmt.Errorf("max message bytes %d negative", b.maxMessageBytes)
+	case b.sessionTimeout < 0:
+		return fmt.Errorf("session timeout %v negative", b.sessionTimeout)
 	case b.clock == nil:
 		return fmt.Errorf("nil clock")
 	}
@@ -319,6 +347,12 @@ func (g *group) check(b *Broker, t *topic, tname, gname string) error {
 		if i > 0 && g.members[i-1] >= m {
 			return fmt.Errorf("topic %s group %s: members %q not sorted and distinct", tname, gname, g.members)
 		}
+		if _, seen := g.lastSeen[m]; seen != (b.sessionTimeout > 0) {
+			return fmt.Errorf("topic %s group %s: member %s has a last-seen %t under session timeout %v", tname, gname, m, seen, b.sessionTimeout)
+		}
+	}
+	if g.lastSeen == nil || len(g.lastSeen) > len(g.members) || b.sessionTimeout == 0 && len(g.lastSeen) > 0 {
+		return fmt.Errorf("topic %s group %s: last-seen of %d for %d members (session timeout %v)", tname, gname, len(g.lastSeen), len(g.members), b.sessionTimeout)
 	}
 	for p, l := range t.logs {
 		where := fmt.Sprintf("topic %s group %s p%d", tname, gname, p)

@@ -3,6 +3,7 @@ package porcupine
 import (
 	"fmt"
 	"html"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,12 +21,16 @@ import (
 //	PublishMessage(p0 key=k1 [h0:v] "c2.4") → 5
 //	Seek(g1 p0@2) → offset-out-of-range
 //	Describe() → p0[2,5) p1[0,1) | g0 range [m0 m1] p0:m0@3* p1:m1@1
+//	Describe() → p0[0,1) | g0 RoundRobin [m0 seen +5s] p0:m0@0
+//	Heartbeat(g0 m1) → false
+//	Rejoin(g0 m1) → [1]
 //	Advance(+5s) → +15s
 //
 // A record's attempt follows "#" when it is recorded (version 1 histories);
 // a describe shows each partition's [log start, log end) and, per group,
 // each partition's owner@committed, * when in flight and /attempts when
-// not 0. The topic is shown only for Create: a visualization shows one
+// not 0; under a session timeout each member's last-seen follows it. The
+// topic is shown only for Create: a visualization shows one
 // topic per partition of the history.
 func Describe(in Input, out Output) string {
 	var args string
@@ -33,7 +38,7 @@ func Describe(in Input, out Output) string {
 	switch in.Kind {
 	case KindCreate:
 		args = fmt.Sprintf("%s, %d", showID(in.Topic), in.N)
-	case KindJoin, KindLeave:
+	case KindJoin, KindLeave, KindHeartbeat, KindRejoin:
 		args = g + " " + m
 	case KindPublish:
 		args = fmt.Sprintf("p%d %q", in.Partition, in.Payload)
@@ -84,7 +89,7 @@ func Describe(in Input, out Output) string {
 		res = "error: " + out.ErrText
 	case out.Err != ErrNone:
 		res = out.Err.String()
-	case in.Kind == KindJoin:
+	case in.Kind == KindJoin || in.Kind == KindRejoin:
 		res = fmt.Sprint(out.Partitions)
 		if out.Partitions == nil {
 			res = "[]"
@@ -163,7 +168,14 @@ func showDescription(d *TopicDescription) string {
 		fmt.Fprintf(&sb, "p%d[%d,%d)", p.Partition, p.LogStartOffset, p.LogEndOffset)
 	}
 	for _, g := range d.Groups {
-		fmt.Fprintf(&sb, " | %s %s [%s]", showID(g.Group), g.Assignor, strings.Join(g.Members, " "))
+		members, sep := slices.Clone(g.Members), " "
+		for i, t := range g.LastSeen {
+			if i < len(members) {
+				members[i] += " seen " + showTime(t)
+				sep = ", "
+			}
+		}
+		fmt.Fprintf(&sb, " | %s %s [%s]", showID(g.Group), g.Assignor, strings.Join(members, sep))
 		for _, p := range g.Partitions {
 			owner := p.Owner
 			if owner == "" {

@@ -31,8 +31,10 @@
 // groups of three members so that rebalances fail with
 // ErrInvalidAssignment), CreateGroupAt (a group at the log end,
 // StartLatest, or the log start; the latest mix makes it), DeleteGroup,
-// AddPartitions, Seek and Describe (the whole description is compared),
-// and MemberHandle.AppendPollPartition
+// AddPartitions, Seek and Describe (the whole description is compared,
+// members' last-seen instants included), Heartbeat and Rejoin (SPEC rules
+// 24–25; the session and rejoin mixes make them), and
+// MemberHandle.AppendPollPartition
 // (KindPollPartition, checked against model.PollPartition; the acktimeout
 // and addpartitions mixes make it). A polled record is compared whole: topic,
 // partition, offset, payload, key, headers, attempt and, under a test clock,
@@ -73,8 +75,11 @@
 //
 // # The test clock
 //
-// The broker clock stamps records and, with an ack timeout (SPEC rule 22),
-// ages deliveries. A workload with Options.TestClock (the acktimeout mix)
+// The broker clock stamps records, with an ack timeout (SPEC rule 22) ages
+// deliveries and, with a session timeout (rule 24), decides which members
+// have expired at each call. A workload with Options.TestClock (the
+// acktimeout, session and rejoin mixes; an ack or session timeout needs
+// it)
 // gives the engine engine.WithClock over a TestClock, Epoch plus an atomic
 // count of nanoseconds that only a recorded Advance moves; the model's state
 // carries the same reading, which Step binds to the cloned model broker
@@ -95,6 +100,30 @@
 // reads it. The gate is a read-write lock, so under -race each Advance is a
 // happens-before edge between the clients of its topic; only the
 // acktimeout mix pays that, in the few calls around its Advances.
+//
+// # Session timeouts: what a history records
+//
+// Under a session timeout every valid call on a topic but Create reads the
+// clock and first expires, at that reading, the members last seen the
+// timeout or more before it (rule 24). For that to be checkable the checker
+// must know the reading each call used. Two designs would do: record, with
+// each call, the clock reading it used; or record the clock's moves, Advance,
+// as operations and make sure no call straddles one. A client cannot
+// record the first faithfully, since the engine reads its clock inside the
+// call, at an instant the client does not see (a reading taken around the
+// call could differ from the engine's), and the model would still have to
+// be told which reading applies where. So this package takes the second:
+// Advance is an operation of the history, the model's state carries the
+// clock's reading (state.now), Step binds the cloned model broker to it, and
+// under a session timeout a Client holds the gate shared around every call
+// but Create and Advance (not only Publish and Poll), so the clock never
+// moves during one. Then the reading a call used is exactly the reading of
+// the state it is applied to in a linearization, and the model expires
+// members at that reading: a broker that expires too early or too late (the
+// session mix's Advance moves by eighths of the timeout, so members are
+// often last seen exactly the timeout before a call), expires nobody, skips
+// the rebalance, or refreshes the wrong last-seen is Illegal, and
+// Describe's LastSeen is compared instant by instant.
 //
 // # Partitioning by topic
 //
@@ -119,7 +148,12 @@
 // Mixes lists the workload shapes: six of the core calls (balanced,
 // multipoll, rebalance, ackretry, full, groups) and one per Tributary
 // feature (seek, assignor, addpartitions, lifecycle, latest, window,
-// extended, acktimeout), each with the broker Options it needs; extended's
+// extended, acktimeout, and for member liveness session and rejoin), each
+// with the broker Options it needs; session has clients fall silent for
+// spells (Mix.Quiet) so that their members expire while others heartbeat,
+// and a client that finds itself expired joins again; rejoin has pairs of
+// clients share a member id, one rejoining while the other still holds
+// deliveries, which it then fails to settle; extended's
 // capacity of 2,000 is run with engine.WithExtendedCapacity and
 // model.WithExtendedCapacity (docs/contract.md, the typed library's capacity). FaultMix names the mix that
 // exposes each deliberate engine fault of a tributary_faults build; the
@@ -132,11 +166,20 @@
 // message; a nil and an empty slice compare equal. Record times are
 // compared only under a test clock, and then only the clock's readings
 // between calls: when in a call the engine reads its clock is not checked
-// (the gate hides it). A user's own Assignor cannot be recorded (a history
+// (the gate hides it); under a session timeout that covers expiry too.
+// The model's Create expires nobody (rule 2 leaves an existing topic
+// untouched); an engine whose Create did expire would differ only where
+// members expired at two readings in two rebalances, instead of in one
+// later rebalance, get different owners (Sticky), which the mixes rarely
+// make. A user's own
+// Assignor cannot be recorded (a history
 // names assignors, and the model knows only the built-in ones and Picky).
 // The inspection methods (LogStartOffset, Committed, Attempts, …), Topics,
 // AppendPoll and Snapshot are not recorded (Snapshot's description is
 // Describe's, which is; its records are checked by engine's tests), nor
-// are options out of range (New's errors). Liveness (no deadlock, no call waiting for a future event) is
+// are options out of range (New's errors). RunOn drives no test clock, so
+// another backend's session timeout is not checked here (backendtest's rule
+// suite holds backends to rules 24–25), and it refuses a mix with Heartbeat
+// or Rejoin on a Target that is not a LivenessTarget. Liveness (no deadlock, no call waiting for a future event) is
 // checked only in that every run finishes.
 package porcupine

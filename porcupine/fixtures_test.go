@@ -39,6 +39,14 @@ var wantFixtures = []string{
 	"illegal-delete-skips-retention.json",
 	"illegal-added-partitions-wrong-offset.json",
 	"illegal-rebalance-resets-attempts.json",
+	"ok-session.json",
+	"ok-rejoin.json",
+	"illegal-expiry-skips-rebalance.json",
+	"illegal-expiry-strict.json",
+	"illegal-rejoin-keeps-delivery.json",
+	"illegal-heartbeat-rejoins.json",
+	"illegal-settle-skips-refresh.json",
+	"illegal-join-keeps-deadline.json",
 }
 
 // TestFixtures replays every recorded history in testdata/ and requires the

@@ -12,11 +12,14 @@ import (
 
 // configs are the broker configurations the internal tests cover: the
 // default, a replay window with a message size limit, an ack timeout on a
-// test clock, and the version 0 history format.
+// test clock, a session timeout on a test clock (with and without an ack
+// timeout), and the version 0 history format.
 var configs = []Config{
 	{Capacity: 3, Version: HistoryVersion},
 	{Capacity: 3, Version: HistoryVersion, Options: Options{ReplayWindow: 2, MaxMessageBytes: 8}},
 	{Capacity: 2, Version: HistoryVersion, Options: Options{AckTimeout: 4 * time.Second, TestClock: true}},
+	{Capacity: 2, Version: HistoryVersion, Options: Options{SessionTimeout: 4 * time.Second, TestClock: true}},
+	{Capacity: 2, Version: HistoryVersion, Options: Options{SessionTimeout: 4 * time.Second, AckTimeout: 4 * time.Second, TestClock: true}},
 	{Capacity: 2},
 }
 
@@ -96,7 +99,11 @@ func randomCall(rng *rand.Rand, c Config, s *state) Input {
 	member := []string{"m0", "m1", "m2"}[rng.IntN(3)]
 	topic := []string{"t", "t", "t", "t", "u"}[rng.IntN(5)]
 	p := rng.Int32N(4) - rng.Int32N(2)
-	switch rng.IntN(16) {
+	switch rng.IntN(18) {
+	case 16:
+		return Input{Kind: KindHeartbeat, Topic: topic, Group: group, Member: member}
+	case 17:
+		return Input{Kind: KindRejoin, Topic: topic, Group: group, Member: member}
 	case 0:
 		return Input{Kind: KindJoin, Topic: topic, Group: group, Member: member}
 	case 1:
@@ -131,7 +138,8 @@ func randomCall(rng *rand.Rand, c Config, s *state) Input {
 		return Input{Kind: KindDescribe, Topic: topic}
 	case 12:
 		if c.Options.TestClock {
-			return Input{Kind: KindAdvance, Topic: topic, Advance: c.Options.AckTimeout / time.Duration(1+rng.IntN(3))}
+			d := max(c.Options.AckTimeout, c.Options.SessionTimeout)
+			return Input{Kind: KindAdvance, Topic: topic, Advance: d / time.Duration(1+rng.IntN(3))}
 		}
 		return Input{Kind: KindCreate, Topic: topic, N: rng.Int32N(4)}
 	default:
@@ -220,5 +228,38 @@ func TestDescribeState(t *testing.T) {
 	desc = describeState(&state{b: b, now: 1500 * time.Millisecond})
 	if !strings.HasPrefix(desc, "clock=+1.5s<br>capacity=1") || html.UnescapeString(desc) == desc {
 		t.Fatalf("describeState with a clock = %q", desc)
+	}
+}
+
+// TestImpossibleUnderExpiry: a Poll may return a record that is in flight
+// in the state before it, when the poll's own expiry (SPEC rule 24)
+// cancels that delivery first, as in SPEC section 3.4's worked example at
+// t=15s: the fast path must not rule that out.
+func TestImpossibleUnderExpiry(t *testing.T) {
+	c := Config{Capacity: 10, Version: HistoryVersion, Options: Options{SessionTimeout: 10 * time.Second, TestClock: true}}
+	s := Model(c).Init().(*state)
+	at := func(d time.Duration) { s.now = d; s.b.SetClock(clockAt(d)) }
+	s.b.Create("t", 2)
+	s.b.Publish("t", 0, "r0")
+	s.b.Publish("t", 1, "r1")
+	s.b.Join("t", "g", "a")
+	at(time.Second)
+	s.b.Join("t", "g", "b")
+	at(2 * time.Second)
+	s.b.Poll("t", "g", "a", 1)
+	at(9 * time.Second)
+	s.b.Heartbeat("t", "g", "b")
+	at(15 * time.Second)
+	if f, _ := s.b.InFlight("t", "g", 0); !f {
+		t.Fatal("a's delivery of p0 is not in flight before b's poll")
+	}
+	in := Input{Kind: KindPoll, Topic: "t", Group: "g", Member: "b", N: 64}
+	want := Apply(s.b.Clone(), in)
+	c.normalize(&want)
+	if len(want.Records) != 2 || want.Records[0].Attempt != 2 {
+		t.Fatalf("b's poll at 15s: %+v, want p0 (Attempt 2) and p1", want.Records)
+	}
+	if impossible(c, s.b, in, want) {
+		t.Fatalf("impossible rules out the model's own output %+v", want)
 	}
 }

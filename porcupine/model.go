@@ -44,12 +44,19 @@ const (
 	// the group's start (Input.Start), StartLatest at the log end
 	// (model.CreateGroupAt).
 	KindCreateGroupAt
+	// KindHeartbeat is engine.Broker.Heartbeat (SPEC rule 24): Output.OK
+	// reports membership (model.Heartbeat).
+	KindHeartbeat
+	// KindRejoin is engine.Broker.Rejoin (SPEC rule 25): Join for a new
+	// incarnation; Output.Partitions as Join's (model.Rejoin).
+	KindRejoin
 
 	kindCount // one past the last Kind
 )
 
 var kindNames = [kindCount]string{"", "Create", "Join", "Leave", "Publish", "Poll", "Ack", "Retry",
-	"PublishMessage", "CreateGroup", "DeleteGroup", "SetAssignor", "AddPartitions", "Seek", "Describe", "Advance", "PollPartition", "CreateGroupAt"}
+	"PublishMessage", "CreateGroup", "DeleteGroup", "SetAssignor", "AddPartitions", "Seek", "Describe", "Advance", "PollPartition", "CreateGroupAt",
+	"Heartbeat", "Rejoin"}
 
 // Kinds returns every valid Kind in order, as a new slice owned by the
 // caller.
@@ -169,6 +176,10 @@ type GroupDescription struct {
 	Assignor   string           `json:"assignor"`
 	Members    []string         `json:"members"`
 	Partitions []GroupPartition `json:"partitions"`
+	// LastSeen[i] is Members[i]'s last-seen instant on the test clock
+	// (SPEC rule 24), in histories with a session timeout (which needs the
+	// test clock); empty otherwise. Compared as instants.
+	LastSeen []time.Time `json:"last_seen,omitempty"`
 }
 
 // GroupPartition is one group's state on one partition.
@@ -190,7 +201,7 @@ func (d *TopicDescription) Equal(e *TopicDescription) bool {
 	return d.Topic == e.Topic && slices.Equal(d.Partitions, e.Partitions) &&
 		slices.EqualFunc(d.Groups, e.Groups, func(g, h GroupDescription) bool {
 			return g.Group == h.Group && g.Assignor == h.Assignor && slices.Equal(g.Members, h.Members) &&
-				slices.Equal(g.Partitions, h.Partitions)
+				slices.Equal(g.Partitions, h.Partitions) && slices.EqualFunc(g.LastSeen, h.LastSeen, time.Time.Equal)
 		})
 }
 
@@ -275,11 +286,11 @@ func kindOf(err error, s sentinels) ErrKind {
 type Output struct {
 	Err        ErrKind           `json:"error,omitempty"`
 	ErrText    string            `json:"err,omitempty"`         // ErrOther: the error's text
-	OK         bool              `json:"ok,omitempty"`          // Create, Leave, Ack, Retry, CreateGroup, CreateGroupAt, DeleteGroup, SetAssignor, Seek
+	OK         bool              `json:"ok,omitempty"`          // Create, Leave, Ack, Retry, CreateGroup, CreateGroupAt, DeleteGroup, SetAssignor, Seek, Heartbeat
 	Offset     int64             `json:"offset,omitempty"`      // Publish, PublishMessage: the offset, or -1 when full or on error
 	N          int32             `json:"n,omitempty"`           // AddPartitions: the new partition count
 	Now        time.Duration     `json:"now,omitempty"`         // Advance: the test clock's reading after it, since Epoch
-	Partitions []int32           `json:"partitions,omitempty"`  // Join
+	Partitions []int32           `json:"partitions,omitempty"`  // Join, Rejoin
 	Records    []Record          `json:"records,omitempty"`     // Poll, PollPartition
 	Desc       *TopicDescription `json:"description,omitempty"` // Describe
 }
@@ -340,6 +351,10 @@ func Apply(b *model.Broker, in Input) Output {
 		out.Partitions, err = b.Join(in.Topic, in.Group, in.Member)
 	case KindLeave:
 		out.OK, err = b.Leave(in.Topic, in.Group, in.Member)
+	case KindHeartbeat:
+		out.OK, err = b.Heartbeat(in.Topic, in.Group, in.Member)
+	case KindRejoin:
+		out.Partitions, err = b.Rejoin(in.Topic, in.Group, in.Member)
 	case KindPublish:
 		out.Offset, err = b.Publish(in.Topic, in.Partition, in.Payload)
 	case KindPublishMessage:
@@ -403,6 +418,9 @@ func fromModelDescription(d model.TopicDescription) *TopicDescription {
 		gd := GroupDescription{Group: g.Group, Assignor: g.Assignor, Members: slices.Clone(g.Members)}
 		for _, p := range g.Partitions {
 			gd.Partitions = append(gd.Partitions, GroupPartition(p))
+		}
+		for _, t := range g.LastSeen {
+			gd.LastSeen = append(gd.LastSeen, t.UTC())
 		}
 		out.Groups = append(out.Groups, gd)
 	}

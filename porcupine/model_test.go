@@ -272,7 +272,11 @@ func randomInput(rng *rand.Rand, m *model.Broker) porcupine.Input {
 	group, member := groups[rng.IntN(2)], members[rng.IntN(3)]
 	p := rng.Int32N(3) - rng.Int32N(2)
 	assignor := []string{"", "RoundRobin", "Range", "Sticky", "Picky"}[rng.IntN(5)]
-	switch rng.IntN(15) {
+	switch rng.IntN(17) {
+	case 15:
+		return porcupine.Input{Kind: porcupine.KindHeartbeat, Topic: topic, Group: group, Member: member}
+	case 16:
+		return porcupine.Input{Kind: porcupine.KindRejoin, Topic: topic, Group: group, Member: member}
 	case 8:
 		return publishMessage(topic, p, "k", "y", porcupine.Header{Key: "h", Value: "v"})
 	case 9:
@@ -318,16 +322,25 @@ func randomInput(rng *rand.Rand, m *model.Broker) porcupine.Input {
 // same on a model holding all topics as on a model holding only its own
 // topic's calls, and each per-topic model equals the all-topics model
 // restricted to that topic (compared through String's per-topic lines).
+// Every other sequence has a session timeout on a clock that moves between
+// calls (SPEC rule 24: a call expires the members of its own topic only).
 func TestTopicsIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	for seq := 0; seq < 300; seq++ {
-		clock := model.WithClock(func() time.Time { return porcupine.Epoch })
-		all, _ := model.New(2, clock)
+		var now time.Duration
+		opts := []model.Option{model.WithClock(func() time.Time { return porcupine.Epoch.Add(now) })}
+		if seq%2 == 1 {
+			opts = append(opts, model.WithSessionTimeout(3*time.Second))
+		}
+		all, _ := model.New(2, opts...)
 		per := map[string]*model.Broker{}
 		for i := 0; i < 80; i++ {
+			if seq%2 == 1 && rng.IntN(4) == 0 {
+				now += time.Duration(rng.IntN(3)) * time.Second
+			}
 			in := randomInput(rng, all)
 			if per[in.Topic] == nil {
-				per[in.Topic], _ = model.New(2, clock)
+				per[in.Topic], _ = model.New(2, opts...)
 			}
 			wout := porcupine.Apply(all, in)
 			out := porcupine.Apply(per[in.Topic], in)

@@ -31,14 +31,15 @@ var engineErrs = sentinels{engine.ErrInvalidArgument, engine.ErrOffsetOutOfRange
 // engine.WithClock, and move it with a recorded Client.Advance. Its reading
 // is Epoch plus an atomic count of nanoseconds.
 //
-// The engine reads its clock once per Publish, PublishMessage or Poll, not
-// necessarily at the instant the call takes effect (SPEC rule 15: "read
-// during the call"), so a concurrent Advance could fall between the two,
-// and no sequential order would then explain the result. A TestClock
-// therefore has a gate: a Client holds it shared around each call that
-// reads the clock and exclusively around Advance, so that the clock never
-// moves during such a call and Advance is linearizable with every call.
-// The zero TestClock reads Epoch and is ready to use.
+// The engine reads its clock once per Publish, PublishMessage or Poll (and,
+// with a session timeout, once per valid call on a topic but Create, SPEC
+// rule 24), not necessarily at the instant the call takes effect (SPEC
+// rule 15: "read during the call"), so a concurrent Advance could fall
+// between the two, and no sequential order would then explain the result.
+// A TestClock therefore has a gate: a Client holds it shared around each
+// call that reads the clock and exclusively around Advance, so that the
+// clock never moves during such a call and Advance is linearizable with
+// every call. The zero TestClock reads Epoch and is ready to use.
 type TestClock struct {
 	// gate is held shared by a recorded clock-reading call and exclusively
 	// by Advance; it guards no memory (ns is atomic).
@@ -81,11 +82,14 @@ func (r *Recorder) Client() *Client { return r.ClientFor(r.b, nil) }
 // ClientFor returns a new client of b, with the next client id (0, 1, 2, …).
 // When clock is not nil, it must be b's clock (engine.WithClock(clock.Now)):
 // the client then records record times, gates its calls that read the clock
-// (see TestClock) and may Advance it. A Client records into its own buffer
+// (see TestClock; with b.SessionTimeout() > 0 that is every call but
+// Create) and may Advance it. A Client records into its own buffer
 // without locking, so each Client must be used by one goroutine at a time;
 // use one per goroutine.
 func (r *Recorder) ClientFor(b *engine.Broker, clock *TestClock) *Client {
-	return r.add(&Client{b: b, t: engineTarget{b}, clock: clock})
+	c := &Client{b: b, t: engineTarget{b}, clock: clock}
+	c.gateAll = clock != nil && b.SessionTimeout() > 0
+	return r.add(c)
 }
 
 // ClientOn returns a new client, with the next client id, whose calls go
@@ -129,8 +133,11 @@ type Client struct {
 	b     *engine.Broker // nil for a client made with ClientOn
 	t     Target         // the calls go here: b, or ClientOn's target
 	clock *TestClock     // nil: no test clock
-	id    int
-	ops   []Op
+	// gateAll: under a session timeout every call but Create reads the
+	// clock (expiry, SPEC rule 24), so each holds the gate.
+	gateAll bool
+	id      int
+	ops     []Op
 }
 
 // ID returns the client's id, as recorded in Op.Client.
@@ -155,6 +162,15 @@ func (c *Client) readClock() func() {
 	return c.clock.gate.RUnlock
 }
 
+// expiring is readClock for a call that reads the clock only for expiry
+// (SPEC rule 24): it holds the gate only under a session timeout.
+func (c *Client) expiring() func() {
+	if !c.gateAll {
+		return func() {}
+	}
+	return c.readClock()
+}
+
 // Create calls engine.Broker.Create and records it.
 func (c *Client) Create(topic string, partitionCount int32) (bool, error) {
 	call := c.r.now()
@@ -168,6 +184,7 @@ func (c *Client) Create(topic string, partitionCount int32) (bool, error) {
 
 // Join calls engine.Broker.Join and records it.
 func (c *Client) Join(topic, group, member string) ([]int32, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	parts, err := c.t.Join(topic, group, member)
 	ret := c.r.now()
@@ -179,6 +196,7 @@ func (c *Client) Join(topic, group, member string) ([]int32, error) {
 
 // Leave calls engine.Broker.Leave and records it.
 func (c *Client) Leave(topic, group, member string) (bool, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.Leave(topic, group, member)
 	ret := c.r.now()
@@ -259,6 +277,7 @@ func (c *Client) records(recs []engine.Record) []Record {
 
 // Ack calls engine.Broker.Ack and records it.
 func (c *Client) Ack(topic, group, member string, partition int32, offset int64) (bool, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.Ack(topic, group, member, partition, offset)
 	ret := c.r.now()
@@ -270,6 +289,7 @@ func (c *Client) Ack(topic, group, member string, partition int32, offset int64)
 
 // Retry calls engine.Broker.Retry and records it.
 func (c *Client) Retry(topic, group, member string, partition int32, offset int64) (bool, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.Retry(topic, group, member, partition, offset)
 	ret := c.r.now()
@@ -284,6 +304,7 @@ func (c *Client) Retry(topic, group, member string, partition int32, offset int6
 // does not know.
 func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
 	a := mustAssignor(assignor)
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.CreateGroup(topic, group, a)
 	ret := c.r.now()
@@ -299,6 +320,7 @@ func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
 // know.
 func (c *Client) CreateGroupAt(topic, group, assignor string, start uint8) (bool, error) {
 	a := mustAssignor(assignor)
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.CreateGroupAt(topic, group, a, engine.GroupStart(start))
 	ret := c.r.now()
@@ -310,6 +332,7 @@ func (c *Client) CreateGroupAt(topic, group, assignor string, start uint8) (bool
 
 // DeleteGroup calls engine.Broker.DeleteGroup and records it.
 func (c *Client) DeleteGroup(topic, group string) (bool, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.DeleteGroup(topic, group)
 	ret := c.r.now()
@@ -324,6 +347,7 @@ func (c *Client) DeleteGroup(topic, group string) (bool, error) {
 // does not know.
 func (c *Client) SetAssignor(topic, group, assignor string) (bool, error) {
 	a := mustAssignor(assignor)
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.SetAssignor(topic, group, a)
 	ret := c.r.now()
@@ -335,6 +359,7 @@ func (c *Client) SetAssignor(topic, group, assignor string) (bool, error) {
 
 // AddPartitions calls engine.Broker.AddPartitions and records it.
 func (c *Client) AddPartitions(topic string, count int32) (int32, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	n, err := c.t.AddPartitions(topic, count)
 	ret := c.r.now()
@@ -346,6 +371,7 @@ func (c *Client) AddPartitions(topic string, count int32) (int32, error) {
 
 // Seek calls engine.Broker.Seek and records it.
 func (c *Client) Seek(topic, group string, partition int32, offset int64) (bool, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	ok, err := c.t.Seek(topic, group, partition, offset)
 	ret := c.r.now()
@@ -357,6 +383,7 @@ func (c *Client) Seek(topic, group string, partition int32, offset int64) (bool,
 
 // Describe calls engine.Broker.Describe and records the whole description.
 func (c *Client) Describe(topic string) (engine.TopicDescription, error) {
+	defer c.expiring()()
 	call := c.r.now()
 	d, err := c.t.Describe(topic)
 	ret := c.r.now()
@@ -367,6 +394,43 @@ func (c *Client) Describe(topic string) (engine.TopicDescription, error) {
 	out.setErr(err, engineErrs)
 	c.record(call, ret, Input{Kind: KindDescribe, Topic: topic}, out)
 	return d, err
+}
+
+// Heartbeat calls engine.Broker.Heartbeat (SPEC rule 24) and records it.
+// It panics for a client of a Target that is not a LivenessTarget.
+func (c *Client) Heartbeat(topic, group, member string) (bool, error) {
+	lt := c.liveness()
+	defer c.expiring()()
+	call := c.r.now()
+	ok, err := lt.Heartbeat(topic, group, member)
+	ret := c.r.now()
+	out := Output{OK: ok}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindHeartbeat, Topic: topic, Group: group, Member: member}, out)
+	return ok, err
+}
+
+// Rejoin calls engine.Broker.Rejoin (SPEC rule 25) and records it. It
+// panics for a client of a Target that is not a LivenessTarget.
+func (c *Client) Rejoin(topic, group, member string) ([]int32, error) {
+	lt := c.liveness()
+	defer c.expiring()()
+	call := c.r.now()
+	parts, err := lt.Rejoin(topic, group, member)
+	ret := c.r.now()
+	out := Output{Partitions: slices.Clone(parts)}
+	out.setErr(err, engineErrs)
+	c.record(call, ret, Input{Kind: KindRejoin, Topic: topic, Group: group, Member: member}, out)
+	return parts, err
+}
+
+// liveness returns the client's Target as a LivenessTarget, or panics.
+func (c *Client) liveness() LivenessTarget {
+	lt, ok := c.t.(LivenessTarget)
+	if !ok {
+		panic(fmt.Sprintf("porcupine: Heartbeat or Rejoin on a target without them (%T)", c.t))
+	}
+	return lt
 }
 
 // Advance moves the client's test clock forward by d and records it as a
@@ -404,6 +468,9 @@ func fromEngineDescription(d engine.TopicDescription) *TopicDescription {
 		gd := GroupDescription{Group: g.Group, Assignor: g.Assignor, Members: slices.Clone(g.Members)}
 		for _, p := range g.Partitions {
 			gd.Partitions = append(gd.Partitions, GroupPartition(p))
+		}
+		for _, t := range g.LastSeen {
+			gd.LastSeen = append(gd.LastSeen, t.UTC())
 		}
 		out.Groups = append(out.Groups, gd)
 	}

@@ -107,6 +107,10 @@ func RunOn(w Workload, t Target) (History, error) {
 	if w.Options.TestClock {
 		return History{}, fmt.Errorf("porcupine: RunOn cannot drive a test clock (workload %s)", w)
 	}
+	mix, _ := LookupMix(w.Mix)
+	if _, ok := t.(LivenessTarget); !ok && (mix.Weights[KindHeartbeat] > 0 || mix.Weights[KindRejoin] > 0) {
+		return History{}, fmt.Errorf("porcupine: mix %s makes Heartbeat and Rejoin, which %T does not have (LivenessTarget)", w.Mix, t)
+	}
 	rec := NewRecorder(nil)
 	return run(w, rec, func() (func() *Client, error) {
 		return func() *Client { return rec.ClientOn(t) }, nil
@@ -191,6 +195,8 @@ func (tr *topicRun) client(cl *Client, ci int) {
 		return member
 	}
 	var pending []engine.Record // deliveries this client polled and has not settled
+	quiet := 0                  // calls left in a quiet spell (Mix.Quiet)
+	rejoin := false             // the client's member was found gone: its next call joins again
 	cl.Join(tr.name, group, member)
 	for k := 1; k < w.OpsPerClient; k++ {
 		if rng.IntN(yieldOneIn) == 0 {
@@ -205,6 +211,25 @@ func (tr *topicRun) client(cl *Client, ci int) {
 			}
 			pick -= mix.Weights[kd]
 		}
+		switch {
+		case quiet > 0:
+			// Silent: only calls that do not name the member.
+			quiet--
+			kind = []Kind{KindPublish, KindPublish, KindDescribe, KindAdvance}[rng.IntN(4)]
+			if mix.Weights[KindAdvance] == 0 {
+				kind = KindPublish
+			}
+		case rejoin:
+			// Found expired (or never a member): join again, as a consumer
+			// whose heartbeat failed does, now and then as a new incarnation.
+			rejoin = false
+			kind = KindJoin
+			if mix.Weights[KindRejoin] > 0 && rng.IntN(3) == 0 {
+				kind = KindRejoin
+			}
+		case mix.Quiet > 0 && rng.IntN(100) < mix.Quiet:
+			quiet = 4 + rng.IntN(13)
+		}
 		switch kind {
 		case 0:
 			tr.invalid(cl, rng, group, member)
@@ -212,6 +237,15 @@ func (tr *topicRun) client(cl *Client, ci int) {
 			cl.Create(tr.name, w.Partitions)
 		case KindJoin:
 			cl.Join(tr.name, group, poolMember())
+		case KindHeartbeat:
+			if ok, err := cl.Heartbeat(tr.name, group, member); err == nil && !ok {
+				rejoin = true
+			}
+		case KindRejoin:
+			// A new incarnation of the member; the deliveries this client
+			// (or its twin, with ShareMembers) still holds are the old
+			// incarnation's: settling them must fail.
+			cl.Rejoin(tr.name, group, member)
 		case KindLeave:
 			cl.Leave(tr.name, group, poolMember())
 		case KindPublish:
@@ -298,6 +332,10 @@ func (tr *topicRun) client(cl *Client, ci int) {
 		case KindDescribe:
 			tr.describe(cl)
 		case KindAdvance:
+			if d := w.Options.SessionTimeout; d > 0 {
+				cl.Advance(tr.name, []time.Duration{d / 8, d / 4, d / 4, d / 2}[rng.IntN(4)])
+				break
+			}
 			d := w.Options.AckTimeout
 			cl.Advance(tr.name, []time.Duration{d / 4, d / 2, d / 2, d}[rng.IntN(4)])
 		}
@@ -395,7 +433,9 @@ func seeMax32(v *atomic.Int32, x int32) {
 
 // invalid makes one call that breaks SPEC rules 3, 4, 15, 17, 18, 19 or 20
 // (the last five only in mixes that use the Tributary calls), or, in a mix
-// that makes CreateGroupAt, gives it a start that is neither.
+// that makes CreateGroupAt, gives it a start that is neither, or, in a mix
+// that makes Heartbeat or Rejoin, gives one of them a bad identifier (rules
+// 4 and 24: an invalid call expires nobody).
 func (tr *topicRun) invalid(cl *Client, rng *rand.Rand, group, member string) {
 	parts := tr.parts.Load()
 	n := 9
@@ -404,6 +444,19 @@ func (tr *topicRun) invalid(cl *Client, rng *rand.Rand, group, member string) {
 	}
 	if tr.mix.Weights[KindCreateGroupAt] > 0 {
 		n = 17
+	}
+	if tr.mix.Weights[KindHeartbeat] > 0 || tr.mix.Weights[KindRejoin] > 0 {
+		switch rng.IntN(6) {
+		case 0:
+			cl.Heartbeat(tr.name, group, "m.bad")
+			return
+		case 1:
+			cl.Rejoin(tr.name, "", member)
+			return
+		case 2:
+			cl.Heartbeat(tr.unknown, group, member)
+			return
+		}
 	}
 	switch rng.IntN(n) {
 	case 0:

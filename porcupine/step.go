@@ -28,7 +28,8 @@ type Config struct {
 }
 
 // Options are the broker options of a workload (engine.WithReplayWindow,
-// WithAckTimeout, WithMaxMessageBytes and, for TestClock, WithClock). The
+// WithAckTimeout, WithMaxMessageBytes, WithSessionTimeout and, for
+// TestClock, WithClock). The
 // zero Options is engine.New's default.
 type Options struct {
 	// ReplayWindow is engine.WithReplayWindow's argument, in records
@@ -40,6 +41,10 @@ type Options struct {
 	// MaxMessageBytes is engine.WithMaxMessageBytes's argument; 0 is the
 	// default, no limit.
 	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
+	// SessionTimeout is engine.WithSessionTimeout's argument (SPEC rule
+	// 24); 0 is the default, members never expire. A timeout needs
+	// TestClock.
+	SessionTimeout time.Duration `json:"session_timeout,omitempty"`
 	// TestClock says the broker clock was a TestClock, one per topic (and
 	// so one broker per topic; see the package doc), moved only by recorded
 	// Advance calls. Then record times are recorded and compared; without
@@ -48,8 +53,8 @@ type Options struct {
 }
 
 // Check returns an error for options the model cannot check: a negative
-// value, a replay window above capacity, or an ack timeout without a test
-// clock (the model could not know the broker's time).
+// value, a replay window above capacity, or an ack or session timeout
+// without a test clock (the model could not know the broker's time).
 func (c Config) Check() error {
 	o := c.Options
 	switch {
@@ -57,10 +62,12 @@ func (c Config) Check() error {
 		return fmt.Errorf("porcupine: capacity %d outside [%d,%d]", c.Capacity, model.MinCapacity, model.MaxExtendedCapacity)
 	case o.ReplayWindow < 0 || o.ReplayWindow > c.Capacity:
 		return fmt.Errorf("porcupine: replay window %d outside [0,%d] (the capacity)", o.ReplayWindow, c.Capacity)
-	case o.AckTimeout < 0 || o.MaxMessageBytes < 0:
-		return errors.New("porcupine: negative ack timeout or max message bytes")
+	case o.AckTimeout < 0 || o.MaxMessageBytes < 0 || o.SessionTimeout < 0:
+		return errors.New("porcupine: negative ack timeout, max message bytes or session timeout")
 	case o.AckTimeout > 0 && !o.TestClock:
 		return errors.New("porcupine: an ack timeout needs the test clock")
+	case o.SessionTimeout > 0 && !o.TestClock:
+		return errors.New("porcupine: a session timeout needs the test clock")
 	case c.Version < 0 || c.Version > HistoryVersion:
 		return fmt.Errorf("porcupine: history version %d, want 0..%d", c.Version, HistoryVersion)
 	}
@@ -144,6 +151,9 @@ func (c Config) modelOptions() []model.Option {
 	if c.Options.MaxMessageBytes > 0 {
 		opts = append(opts, model.WithMaxMessageBytes(c.Options.MaxMessageBytes))
 	}
+	if c.Options.SessionTimeout > 0 {
+		opts = append(opts, model.WithSessionTimeout(c.Options.SessionTimeout))
+	}
 	if c.Capacity > model.MaxCapacity {
 		opts = append(opts, model.WithExtendedCapacity())
 	}
@@ -218,12 +228,17 @@ func impossible(c Config, s *model.Broker, in Input, out Output) bool {
 			if err1 != nil || err2 != nil || err3 != nil {
 				return false
 			}
-			if committed != r.Offset || inFlight && c.Options.AckTimeout == 0 ||
+			// An in-flight delivery may still be delivered under an ack
+			// timeout, or once the poll's own expiry (a session timeout)
+			// has cancelled it; expiry never moves a committed offset nor
+			// changes attempts.
+			if committed != r.Offset || inFlight && c.Options.AckTimeout == 0 && c.Options.SessionTimeout == 0 ||
 				c.Version > 0 && r.Attempt != attempts+1 {
 				return true
 			}
 		}
 	case KindAck, KindRetry:
+		// Expiry (rule 24) can only cancel a delivery, never make one.
 		if !out.OK {
 			return false
 		}

@@ -50,3 +50,13 @@ func (e engineTarget) PollPartition(topic, group, member string, partition int32
 	}
 	return m.AppendPollPartition(nil, partition)
 }
+
+// LivenessTarget is a Target that also has the calls of member liveness
+// (SPEC rules 24–25): *engine.Broker is one. Client.Heartbeat and
+// Client.Rejoin need it; RunOn refuses a workload whose mix makes them on a
+// Target that is not one.
+type LivenessTarget interface {
+	Target
+	Heartbeat(topic, group, member string) (bool, error)
+	Rejoin(topic, group, member string) ([]int32, error)
+}

@@ -47,6 +47,11 @@ type Mix struct {
 	// rest, half name that latest record as another member of the group (a
 	// non-owner's settle), half a random partition and offset.
 	AimPolled, AimHint int
+	// Quiet is the percentage of calls after which a client falls silent
+	// for a spell of 4 to 16 calls, making only calls that do not name its
+	// member (Publish, Describe, Advance), so that under a session timeout
+	// its member expires while others go on (SPEC rule 24).
+	Quiet int
 	// GrowTo is the partition count AddPartitions grows a topic to; once a
 	// client has seen it reached, it describes the topic instead. 0 means
 	// Partitions + 4.
@@ -190,7 +195,35 @@ var mixes = []Mix{
 		Invalid:   3,
 		AimPolled: 60, AimHint: 30,
 	},
+	{
+		Name: "session", About: "session timeout on a test clock: members falling silent expire at a call's instant (one rebalance, their deliveries cancelled) while heartbeats, polls and acks keep the others; expired members join again",
+		Partitions: 3, Capacity: 4, Groups: 2, Members: 4,
+		Options: Options{SessionTimeout: sessionTimeout, TestClock: true},
+		Weights: weighted(map[Kind]int{KindJoin: 3, KindLeave: 1, KindPublish: 16, KindPublishMessage: 4,
+			KindPoll: 24, KindPollPartition: 4, KindAck: 16, KindRetry: 4, KindHeartbeat: 10, KindRejoin: 2,
+			KindSetAssignor: 2, KindDeleteGroup: 1, KindAdvance: 8, KindDescribe: 6}),
+		Invalid:     3,
+		Quiet:       4,
+		OtherMember: 10, AimPolled: 70, AimHint: 20,
+		Assignors: []string{"RoundRobin", "Range", "Sticky"},
+	},
+	{
+		Name: "rejoin", About: "restarted incarnations: client pairs share a member id and one Rejoins while the other still holds deliveries, under a session timeout on a test clock",
+		Partitions: 2, Capacity: 4, Groups: 1, Members: 2,
+		Options: Options{SessionTimeout: sessionTimeout, TestClock: true},
+		Weights: weighted(map[Kind]int{KindJoin: 2, KindLeave: 1, KindPublish: 18, KindPublishMessage: 2,
+			KindPoll: 28, KindPollPartition: 4, KindAck: 20, KindRetry: 4, KindRejoin: 10, KindHeartbeat: 4,
+			KindAdvance: 4, KindDescribe: 4}),
+		Invalid:      3,
+		ShareMembers: true, AimPolled: 60, AimHint: 30,
+	},
 }
+
+// sessionTimeout is the session and rejoin mixes' session timeout, on the
+// test clock; their Advance moves the clock by an eighth, a quarter or a
+// half of it, so that a member is often last seen exactly the timeout
+// before a call (the boundary of SPEC rule 24).
+const sessionTimeout = 10 * time.Second
 
 // ackTimeout is the acktimeout mix's timeout, on the test clock; Advance
 // moves the clock by a quarter, a half or all of it.
@@ -237,6 +270,12 @@ var faultMixes = map[string]string{
 	"poll-skips-recheck":            "multipoll",
 	"ack-ignores-pin":               "groups",
 	"latest-starts-behind":          "latest",
+	"expiry-skips-rebalance":        "session",
+	"expiry-strict":                 "session",
+	"rejoin-keeps-delivery":         "rejoin",
+	"heartbeat-rejoins":             "session",
+	"settle-skips-refresh":          "session",
+	"join-keeps-deadline":           "session",
 }
 
 // FaultMix returns the name of the mix that exposes the deliberate engine
@@ -257,7 +296,7 @@ func FaultMix(fault string) (string, bool) {
 // Every field but Seed may be left zero: Mix "" means "balanced", Topics 0
 // means 1, Clients 0 means 8, OpsPerClient 0 means 40, and the topic shape
 // (Partitions, Capacity, Groups, Members) and each of the Options come from
-// the Mix. An AckTimeout turns TestClock on.
+// the Mix. An AckTimeout or a SessionTimeout turns TestClock on.
 type Workload struct {
 	Seed         uint64  `json:"seed"`
 	Mix          string  `json:"mix"`
@@ -305,7 +344,10 @@ func (w Workload) Resolve() (Workload, error) {
 	if o.AckTimeout == 0 {
 		o.AckTimeout = mix.Options.AckTimeout
 	}
-	o.TestClock = o.TestClock || mix.Options.TestClock || o.AckTimeout > 0
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = mix.Options.SessionTimeout
+	}
+	o.TestClock = o.TestClock || mix.Options.TestClock || o.AckTimeout > 0 || o.SessionTimeout > 0
 	var errs []error
 	check := func(name string, v, lo, hi int) {
 		if v < lo || v > hi {
@@ -354,6 +396,9 @@ func (o Options) String() string {
 	if o.MaxMessageBytes != 0 {
 		s += fmt.Sprintf(" maxbytes=%d", o.MaxMessageBytes)
 	}
+	if o.SessionTimeout != 0 {
+		s += fmt.Sprintf(" sessiontimeout=%v", o.SessionTimeout)
+	}
 	if o.TestClock {
 		s += " testclock"
 	}
@@ -374,6 +419,9 @@ func (o Options) EngineOptions() []engine.Option {
 	}
 	if o.MaxMessageBytes > 0 {
 		opts = append(opts, engine.WithMaxMessageBytes(o.MaxMessageBytes))
+	}
+	if o.SessionTimeout > 0 {
+		opts = append(opts, engine.WithSessionTimeout(o.SessionTimeout))
 	}
 	return opts
 }

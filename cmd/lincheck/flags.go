@@ -36,6 +36,7 @@ var (
 	durationRange   = durRange{0, 168 * time.Hour, "0..168h"}
 	timeoutRange    = durRange{time.Millisecond, 24 * time.Hour, "1ms..24h"}
 	ackTimeoutRange = durRange{0, 24 * time.Hour, "0..24h"}
+	sessionRange    = durRange{0, 24 * time.Hour, "0..24h"}
 )
 
 type intRange struct{ lo, hi int }
@@ -69,7 +70,7 @@ type config struct {
 	// 0: the mix's.
 	partitions, capacity, groups, members int
 	window, maxBytes                      int
-	ackTimeout                            time.Duration
+	ackTimeout, sessionTimeout            time.Duration
 	testClock                             bool // false: the mix's
 }
 
@@ -88,7 +89,7 @@ func newFlagSet(c *config, stderr io.Writer) (*flag.FlagSet, func() (porcupine.N
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lincheck [flags]\n\nChecks seeded concurrent histories of the engine for linearizability: every engine\n"+
 			"call (Create Join Leave Publish Poll Ack Retry PublishMessage CreateGroup CreateGroupAt DeleteGroup\n"+
-			"SetAssignor AddPartitions Seek Describe) and, on a test clock, Advance.\n"+
+			"SetAssignor AddPartitions Seek Describe Heartbeat Rejoin) and, on a test clock, Advance.\n"+
 			"A bad flag value exits with status 2 before anything runs.\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(stderr, "\nMixes (-mix):\n")
@@ -120,6 +121,7 @@ func newFlagSet(c *config, stderr io.Writer) (*flag.FlagSet, func() (porcupine.N
 	flagx.IntVar(fs, &c.members, "members", 0, fmt.Sprintf("member ids per group, %v (0: the mix's)", membersRange))
 	flagx.IntVar(fs, &c.window, "window", 0, fmt.Sprintf("broker replay window, records per partition, %v and at most the capacity (0: the mix's)", windowRange))
 	fs.DurationVar(&c.ackTimeout, "ack-timeout", 0, fmt.Sprintf("broker ack timeout on the test clock, %v (0: the mix's); implies -test-clock", ackTimeoutRange))
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 0, fmt.Sprintf("broker session timeout on the test clock, %v (0: the mix's); implies -test-clock", sessionRange))
 	flagx.IntVar(fs, &c.maxBytes, "max-message-bytes", 0, fmt.Sprintf("broker message size limit, %v (0: the mix's)", maxBytesRange))
 	fs.BoolVar(&c.testClock, "test-clock", false, "a test clock per topic (and so a broker per topic), record times checked (default: the mix's)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, fmt.Sprintf("limit on checking one history, %v; a check that hits it is Unknown", timeoutRange))
@@ -204,6 +206,7 @@ func (c *config) validate() error {
 		{"duration", c.duration, durationRange, "; 0: no limit"},
 		{"timeout", c.timeout, timeoutRange, ""},
 		{"ack-timeout", c.ackTimeout, ackTimeoutRange, "; 0: the mix's"},
+		{"session-timeout", c.sessionTimeout, sessionRange, "; 0: the mix's"},
 	} {
 		if f.v < f.r.lo || f.v > f.r.hi {
 			return fmt.Errorf("-%s %v: must be in %v%s", f.name, f.v, f.r, f.zero)
@@ -256,6 +259,7 @@ func (c config) workload(i int) (porcupine.Workload, error) {
 		Options: porcupine.Options{
 			ReplayWindow:    int32(c.window),
 			AckTimeout:      c.ackTimeout,
+			SessionTimeout:  c.sessionTimeout,
 			MaxMessageBytes: c.maxBytes,
 			TestClock:       c.testClock,
 		},

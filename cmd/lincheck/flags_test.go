@@ -39,6 +39,8 @@ func TestValidate(t *testing.T) {
 		{[]string{"-partitions", "1", "-capacity", "1", "-groups", "1", "-members", "1", "-window", "1", "-max-message-bytes", "1"}, nil},
 		{[]string{"-timeout", "1ms", "-ack-timeout", "24h"}, nil},
 		{[]string{"-timeout", "24h", "-ack-timeout", "0s"}, nil},
+		{[]string{"-session-timeout", "24h"}, nil},
+		{[]string{"-session-timeout", "0s", "-mix", "session"}, nil},
 		{[]string{"-mix", "window", "-window", "2"}, nil},
 		{[]string{"-mix", "window", "-capacity", "5", "-window", "5"}, nil},
 		{[]string{"-count", "1", "-window", "3"}, nil}, // seed 1's mix is not window
@@ -72,6 +74,8 @@ func TestValidate(t *testing.T) {
 		{[]string{"-timeout", "25h"}, []string{"-timeout 25h0m0s:", "1ms..24h"}},
 		{[]string{"-ack-timeout", "-1s"}, []string{"-ack-timeout -1s:", "0..24h"}},
 		{[]string{"-ack-timeout", "25h"}, []string{"-ack-timeout 25h0m0s:", "0..24h"}},
+		{[]string{"-session-timeout", "-1ns"}, []string{"-session-timeout -1ns:", "0..24h"}},
+		{[]string{"-session-timeout", "25h"}, []string{"-session-timeout 25h0m0s:", "0..24h"}},
 		{[]string{"-mix", "nope"}, []string{"-mix nope:", "all or one of", "balanced"}},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

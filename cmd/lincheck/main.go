@@ -14,18 +14,21 @@
 //
 // The calls are every call of the engine (the seven core calls,
 // PublishMessage, CreateGroup, CreateGroupAt, DeleteGroup, SetAssignor,
-// AddPartitions, Seek and Describe) and, in workloads on a test clock,
-// Advance of the clock.
+// AddPartitions, Seek, Describe, Heartbeat and Rejoin) and, in workloads on
+// a test clock, Advance of the clock.
 // Each -mix stresses one part (lincheck -h lists them): six mixes of the
 // core calls (balanced, multipoll, rebalance, ackretry, full, groups) and
 // one per Tributary feature: seek (controlled replay in a replay window),
 // assignor (SetAssignor switching assignors), addpartitions (topics growing
 // under load), lifecycle (groups created and deleted), latest (groups
 // created at the log end and deleted), window (a small
-// replay window at capacity 2) and acktimeout (an ack timeout on a test
-// clock that Advance moves). -mix all cycles through them. -window,
-// -ack-timeout, -max-message-bytes and -test-clock override a mix's broker
-// options.
+// replay window at capacity 2), acktimeout (an ack timeout on a test
+// clock that Advance moves), session (a session timeout on a test clock:
+// members falling silent expire, heartbeats keep the others) and rejoin
+// (incarnations of one member id rejoining while the other holds
+// deliveries). -mix all cycles through them. -window, -ack-timeout,
+// -session-timeout, -max-message-bytes and -test-clock override a mix's
+// broker options.
 //
 // On an Illegal history it writes to -out the porcupine HTML visualization
 // of the failing topic (seed-<seed>-<topic>.html), that topic's history as
@@ -42,7 +45,8 @@
 // directory that can be written, or one that can be created): lincheck -h
 // gives each numeric flag's range. -topics, -clients and -ops have no zero
 // value; -partitions, -capacity, -groups, -members, -window,
-// -max-message-bytes and -ack-timeout take 0 for the mix's own.
+// -max-message-bytes, -ack-timeout and -session-timeout take 0 for the
+// mix's own.
 //
 // Exit status: 0 when every history is Ok; 1 when any is Illegal or Unknown;
 // 2 for bad flags (one line on standard error naming the flag, the value and
@@ -268,6 +272,9 @@ func reproduce(c config, h porcupine.History) string {
 	}
 	if o.MaxMessageBytes != 0 {
 		cmd += fmt.Sprintf(" -max-message-bytes %d", o.MaxMessageBytes)
+	}
+	if o.SessionTimeout != 0 {
+		cmd += fmt.Sprintf(" -session-timeout %v", o.SessionTimeout)
 	}
 	if o.TestClock {
 		cmd += " -test-clock"

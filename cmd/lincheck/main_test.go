@@ -101,6 +101,11 @@ func TestReproduceNamesOptions(t *testing.T) {
 	cmd := reproduce(config{}, porcupine.History{Workload: w})
 	require.Contains(t, cmd, "-seed 7 -mix acktimeout ")
 	require.True(t, strings.HasSuffix(cmd, " -window 2 -ack-timeout 10s -max-message-bytes 9 -test-clock"), cmd)
+
+	w, err = porcupine.Workload{Seed: 8, Mix: "session"}.Resolve()
+	require.NoError(t, err)
+	cmd = reproduce(config{}, porcupine.History{Workload: w})
+	require.True(t, strings.HasSuffix(cmd, " -session-timeout 10s -test-clock"), cmd)
 }
 
 func TestReplay(t *testing.T) {
