@@ -396,3 +396,34 @@ func TestRemovedConsumerIsFenced(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRejoinsAfterExpiry: a running consumer whose session ran out (the
+// broker clock jumped a whole session timeout, as a stalled process sees
+// it) finds out at its next heartbeat, joins again, says so in
+// ConsumerStats.Expired, and goes on handling records.
+func TestRunRejoinsAfterExpiry(t *testing.T) {
+	c, clock := liveCluster(t)
+	tp := testTopic(t, c, "orders", 1, tributary.String())
+	pr := testProducer[string](t, c, "p", tributary.Manual())
+	r := testConsumer(t, tp, "g", "r")
+	var h handled
+	done := hxRun(guardCtx(t), r, func(_ context.Context, m tributary.Message[string]) error {
+		h.add(m)
+		return nil
+	})
+	waitPollBlocked(t, r, 1)
+	clock.Advance(liveSession)
+	waitFor(t, "Run to find r expired and join again", func() bool { return r.Stats().Expired == 1 })
+	sendOK(t, pr, tp, tributary.Message[string]{Partition: 0, Value: "after"})
+	waitFor(t, "the record handled", func() bool { return len(h.get()) == 1 })
+	if got := h.get(); got[0] != "0/0 after #1" {
+		t.Fatalf("handled %v", got)
+	}
+	if g := groupDesc(t, c, "orders", "g"); !slices.Equal(g.Members, []string{"r"}) {
+		t.Fatalf("members %v, want [r]", g.Members)
+	}
+	r.Close()
+	if err := hxDone(t, done, guard, "Run"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
