@@ -10,7 +10,8 @@ import (
 )
 
 // Allocation guards for the hot paths with the features of SPEC rules
-// 15–23 configured: PublishMessage of a bare message, AppendPoll into a
+// 15–24 configured (a session timeout included: the expiry check and the
+// refresh of the member's last-seen instant allocate nothing): PublishMessage of a bare message, AppendPoll into a
 // buffer (first deliveries and ack-timeout redeliveries), Ack and Retry
 // allocate nothing, whatever the options; a message with headers costs its
 // one copy.
@@ -35,8 +36,11 @@ func TestFeatureHotPathsAllocateNothing(t *testing.T) {
 		{"replay window, ack timeout, clock", []engine.Option{
 			engine.WithReplayWindow(4), engine.WithAckTimeout(timeout), engine.WithClock(clock.Now),
 		}, true},
+		{"session timeout (the wall clock: every call refreshes)", []engine.Option{engine.WithSessionTimeout(time.Hour)}, false},
+		{"session timeout, clock", []engine.Option{engine.WithSessionTimeout(time.Hour), engine.WithClock(clock.Now)}, false},
 		{"every option", []engine.Option{
 			engine.WithReplayWindow(8), engine.WithAckTimeout(timeout), engine.WithClock(clock.Now), engine.WithMaxMessageBytes(64),
+			engine.WithSessionTimeout(time.Hour),
 		}, true},
 	}
 	for _, cfg := range configs {
@@ -85,6 +89,7 @@ func TestFeatureHotPathsAllocateNothing(t *testing.T) {
 			}
 
 			for round := range 12 {
+				clock.Advance(time.Millisecond) // a new instant: with a session timeout, every call below refreshes
 				each("PublishMessage", round, func(p int32) bool {
 					off, err := f.PublishMessage("t", p, msg)
 					return err == nil && off == int64(round)

@@ -1,8 +1,10 @@
 // Package engine is Tributary's broker: a bounded, in-memory event broker with
 // partitioned topics, consumer groups, per-record acknowledgement and retry,
 // switchable assignors, deterministic rebalancing, replay and shared
-// retention. It implements SPEC rules 1–23 (the core contract, rules 1–14,
-// and the Tributary features, rules 15–23; both in docs/contract.md). Package model
+// retention, and member liveness: a session timeout with heartbeats and a
+// fenced rejoin. It implements SPEC rules 1–25 (the core contract, rules
+// 1–14, the Tributary features, rules 15–23, and member liveness, rules 24
+// and 25; all in docs/contract.md). Package model
 // is the sequential reference model of the same contract, and package
 // porcupine checks the engine against it.
 //
@@ -10,7 +12,8 @@
 //
 //	b, err := engine.New(1000,                      // records retained per partition, 1..1000 (more: WithExtendedCapacity)
 //		engine.WithReplayWindow(100),               // keep 100 fully committed records for replay
-//		engine.WithAckTimeout(30*time.Second))      // redeliver deliveries not acked in 30 s
+//		engine.WithAckTimeout(30*time.Second),      // redeliver deliveries not acked in 30 s
+//		engine.WithSessionTimeout(45*time.Second))  // a member not seen for 45 s leaves its group
 //	if err != nil { … }
 //	b.Create("orders", 4)                           // 4 partitions; false if it exists
 //	b.CreateGroup("orders", "billing", engine.Sticky)
@@ -26,6 +29,8 @@
 //			b.Retry("orders", "billing", "m1", r.Partition, r.Offset) // deliver again
 //		}
 //	}
+//	b.Heartbeat("orders", "billing", "m1") // false: m1 expired (or left) and must Join again
+//	b.Rejoin("orders", "billing", "m1")    // a restarted m1: its predecessor's deliveries come again
 //	b.Seek("orders", "billing", 2, 0)     // replay partition 2 from offset 0
 //	d, err := b.Describe("orders")        // one atomic snapshot: offsets, owners, lag
 //	b.Leave("orders", "billing", "m1")    // rebalance; the group keeps its offsets
@@ -136,8 +141,29 @@
 //     Ack the slow way, which clears it.
 //
 //   - wallClock.mu serialises the default clock's resync; a leaf lock,
-//     taken with no other lock held (Publish and Poll read the clock before
-//     they lock anything).
+//     taken with no other lock held (every call reads the clock before it
+//     locks anything).
+//
+//   - With WithSessionTimeout (rule 24), session.seen: one atomic word per
+//     member, on a 128-byte padding unit of its own, holding the member's
+//     last-seen instant (broker clock, Unix ns) or sessionGone. It is
+//     written only by compare-and-swap: a refresh raises it (never lowers
+//     it) and fails on sessionGone; an expiry, holding topic.mu, claims it
+//     (sessionGone) only if it still holds the value it judged expired,
+//     and gives it back if the group's assignor refuses the rebalance. A
+//     refresh runs only under topic.mu or under a cursor lock of the
+//     member's group, never with neither (below). The words hang from the
+//     assignment snapshot (assignment.sessions, immutable, shared by
+//     generations while the member stays), so a reader finds its member's
+//     word with the lookup it makes anyway.
+//
+//   - With WithSessionTimeout, topic.deadline: an atomic, a lower bound of
+//     every member's last-seen instant plus the timeout over the topic's
+//     groups (noDeadline when none). Written only under topic.mu: lowered
+//     by a Join that adds a member, before the member can be seen, and set
+//     by every expiry pass from the words. Refreshes only raise what it
+//     bounds, so they never write it. Every call's expiry check is one load
+//     of it. Neither word is a lock: they take part in no lock order.
 //
 // Lock order, the only one used anywhere in this package:
 //
@@ -156,7 +182,13 @@
 // DeleteGroup lock every partition and no cursor (a new group is not
 // reachable yet, a deleted one has no members). Only holders of topic.mu
 // lock two cursors of one partition, so their order among groups is free.
-// Broker.createMu is taken alone (Create, Topics). A user's Assignor runs
+// Broker.createMu is taken alone (Create, Topics). Heartbeat and Rejoin
+// take topic.mu (Rejoin then locks the member's cursors in ascending order);
+// an expiry runs under topic.mu and rebalances as Leave does. A Poll, Ack or
+// Retry takes topic.mu only on its slow paths (the topic's deadline has
+// come, the member's session is being expired, or a poll locks no cursor)
+// and only with no other lock held: it lets go of its cursors first. A
+// user's Assignor runs
 // under topic.mu but before any other lock is taken, so a slow or failing
 // assignor never holds up Publish, Poll or Ack, and its answer is validated
 // before anything changes.
@@ -287,6 +319,14 @@
 //     that one instant.
 //   - MemberHandle.AppendPollPartition: as Poll, with only the named
 //     partition in the member's set.
+//   - Heartbeat: while holding topic.mu, after its expiry, when it reads
+//     the membership (and refreshes the member's word).
+//   - Rejoin of a member: while holding topic.mu and the member's cursors,
+//     where it cancels their deliveries and refreshes the member; no
+//     assignment is stored. Rejoin of a non-member is Join.
+//   - The session expiry (rule 24) of a group: at the store of its new
+//     assignment, as Leave. See Member liveness below for why a call's
+//     expiry, its refresh and its action are of one instant.
 //   - Join, Leave of an existing group: at the store of the new assignment,
 //     while holding the group's cursors of every partition whose owner
 //     changes: the whole assignment changes at one instant (SPEC rule 9).
@@ -295,6 +335,72 @@
 //     offsets of that instant (rule 7; they move only under the partition
 //     locks).
 //   - Create: the atomic store of the new topics map.
+//
+// # Member liveness
+//
+// With WithSessionTimeout every valid call on a topic reads the broker
+// clock once, after its argument checks and before any lock: that reading,
+// now, is its instant (SPEC rule 24), for expiry, refresh, the ack timeout
+// and a record's time. The call then loads topic.deadline: if now is
+// before it, no member of the topic is expired at now (it is a lower bound)
+// and the call goes on. Otherwise it takes topic.mu (a call that holds it
+// anyway just checks) and expireLocked claims, with a compare-and-swap, the
+// word of each member expired at now, rebalances each group once without
+// its claimed members (the moved cursors held, as every rebalance), gives
+// back the words of a group whose assignor refused, and stores the deadline
+// computed from the words.
+//
+// The member's own call refreshes its word where it acts: a Poll holding
+// its cursors with its assignment seen current, after its inspections and
+// before it reserves; an Ack or Retry holding the partition's cursor with
+// the assignment seen current, before the owner check (an Ack that returns
+// false refreshes too); Join, Rejoin and Heartbeat under topic.mu; a Poll
+// that locks no cursor (the member owns none of the partitions asked for)
+// under topic.mu. A call whose refresh finds the word claimed has changed
+// nothing yet: it lets go, takes topic.mu, which the claiming expiry holds
+// until its rebalance is stored, and acts again there.
+//
+// Why that is one instant per call:
+//
+//   - Refresh against expiry: both are compare-and-swaps on one word, so one
+//     wins. A refresh that wins came first, and the expiry judges the new
+//     instant. A claim that wins comes first: every later refresh fails,
+//     and its call acts after the expiry's store, where the member is gone.
+//     No call acts for a claimed member meanwhile: a member's call holds a
+//     cursor of its own partitions, which the expiry's rebalance needs (all
+//     of them move), or topic.mu, or refreshes first.
+//   - Refresh against Describe: every refresh runs under topic.mu or a
+//     cursor lock of the member's group, and Describe holds topic.mu and
+//     every cursor while it reads the words: LastSeen is of its instant.
+//   - The deadline stays a lower bound: it is raised only from the words
+//     under topic.mu (a word only grows, but for a claim, whose member is
+//     gone when topic.mu is let go), and lowered for a new member before
+//     the member is stored. A call that finds now before it has nobody to
+//     expire at its instant.
+//   - A call's expiry and its action are two steps, but expiring at an
+//     instant is idempotent and only removes members: the first call
+//     linearized after an expiry at now, if its own instant is no earlier,
+//     would expire exactly those members, so the sequential history can
+//     give the expiry to it. Call instants are in linearization order
+//     whenever the clock stands still over overlapping calls (the test
+//     clock with porcupine's gate, where every call that reads it holds
+//     the gate), and for the wall clock to within the time between a
+//     call's clock read and its linearization point, nanoseconds to
+//     microseconds against a timeout of seconds: the same bound as the ack
+//     timeout's (rule 22).
+//
+// Cost. Without WithSessionTimeout, Publish, Poll, Ack and Retry pay a
+// branch on the immutable option: no lock, atomic or clock read is added.
+// With it, Poll, Ack and Retry read the broker clock (Publish and, with an
+// ack timeout, Poll read it anyway), load the topic's deadline, and make
+// one compare-and-swap on the member's own word when its instant moved
+// (none when it did not); by name, the word is one more map lookup, on a
+// handle it is cached with the member's partitions. An expiry pass, once
+// the deadline comes, costs topic.mu, one word read per member of the
+// topic and each affected group's rebalance; while members call, the
+// deadline comes about once per timeout. Heartbeat costs topic.mu. Memory:
+// one 128-byte word per member and one map entry per member per
+// assignment.
 //
 // # Allocation
 //

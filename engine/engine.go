@@ -625,15 +625,93 @@ const allPartitions = ^shard.Mask(0)
 // atomic step.
 func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask) ([]Record, error) {
 	b := t.b
-	var now int64 // broker clock in Unix ns, read only with an ack or session timeout
-	if b.ackTimeout > 0 || b.session > 0 {
+	if b.session > 0 {
+		return t.pollAt(dst, g, member, h, maxRecords, only, b.nowNanos(), false)
+	}
+	// Without a session timeout: pollAt's steps without its expiry and
+	// refresh, kept apart so that this path pays nothing for them.
+	var now int64 // broker clock in Unix ns, read only with an ack timeout
+	if b.ackTimeout > 0 {
 		now = b.nowNanos()
 	}
-	return t.pollAt(dst, g, member, h, maxRecords, only, now, false)
+retry:
+	a := g.assign.Load()
+	var mask shard.Mask
+	var ok bool
+	if h != nil {
+		mask, ok = h.maskIn(a)
+	} else {
+		mask, ok = a.masks[member]
+	}
+	if !ok {
+		return dst, checkID("member", member)
+	}
+	mask &= only
+	if t.faults.on(faultPollStaleAssignment) {
+		t.faultYield() // widen (f)'s window: let a rebalance run now
+	}
+	// locked: cursors held; picked: partitions with a record to reserve;
+	// empty: partitions seen with nothing at the committed offset; last:
+	// the partition inspected last.
+	var locked, picked, empty shard.Mask
+	last := int32(-1)
+	taken := int32(0)
+	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
+		c := a.cursors[p]
+		c.mu.Lock()
+		locked = locked.With(p)
+		last = p
+		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
+			continue
+		}
+		if c.committed() < t.parts[p].end.Load() {
+			picked = picked.With(p)
+			taken++
+		} else {
+			empty = empty.With(p)
+			if t.faults.on(faultPollSkipsRecheck) {
+				t.faultYield() // widen (n)'s window: let a publish land now
+			}
+		}
+		if t.faults.on(faultPollReleasesEach) {
+			dst = t.reserve(dst, a, picked&shard.Mask(0).With(p), now, maxRecords)
+			locked = t.releasePolled(a, locked)
+		}
+	}
+	if t.faults.on(faultPollReleasesEach) {
+		unlockCursors(a, locked) // those skipped since the last release
+		return dst, nil
+	}
+	// The assignment must still be current, and made for the current
+	// partition count (AddPartitions stores every group's new assignment
+	// before the count).
+	if (g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) && !t.faults.on(faultPollStaleAssignment) {
+		unlockCursors(a, locked)
+		goto retry
+	}
+	// A partition seen empty before the last one inspected must still be
+	// empty, so that the instant after the last inspection is one at which
+	// the poll saw every partition as it was.
+	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
+		recheck := empty &^ shard.Mask(0).With(last) // empty ≠ 0: some partition was inspected
+		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
+			if t.parts[p].end.Load() > a.cursors[p].committed() {
+				unlockCursors(a, locked)
+				goto retry
+			}
+		}
+	}
+	if t.faults.on(faultRebalanceSkipsLock) {
+		t.faultYield() // widen (g)'s window: hold the locks a while
+	}
+	dst = t.reserve(dst, a, picked, now, maxRecords)
+	unlockCursors(a, locked)
+	return dst, nil
 }
 
-// pollAt is poll at now, the call's one reading of the broker clock. held
-// says the caller holds t.mu and has run the expiry at now (pollHeld).
+// pollAt is poll at now, the call's one reading of the broker clock, with
+// a session timeout. held says the caller holds t.mu and the expiry at now
+// is done (pollHeld).
 //
 // With a session timeout (SPEC rule 24) the member's call first checks the
 // topic's deadline, expiring at now if it has come, and refreshes the
@@ -643,19 +721,17 @@ func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, max
 // session an expiry has claimed meanwhile, polls again under t.mu.
 func (t *topic) pollAt(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64, held bool) ([]Record, error) {
 	b := t.b
-	checked := held || b.session == 0 // the expiry at now is done (or there is none)
+	checked := held // the expiry at now is done
 retry:
 	a := g.assign.Load()
 	var mask shard.Mask
 	var sess *session
 	var ok bool
 	if h != nil {
-		mask, sess, ok = h.maskIn(a)
+		mask, sess, ok = h.entryIn(a)
 	} else {
 		mask, ok = a.masks[member]
-		if ok && b.session > 0 {
-			sess = a.sessions[member]
-		}
+		sess = a.sessions[member]
 	}
 	if !ok {
 		if err := checkID("member", member); err != nil {
@@ -747,12 +823,13 @@ retry:
 	return dst, nil
 }
 
-// pollHeld is pollAt under t.mu, after the expiry at now: the slow path of
-// a poll with a session timeout (pollAt).
+// pollHeld is pollAt under t.mu: the slow path of a poll with a session
+// timeout (pollAt). The call's expiry at now is done already (pollAt
+// checks the deadline before it locks anything), and an expiry that
+// claimed the member has stored its rebalance by the time t.mu is taken.
 func (t *topic) pollHeld(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64) ([]Record, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	if g = t.current(g, h); g == nil {
 		return dst, nil
 	}
@@ -895,7 +972,7 @@ func (t *topic) settle(g *group, member string, h *MemberHandle, part *partition
 
 // settleAt is settle with a session timeout, at now, the call's one
 // reading of the broker clock (SPEC rule 24); held says the caller holds
-// t.mu and has run the expiry at now (settleHeld). The expiry check comes
+// t.mu and the expiry at now is done (settleHeld). The expiry check comes
 // once the member id is known valid; then, holding the partition's cursor
 // with the assignment seen current, it refreshes the member's session and
 // only then checks ownership, so that an Ack or Retry of a member that
@@ -910,7 +987,7 @@ func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partiti
 		a = g.assign.Load()
 		var ok bool
 		if h != nil {
-			_, sess, ok = h.maskIn(a)
+			_, sess, ok = h.entryIn(a)
 		} else {
 			sess, ok = a.sessions[member]
 		}
@@ -959,11 +1036,10 @@ func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partiti
 	return ok, nil
 }
 
-// settleHeld is settleAt under t.mu, after the expiry at now.
+// settleHeld is settleAt under t.mu, as pollHeld.
 func (t *topic) settleHeld(g *group, member string, h *MemberHandle, part *partition, partition int32, offset int64, commit bool, now int64) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	if g = t.current(g, h); g == nil {
 		return false, nil
 	}

@@ -44,16 +44,32 @@ type maskCache struct {
 	joined bool
 }
 
-// maskIn returns the member's partitions and session in a and whether it is
-// a member of a, from the cache when it is of a.
-func (m *MemberHandle) maskIn(a *assignment) (shard.Mask, *session, bool) {
+// maskIn returns the member's partitions in a and whether it is a member of
+// a, from the cache when it is of a.
+func (m *MemberHandle) maskIn(a *assignment) (shard.Mask, bool) {
 	if c := m.mask.Load(); c != nil && c.a == a {
-		return c.mask, c.sess, c.joined
+		return c.mask, c.joined
 	}
+	c := m.cache(a)
+	return c.mask, c.joined
+}
+
+// entryIn is maskIn with the member's session in a (nil without a session
+// timeout).
+func (m *MemberHandle) entryIn(a *assignment) (shard.Mask, *session, bool) {
+	c := m.mask.Load()
+	if c == nil || c.a != a {
+		c = m.cache(a)
+	}
+	return c.mask, c.sess, c.joined
+}
+
+// cache stores and returns the member's entry in a.
+func (m *MemberHandle) cache(a *assignment) *maskCache {
 	mask, ok := a.masks[m.member]
-	sess := a.sessions[m.member]
-	m.mask.Store(&maskCache{a: a, mask: mask, sess: sess, joined: ok})
-	return mask, sess, ok
+	c := &maskCache{a: a, mask: mask, sess: a.sessions[m.member], joined: ok}
+	m.mask.Store(c)
+	return c
 }
 
 // Topic returns a handle on topic. Errors (ErrInvalidArgument): an unknown

@@ -406,6 +406,69 @@ var lvCases = []lvCase{
 		c.eq("a polls again", c.poll("g", "a"), []string{"0/0/2", "1/0/2"})
 		c.eq("a acks", c.ack("g", "a", 0, 0), true)
 	}},
+	{name: "every valid call on the topic expires first", run: func(c *lv) {
+		c.join("other", "z")
+		calls := []struct {
+			name string
+			call func() error
+		}{
+			{"Publish", func() error { return second(c.b.Publish("t", 1, "x")) }},
+			{"PublishMessage", func() error { return second(c.b.PublishMessage("t", 1, engine.Message{Payload: "x", Time: testEpoch})) }},
+			{"Poll of another group", func() error { return second(c.b.Poll("t", "other", "y", 1)) }},
+			{"Poll of an absent group", func() error { return second(c.b.Poll("t", "nope", "y", 1)) }},
+			{"AppendPoll", func() error { return second(c.b.AppendPoll(nil, "t", "other", "y", 1)) }},
+			{"Ack of another group", func() error { return second(c.b.Ack("t", "other", "y", 0, 0)) }},
+			{"Retry of an absent group", func() error { return second(c.b.Retry("t", "nope", "y", 0, 0)) }},
+			{"Heartbeat of another member", func() error { return second(c.b.Heartbeat("t", "other", "y")) }},
+			{"Join of another group", func() error { return second(c.b.Join("t", "j", "y")) }},
+			{"Rejoin of another group", func() error { return second(c.b.Rejoin("t", "j", "y")) }},
+			{"Leave of another member", func() error { return second(c.b.Leave("t", "other", "y")) }},
+			{"CreateGroup", func() error { return second(c.b.CreateGroup("t", "other", engine.Range)) }},
+			{"CreateGroupAt", func() error { return second(c.b.CreateGroupAt("t", "other", engine.Range, engine.StartLatest)) }},
+			{"SetAssignor of an absent group", func() error { return second(c.b.SetAssignor("t", "nope", engine.Range)) }},
+			{"Seek out of range", func() error {
+				_, err := c.b.Seek("t", "other", 0, 99)
+				if !errors.Is(err, engine.ErrOffsetOutOfRange) {
+					return fmt.Errorf("Seek to 99: %v, want ErrOffsetOutOfRange", err)
+				}
+				return nil
+			}},
+			{"DeleteGroup of a group with members", func() error {
+				_, err := c.b.DeleteGroup("t", "g") // g's expired member goes first: g is empty then
+				return err
+			}},
+			{"AddPartitions", func() error { return second(c.b.AddPartitions("t", 1)) }},
+			{"Snapshot", func() error { return second(c.b.Snapshot("t")) }},
+			{"handle Poll of an absent group", func() error { return second(c.h("nope", "y").Poll(1)) }},
+			{"handle AppendPollPartition of an absent group", func() error { return second(c.h("nope", "y").AppendPollPartition(nil, 0)) }},
+			{"handle Ack of an absent group", func() error { return second(c.h("nope", "y").Ack(0, 0)) }},
+		}
+		for i, k := range calls {
+			m := fmt.Sprintf("a%d", i)
+			start := c.elapsed()
+			c.eq("Join "+m, c.join("g", m) != nil, true)
+			c.eq("Heartbeat z", c.heartbeat("other", "z"), true)
+			c.at(start + lvSession - time.Nanosecond)
+			c.eq("Heartbeat z", c.heartbeat("other", "z"), true)
+			c.at(start + lvSession)
+			if err := k.call(); err != nil {
+				c.failf("%s: %v", k.name, err)
+			}
+			if c.h("g", m).Joined() { // an inspection: it expires nobody
+				c.failf("%s did not expire %s, last seen %v before", k.name, m, lvSession)
+			}
+			if !c.h("other", "z").Joined() {
+				c.failf("%s expired z, last seen 1ns before", k.name)
+			}
+		}
+	}},
+	{name: "leave of an expired member is false", run: func(c *lv) {
+		c.join("g", "a")
+		c.join("g", "b")
+		c.at(10 * time.Second)
+		c.eq("a's Leave at 10s", c.leave("g", "a"), false) // it expires a and b first
+		c.eq("b's Leave", c.leave("g", "b"), false)
+	}},
 	{name: "expiry is a leave: offsets kept, deliveries cancelled", run: func(c *lv) {
 		for range 2 {
 			c.publish(0, "x")
