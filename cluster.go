@@ -207,7 +207,9 @@ func (c *Cluster) GroupConfig(topic, group string) (GroupConfig, bool, error) {
 // committed offsets stay), whichever process the member runs in. The
 // removed member's blocked Poll, and every later one, return ErrClosed, so
 // its Consumer.Run ends with that error and the consumer is closed; a new
-// NewConsumer of the same name joins again. False when the group or the
+// NewConsumer of the same name joins again. A consumer of this process so
+// removed is fenced (ErrFenced, with ErrClosed): its Close leaves nothing,
+// so it cannot take a successor of its name out of the group. False when the group or the
 // member is absent. Errors: ErrInvalidArgument (unknown topic, invalid id),
 // ErrInvalidAssignment (the group's assignor refused the remaining
 // members: nothing changes).

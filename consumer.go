@@ -483,9 +483,12 @@ func (c *Consumer[T]) closed() bool {
 // Retry (SPEC rule 10). It is woken by the broker (a publish, Retry,
 // rebalance, Seek, or an ack timeout) and never busy-polls. A message whose
 // payload does not decode is returned with Err set. The slice is the
-// caller's. Errors: ErrInvalidArgument (max outside 1..64); ctx.Err() when
-// ctx ends; ErrClosed when the consumer is closed (or removed from its
-// group).
+// caller's. With a session timeout (SPEC rule 24) a blocked Poll
+// heartbeats every HeartbeatInterval, and a consumer that finds itself
+// expired joins its group again and waits on (ConsumerStats.Expired).
+// Errors: ErrInvalidArgument (max outside 1..64); ctx.Err() when ctx ends;
+// ErrClosed when the consumer is closed (or removed from its group, or
+// superseded: with ErrFenced).
 func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
@@ -725,10 +728,17 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // that may have been lost is tried again, so a record is at worst
 // delivered twice. On a consumer already closed, Run returns nil at once,
 // polling nothing.
+// With a session timeout (Backend.SessionTimeout > 0, SPEC rule 24) Run
+// heartbeats every HeartbeatInterval for as long as it runs, its handler
+// working or its poll waiting, so a slow handler keeps its partitions; a
+// consumer that finds itself expired all the same (a stalled process)
+// joins its group again and goes on (ConsumerStats.Expired).
+//
 // Errors: ErrInvalidArgument (nil handler, Run already running); ErrClosed
 // when the consumer was removed from its group (Cluster.RemoveMember, from
 // any process; it is then closed, and a new NewConsumer of its name joins
-// again); an error sending to the dead-letter topic other than ctx's (the
+// again) or superseded by a newer incarnation (both wrap ErrFenced when the
+// backend or this process fenced it); an error sending to the dead-letter topic other than ctx's (the
 // record stays unacked and is redelivered); any other error of the backend.
 func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	if h == nil || ctx == nil {
