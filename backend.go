@@ -2,6 +2,7 @@ package tributary
 
 import (
 	"context"
+	"time"
 
 	"github.com/f91dcac0/tributary/engine"
 )
@@ -12,8 +13,14 @@ import (
 // passed to NewClusterOn, leaving every typed call unchanged.
 //
 // Records, messages, assignors and descriptions are the engine's types
-// (docs/contract.md): a backend keeps rules 1–23 where it can and documents
+// (docs/contract.md): a backend keeps rules 1–25 where it can and documents
 // where it does not. Every method is safe for concurrent use.
+//
+// Member liveness (SPEC rules 24–25): a backend that enforces a session
+// timeout says so with SessionTimeout; the library then heartbeats its
+// running consumers (BackendMember.Heartbeat) and joins again a consumer
+// that finds itself expired. A backend with no session timeout returns 0:
+// its members leave only by Leave or RemoveMember.
 type Backend interface {
 	// CreateTopic creates topic with partitions partitions (1..64) and
 	// records its payload type; false, changing nothing, if it exists.
@@ -52,6 +59,12 @@ type Backend interface {
 	Describe(topic string) (engine.TopicDescription, error)
 	// Snapshot is Describe plus every retained record, of one instant.
 	Snapshot(topic string) (engine.TopicSnapshot, error)
+	// SessionTimeout is the session timeout the backend enforces (SPEC
+	// rule 24): a member that makes no call naming it for this long, by
+	// the broker clock, leaves its group as by Leave. 0: members never
+	// expire (rules 24–25 not enforced). Describe's GroupDescription.LastSeen
+	// is then nil.
+	SessionTimeout() time.Duration
 }
 
 // BackendTopic is one topic of a Backend, resolved once.
@@ -72,10 +85,34 @@ type BackendTopic interface {
 }
 
 // BackendMember is one (topic, group, member), resolved once.
+//
+// Incarnations: a Backend fences, within this process, the BackendMembers
+// it made for the same (topic, group, member). When one of them Joins or
+// Rejoins, every other one is superseded; RemoveMember that removes the
+// member supersedes all of them. A superseded BackendMember's calls return
+// an error wrapping ErrFenced and ErrClosed and change nothing (its Leave
+// returns false and leaves nothing), so an old incarnation can neither
+// consume under its successor's name nor take it out of the group. A call
+// of the old one already under way completes before the join or removal
+// that supersedes it. Across processes a backend cannot tell two
+// incarnations apart: they share the member's name (docs/library.md).
 type BackendMember interface {
 	// Group is the member's group name.
 	Group() string
+	// Join joins the group (SPEC rule 7); see the incarnations above.
 	Join() ([]int32, error)
+	// Rejoin is Join for a new incarnation of the member (SPEC rule 25):
+	// if the member is in its group already, its in-flight deliveries are
+	// cancelled at once, as by Retry (delivered again with Attempt + 1),
+	// with no rebalance. It returns the member's partitions, ascending.
+	// Errors: as Join.
+	Rejoin() ([]int32, error)
+	// Heartbeat tells the backend the member is alive (SPEC rule 24): it
+	// refreshes the member's last-seen instant and changes nothing else;
+	// false when the member is not in its group (it expired, left, was
+	// removed, or never joined). Without a session timeout it only
+	// reports membership.
+	Heartbeat() (bool, error)
 	Leave() (bool, error)
 	// Assignment is the member's partitions now, ascending, in a new slice.
 	Assignment() []int32

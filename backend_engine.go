@@ -18,6 +18,15 @@ import (
 type engineBackend struct {
 	b *engine.Broker
 
+	// inc guards current, the incarnation of each (topic, group, member):
+	// the engineMember that last joined or rejoined it through this
+	// backend (BackendMember's fencing). It is taken before a member's
+	// gate and held across the engine's Join, Rejoin and Leave of a
+	// member, so that the engine's membership and current agree. Lock
+	// order: inc, then an engineMember's gate, then the engine's locks.
+	inc     sync.Mutex
+	current map[memberKey]*engineMember
+
 	// mu guards types (topic name → payload type) and groups (a group
 	// created by CreateGroup → its configuration; a group of the engine
 	// that has none was created by a Join, with the zero GroupConfig). It
@@ -31,9 +40,39 @@ type engineBackend struct {
 // groupKey names a group: its topic and its name.
 type groupKey struct{ topic, group string }
 
+// memberKey names a member: its topic, group and id.
+type memberKey struct{ topic, group, member string }
+
 func newEngineBackend(b *engine.Broker) *engineBackend {
-	return &engineBackend{b: b, types: map[string]string{}, groups: map[groupKey]GroupConfig{}}
+	return &engineBackend{
+		b:       b,
+		types:   map[string]string{},
+		groups:  map[groupKey]GroupConfig{},
+		current: map[memberKey]*engineMember{},
+	}
 }
+
+// NewEngineBackend returns a new in-process engine as a Backend, for
+// NewClusterOn: engine.New(capacityPerPartition, opts…) with the typed
+// library's capacity (1..MaxCapacity, engine.WithExtendedCapacity) and
+// exactly the options given. NewCluster is NewClusterOn(NewEngineBackend(…))
+// with DefaultSessionTimeout added when opts set none; this one adds
+// nothing, so without engine.WithSessionTimeout its members never expire
+// (SPEC rule 24). Errors: ErrInvalidArgument for a capacity or option out
+// of range.
+func NewEngineBackend(capacityPerPartition int32, opts ...engine.Option) (Backend, error) {
+	if capacityPerPartition < 1 || capacityPerPartition > MaxCapacity {
+		return nil, fmt.Errorf("%w: capacity %d outside [1,%d]", ErrInvalidArgument, capacityPerPartition, MaxCapacity)
+	}
+	b, err := engine.New(capacityPerPartition, append(slices.Clip(opts), engine.WithExtendedCapacity())...)
+	if err != nil {
+		return nil, err
+	}
+	return newEngineBackend(b), nil
+}
+
+// SessionTimeout is the engine's (engine.WithSessionTimeout; 0: none).
+func (e *engineBackend) SessionTimeout() time.Duration { return e.b.SessionTimeout() }
 
 func (e *engineBackend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
 	e.mu.Lock()
@@ -56,7 +95,7 @@ func (e *engineBackend) OpenTopic(topic string) (BackendTopic, string, error) {
 		}
 		return nil, "", err
 	}
-	return &engineTopic{h: h}, pt, nil
+	return &engineTopic{e: e, h: h}, pt, nil
 }
 
 func (e *engineBackend) Topics() []string {
@@ -95,8 +134,23 @@ func (e *engineBackend) GroupConfig(topic, group string) (GroupConfig, bool, err
 	return e.groups[groupKey{topic, group}], true, nil
 }
 
+// RemoveMember is the engine's Leave; removing the member supersedes its
+// incarnation of this backend (fencing), atomically with the Leave.
 func (e *engineBackend) RemoveMember(topic, group, member string) (bool, error) {
-	return e.b.Leave(topic, group, member)
+	e.inc.Lock()
+	defer e.inc.Unlock()
+	k := memberKey{topic, group, member}
+	cur := e.current[k]
+	if cur != nil {
+		cur.gate.Lock()
+		defer cur.gate.Unlock()
+	}
+	ok, err := e.b.Leave(topic, group, member)
+	if ok && cur != nil {
+		cur.fenced = true
+		delete(e.current, k)
+	}
+	return ok, err
 }
 
 func (e *engineBackend) DeleteGroup(topic, group string) (bool, error) {
@@ -126,6 +180,7 @@ func (e *engineBackend) Snapshot(topic string) (engine.TopicSnapshot, error) {
 
 // engineTopic is a BackendTopic on an engine.TopicHandle.
 type engineTopic struct {
+	e *engineBackend
 	h *engine.TopicHandle
 }
 
@@ -171,14 +226,25 @@ func (t *engineTopic) Member(group, member string) (BackendMember, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &engineMember{t: t.h, h: h}, nil
+	return &engineMember{e: t.e, t: t.h, h: h, key: memberKey{t.h.Name(), group, member}}, nil
 }
 
 // engineMember is a BackendMember on an engine.MemberHandle. It counts its
 // polls and wake-ups so tests can prove an idle consumer does no work.
 type engineMember struct {
-	t *engine.TopicHandle
-	h *engine.MemberHandle
+	e   *engineBackend
+	t   *engine.TopicHandle
+	h   *engine.MemberHandle
+	key memberKey
+
+	// gate guards fenced: every call of the member that acts on the
+	// engine holds it for reading and fails once fenced is set; the
+	// backend sets fenced holding gate for writing and e.inc, so a call
+	// under way completes before the join or removal that supersedes the
+	// member, and none starts after it. Reads of fenced under e.inc alone
+	// (Join, Rejoin, Leave) are safe too.
+	gate   sync.RWMutex
+	fenced bool
 
 	// idle is set when the last Poll had to wait: the next one takes the
 	// signals before its first poll, so a consumer that keeps waiting
@@ -190,23 +256,113 @@ type engineMember struct {
 	wakeups atomic.Int64 // times a blocked Poll was woken by the broker or an ack timeout
 }
 
-func (m *engineMember) Group() string          { return m.h.Group() }
-func (m *engineMember) Join() ([]int32, error) { return m.h.Join() }
-func (m *engineMember) Leave() (bool, error)   { return m.h.Leave() }
-func (m *engineMember) Assignment() []int32    { return m.h.Assignment() }
+func (m *engineMember) Group() string            { return m.h.Group() }
+func (m *engineMember) Join() ([]int32, error)   { return m.join(m.h.Join) }
+func (m *engineMember) Rejoin() ([]int32, error) { return m.join(m.h.Rejoin) }
+
+// join is Join and Rejoin: on success m is the member's incarnation and
+// the one before it, if another, is superseded; the engine call runs
+// with that one's gate held, so that nothing it does lands after it.
+func (m *engineMember) join(call func() ([]int32, error)) ([]int32, error) {
+	e := m.e
+	e.inc.Lock()
+	defer e.inc.Unlock()
+	if m.fenced {
+		return nil, m.fencedErr()
+	}
+	prev := e.current[m.key]
+	if prev != nil && prev != m {
+		prev.gate.Lock()
+		defer prev.gate.Unlock()
+	}
+	parts, err := call()
+	if err != nil {
+		return parts, err
+	}
+	if prev != nil && prev != m {
+		prev.fenced = true
+	}
+	e.current[m.key] = m
+	return parts, nil
+}
+
+// Leave leaves the group unless m is superseded (false, leaving nothing).
+func (m *engineMember) Leave() (bool, error) {
+	e := m.e
+	e.inc.Lock()
+	defer e.inc.Unlock()
+	if m.fenced {
+		return false, nil
+	}
+	ok, err := m.h.Leave()
+	if err == nil && e.current[m.key] == m {
+		delete(e.current, m.key)
+	}
+	return ok, err
+}
+
+// fencedErr is the error of a call of a superseded member.
+func (m *engineMember) fencedErr() error {
+	return fmt.Errorf("%w: %w: member %q of group %q of topic %q: a newer incarnation joined, or it was removed",
+		ErrClosed, ErrFenced, m.key.member, m.key.group, m.key.topic)
+}
+
+// enter takes the gate for a call; false (the gate released) once fenced.
+func (m *engineMember) enter() bool {
+	m.gate.RLock()
+	if m.fenced {
+		m.gate.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (m *engineMember) Assignment() []int32 {
+	if !m.enter() {
+		return []int32{}
+	}
+	defer m.gate.RUnlock()
+	return m.h.Assignment()
+}
+
+func (m *engineMember) Heartbeat() (bool, error) {
+	if !m.enter() {
+		return false, m.fencedErr()
+	}
+	defer m.gate.RUnlock()
+	return m.h.Heartbeat()
+}
+
 func (m *engineMember) Ack(p int32, off int64) (bool, error) {
+	if !m.enter() {
+		return false, m.fencedErr()
+	}
+	defer m.gate.RUnlock()
 	return m.h.Ack(p, off)
 }
+
 func (m *engineMember) Retry(p int32, off int64) (bool, error) {
+	if !m.enter() {
+		return false, m.fencedErr()
+	}
+	defer m.gate.RUnlock()
 	return m.h.Retry(p, off)
 }
 
 func (m *engineMember) TryPoll(dst []engine.Record, max int32) ([]engine.Record, error) {
+	if !m.enter() {
+		return dst, m.fencedErr()
+	}
+	defer m.gate.RUnlock()
 	m.polls.Add(1)
 	return m.h.AppendPoll(dst, max)
 }
 
 func (m *engineMember) TryPollPartition(dst []engine.Record, partition int32) ([]engine.Record, error) {
+	if !m.enter() {
+		return dst, m.fencedErr()
+	}
+	defer m.gate.RUnlock()
 	m.polls.Add(1)
 	return m.h.AppendPollPartition(dst, partition)
 }

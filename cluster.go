@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/engine/assign"
@@ -38,9 +39,11 @@ type producerEntry struct {
 
 // consumerEntry is a registered consumer, untyped.
 type consumerEntry struct {
-	goType reflect.Type
-	c      any // *Consumer[T]
-	close  func() error
+	goType       reflect.Type
+	c            any // *Consumer[T]
+	close        func() error
+	topic, group string      // the consumer's member is (topic, group, name)
+	fence        func(error) // closes it without leaving (ErrFenced)
 }
 
 // MaxCapacity is the largest capacity per partition NewCluster accepts, in
@@ -49,25 +52,51 @@ type consumerEntry struct {
 // which NewCluster passes.
 const MaxCapacity = engine.MaxExtendedCapacity
 
+// DefaultSessionTimeout is the session timeout NewCluster gives the engine
+// when its options set none (engine.WithSessionTimeout; SPEC rule 24):
+// 45 s, Kafka's session.timeout.ms and franz-go's SessionTimeout. A member
+// that makes no call naming it for that long, by the broker clock, leaves
+// its group as by Leave. Consumer.Run and a blocked Consumer.Poll
+// heartbeat every HeartbeatInterval, so only a consumer nobody drives
+// expires (docs/library.md, member liveness).
+const DefaultSessionTimeout = 45 * time.Second
+
+// MaxHeartbeatInterval caps HeartbeatInterval: 3 s, Kafka's
+// heartbeat.interval.ms.
+const MaxHeartbeatInterval = 3 * time.Second
+
+// HeartbeatInterval is how often a running consumer heartbeats under
+// session timeout d: a third of d (Kafka's advice: at most a third of the
+// session timeout), at most MaxHeartbeatInterval, so 3 s under the 45 s
+// default; 0 when d is 0 (no session timeout, no heartbeats).
+func HeartbeatInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return max(min(d/3, MaxHeartbeatInterval), time.Nanosecond)
+}
+
 // NewCluster returns a cluster on a new in-process engine whose partitions
 // each retain at most capacityPerPartition records, 1..MaxCapacity
 // (16,777,216; docs/contract.md, the typed library's capacity), with the engine's options
 // (engine.WithReplayWindow, 0..capacityPerPartition, WithAckTimeout,
-// WithClock, WithMaxMessageBytes). A partition's memory follows the records
+// WithClock, WithMaxMessageBytes, WithSessionTimeout). Without
+// engine.WithSessionTimeout the engine gets DefaultSessionTimeout (45 s);
+// NewClusterOn(NewEngineBackend(…)) makes a cluster whose members never
+// expire. A partition's memory follows the records
 // it retains, not its capacity: beyond 1,024 records of capacity the
 // engine holds pages of 1,024 record slots (32 KiB) only for what is
 // retained, so a cluster of capacity 16,777,216 with a 64-partition topic
 // and nothing published holds well under 64 MiB. Errors:
 // ErrInvalidArgument for a capacity or option out of range.
 func NewCluster(capacityPerPartition int32, opts ...engine.Option) (*Cluster, error) {
-	if capacityPerPartition < 1 || capacityPerPartition > MaxCapacity {
-		return nil, fmt.Errorf("%w: capacity %d outside [1,%d]", ErrInvalidArgument, capacityPerPartition, MaxCapacity)
-	}
-	b, err := engine.New(capacityPerPartition, append(slices.Clip(opts), engine.WithExtendedCapacity())...)
+	// The default first: a WithSessionTimeout among opts, applied after
+	// it, replaces it.
+	b, err := NewEngineBackend(capacityPerPartition, append([]engine.Option{engine.WithSessionTimeout(DefaultSessionTimeout)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
-	return NewClusterOn(newEngineBackend(b))
+	return NewClusterOn(b)
 }
 
 // NewClusterOn returns a cluster on backend. Errors: ErrInvalidArgument for
@@ -178,7 +207,9 @@ func (c *Cluster) GroupConfig(topic, group string) (GroupConfig, bool, error) {
 // committed offsets stay), whichever process the member runs in. The
 // removed member's blocked Poll, and every later one, return ErrClosed, so
 // its Consumer.Run ends with that error and the consumer is closed; a new
-// NewConsumer of the same name joins again. False when the group or the
+// NewConsumer of the same name joins again. A consumer of this process so
+// removed is fenced (ErrFenced, with ErrClosed): its Close leaves nothing,
+// so it cannot take a successor of its name out of the group. False when the group or the
 // member is absent. Errors: ErrInvalidArgument (unknown topic, invalid id),
 // ErrInvalidAssignment (the group's assignor refused the remaining
 // members: nothing changes).
@@ -186,7 +217,16 @@ func (c *Cluster) RemoveMember(topic, group, member string) (bool, error) {
 	if err := c.checkOpen(); err != nil {
 		return false, err
 	}
-	return c.backend.RemoveMember(topic, group, member)
+	ok, err := c.backend.RemoveMember(topic, group, member)
+	if ok {
+		c.mu.Lock()
+		e, found := c.consumers[member]
+		c.mu.Unlock()
+		if found && e.topic == topic && e.group == group {
+			e.fence(fmt.Errorf("%w: %w: consumer %q removed from group %q of topic %q", ErrClosed, ErrFenced, member, group, topic))
+		}
+	}
+	return ok, err
 }
 
 // DeleteGroup deletes an empty group (SPEC rule 17): it stops holding

@@ -84,6 +84,15 @@ type ConsumerStats struct {
 	Acked        int64 // messages Run acked after its handler succeeded
 	Retried      int64 // handler failures Run scheduled for redelivery
 	DeadLettered int64 // records Run sent to the dead-letter topic
+	// Heartbeats counts the heartbeats the consumer sent to keep its
+	// session (SPEC rule 24; Backend.SessionTimeout > 0): Run's and a
+	// blocked Poll's, every HeartbeatInterval, Heartbeat's, and those of
+	// a TryPoll that found nothing.
+	Heartbeats int64
+	// Expired counts the times the consumer found its session had expired
+	// (SPEC rule 24: it had left its group, its deliveries cancelled) and
+	// joined the group again.
+	Expired int64
 }
 
 // Consumer is a member of a consumer group on one typed topic: Poll blocks
@@ -101,12 +110,23 @@ type Consumer[T any] struct {
 	// backend when it joined; cfg holds its failure policy.
 	group GroupConfig
 
-	stop      chan struct{} // closed by Close
+	stop      chan struct{} // closed by Close, and by fence
 	closeOnce sync.Once
 	closeErr  error
 	running   atomic.Bool
+	// fenced is the error of every call once a newer incarnation of the
+	// member superseded the consumer, or RemoveMember removed it (set
+	// before stop is closed); nil otherwise.
+	fenced atomic.Pointer[error]
+	// session is the backend's session timeout (0: none), read once.
+	session time.Duration
+	// busy counts the Runs and blocked Polls under way, and wasBusy is set
+	// by each start: heartbeatLoop heartbeats while either says the
+	// consumer is driven.
+	busy    atomic.Int32
+	wasBusy atomic.Bool
 
-	handled, acked, retried, deadLettered atomic.Int64
+	handled, acked, retried, deadLettered, heartbeats, expired atomic.Int64
 }
 
 // NewConsumer makes name (an identifier) a member of group on topic t: it
@@ -118,7 +138,16 @@ type Consumer[T any] struct {
 // the group. Given WithDeadLetter or WithBackoff, it creates an absent
 // group with them (and RoundRobin), and is refused with ErrPolicyMismatch,
 // without joining, when its group's policy differs. Consumer names are
-// unique in the cluster. Errors: ErrInvalidArgument (an invalid id, an
+// unique in the cluster.
+//
+// The consumer is a new incarnation of its member (SPEC rule 25): it joins
+// with BackendMember.Rejoin, so when name is already a member of the group
+// (a process that restarted under the same name, its predecessor gone)
+// the predecessor's in-flight deliveries are delivered again at once,
+// with Attempt + 1, and the membership stays (no rebalance). A consumer of
+// the same name made earlier on the same Backend in this process, by any
+// Cluster, is fenced (ErrFenced): it can no longer consume, and its Close
+// leaves nothing. Errors: ErrInvalidArgument (an invalid id, an
 // option out of range), ErrExists (a consumer of that name is open),
 // ErrPolicyMismatch, ErrTypeMismatch (the dead-letter topic holds another
 // payload type), ErrInvalidAssignment, ErrClosed.
@@ -149,10 +178,11 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer[T]{t: t, m: m, name: name, cfg: cfg, stop: make(chan struct{})}
 	cl := t.c
+	c := &Consumer[T]{t: t, m: m, name: name, cfg: cfg, stop: make(chan struct{}), session: cl.backend.SessionTimeout()}
 	err = cl.register("consumer", name, func() {
-		cl.consumers[name] = consumerEntry{goType: reflect.TypeFor[T](), c: c, close: c.Close}
+		cl.consumers[name] = consumerEntry{goType: reflect.TypeFor[T](), c: c, close: c.Close,
+			topic: t.Name(), group: group, fence: c.fence}
 	})
 	if err != nil {
 		return nil, err
@@ -191,7 +221,7 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 			}
 		}
 	}
-	if _, err := m.Join(); err != nil {
+	if _, err := m.Rejoin(); err != nil {
 		return unregister(err)
 	}
 	if c.closed() {
@@ -217,6 +247,9 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	}
 	c.cfg.follow(gc)
 	c.group = gc
+	if every := HeartbeatInterval(c.session); every > 0 {
+		go c.heartbeatLoop(every)
+	}
 	if c.cfg.deadLetter == "" {
 		c.dlq = nil
 	}
@@ -268,7 +301,8 @@ func (c *Consumer[T]) Assignment() []int32 {
 
 // Stats returns the consumer's counters.
 func (c *Consumer[T]) Stats() ConsumerStats {
-	s := ConsumerStats{Handled: c.handled.Load(), Acked: c.acked.Load(), Retried: c.retried.Load(), DeadLettered: c.deadLettered.Load()}
+	s := ConsumerStats{Handled: c.handled.Load(), Acked: c.acked.Load(), Retried: c.retried.Load(), DeadLettered: c.deadLettered.Load(),
+		Heartbeats: c.heartbeats.Load(), Expired: c.expired.Load()}
 	if em, ok := c.m.(*engineMember); ok {
 		s.Polls, s.Waits, s.Wakeups = em.pollStats()
 	}
@@ -279,19 +313,158 @@ func (c *Consumer[T]) Stats() ConsumerStats {
 // go to the new owners; SPEC rules 8, 9), removes the consumer from the
 // cluster's registry and ends a blocked Poll (ErrClosed) and a running Run
 // (which returns nil) without waiting for them, so a handler may call it.
-// Closing twice is a no-op and returns the first result.
+// A fenced consumer (ErrFenced) leaves nothing: the membership is its
+// successor's. Closing twice is a no-op and returns the first result.
 func (c *Consumer[T]) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.stop)
 		_, c.closeErr = c.m.Leave()
-		cl := c.t.c
-		cl.mu.Lock()
-		if e, ok := cl.consumers[c.name]; ok && e.c == any(c) {
-			delete(cl.consumers, c.name)
-		}
-		cl.mu.Unlock()
+		c.unregister()
 	})
 	return c.closeErr
+}
+
+// unregister removes the consumer from its cluster's registry.
+func (c *Consumer[T]) unregister() {
+	cl := c.t.c
+	cl.mu.Lock()
+	if e, ok := cl.consumers[c.name]; ok && e.c == any(c) {
+		delete(cl.consumers, c.name)
+	}
+	cl.mu.Unlock()
+}
+
+// fence closes the consumer without leaving its group, err (wrapping
+// ErrFenced and ErrClosed) becoming the error of its calls: a newer
+// incarnation of its member holds the membership, or RemoveMember removed
+// it. A running Run returns err. No-op once closed.
+func (c *Consumer[T]) fence(err error) {
+	c.closeOnce.Do(func() {
+		c.fenced.Store(&err)
+		close(c.stop)
+		c.unregister()
+	})
+}
+
+// noteErr fences the consumer when err says the backend fenced its member,
+// and returns err.
+func (c *Consumer[T]) noteErr(err error) error {
+	if errors.Is(err, ErrFenced) {
+		c.fence(err)
+	}
+	return err
+}
+
+// closedErr is the error of a call on a closed consumer: its fencing's, or
+// ErrClosed.
+func (c *Consumer[T]) closedErr() error {
+	if f := c.fenced.Load(); f != nil {
+		return *f
+	}
+	return fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+}
+
+// expiredErr reports whether err, from a blocking poll under ctx, says
+// the consumer is no longer in its group because its session expired: the
+// backend enforces a session timeout, the consumer is neither closed nor
+// fenced (a removal in this process fences it) and ctx has not ended.
+func (c *Consumer[T]) expiredErr(ctx context.Context, err error) bool {
+	return c.session > 0 && errors.Is(err, ErrClosed) && !errors.Is(err, ErrFenced) && !c.closed() && ctx.Err() == nil
+}
+
+// rejoin joins the group again after the consumer found its session had
+// expired (SPEC rule 24) and counts it (ConsumerStats.Expired).
+func (c *Consumer[T]) rejoin() error {
+	if _, err := c.m.Rejoin(); err != nil {
+		return c.noteErr(err)
+	}
+	c.expired.Add(1)
+	return nil
+}
+
+// ensureMember is the expiry check of a poll that found nothing: with a
+// session timeout, a heartbeat (which refreshes the session) says whether
+// the consumer is still a member; when not, it joins again and reports
+// true, so the poll is made once more. A heartbeat error other than
+// ErrFenced leaves the empty result as it is.
+func (c *Consumer[T]) ensureMember() (rejoined bool, err error) {
+	if c.session == 0 {
+		return false, nil
+	}
+	ok, err := c.m.Heartbeat()
+	if err != nil {
+		if errors.Is(err, ErrFenced) {
+			return false, c.noteErr(err)
+		}
+		return false, nil
+	}
+	c.heartbeats.Add(1)
+	if ok || c.closed() {
+		return false, nil
+	}
+	if err := c.rejoin(); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Heartbeat tells the backend the consumer is alive (SPEC rule 24): its
+// session's last-seen instant becomes the broker clock's reading. Run and
+// a blocked Poll heartbeat on their own (every HeartbeatInterval); a
+// consumer driven by hand that works on its messages for longer than the
+// session timeout between calls calls Heartbeat meanwhile, as a Kafka
+// consumer's poll loop must run within max.poll.interval.ms. A consumer
+// that finds it has expired joins its group again (its in-flight
+// deliveries were cancelled; ConsumerStats.Expired counts it). Without a
+// session timeout (Backend.SessionTimeout 0) it does nothing. Errors:
+// ErrClosed (closed or fenced: ErrFenced too), the backend's.
+func (c *Consumer[T]) Heartbeat() error {
+	if c.closed() {
+		return c.closedErr()
+	}
+	if _, err := c.ensureMember(); err != nil {
+		return err
+	}
+	if c.closed() {
+		return c.closedErr()
+	}
+	return nil
+}
+
+// heartbeatLoop keeps the consumer's session alive (SPEC rule 24) while
+// Run or a blocked Poll goes on, whatever the handler does: every
+// HeartbeatInterval of the session timeout it heartbeats if one of them
+// ran since the last tick (busy), until the consumer is closed. A
+// consumer nobody drives sends nothing, and expires. A heartbeat that finds
+// the consumer expired changes nothing here: the expiry rebalanced the
+// group, which wakes the consumer's poll, and the poll joins again.
+// NewConsumer starts it when the backend has a session timeout.
+func (c *Consumer[T]) heartbeatLoop(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-c.stop:
+			return
+		}
+		if c.busy.Load() == 0 && !c.wasBusy.Swap(false) {
+			continue
+		}
+		if _, err := c.m.Heartbeat(); err != nil {
+			c.noteErr(err) // ErrUnavailable: the next tick tries again
+			continue
+		}
+		c.heartbeats.Add(1)
+	}
+}
+
+// driven marks the consumer busy, for heartbeatLoop, until the returned
+// func is called: Run's whole life, a blocked Poll's call.
+func (c *Consumer[T]) driven() (done func()) {
+	c.busy.Add(1)
+	c.wasBusy.Store(true)
+	return func() { c.busy.Add(-1) }
 }
 
 // closed reports whether Close has been called.
@@ -310,9 +483,12 @@ func (c *Consumer[T]) closed() bool {
 // Retry (SPEC rule 10). It is woken by the broker (a publish, Retry,
 // rebalance, Seek, or an ack timeout) and never busy-polls. A message whose
 // payload does not decode is returned with Err set. The slice is the
-// caller's. Errors: ErrInvalidArgument (max outside 1..64); ctx.Err() when
-// ctx ends; ErrClosed when the consumer is closed (or removed from its
-// group).
+// caller's. With a session timeout (SPEC rule 24) a blocked Poll
+// heartbeats every HeartbeatInterval, and a consumer that finds itself
+// expired joins its group again and waits on (ConsumerStats.Expired).
+// Errors: ErrInvalidArgument (max outside 1..64); ctx.Err() when ctx ends;
+// ErrClosed when the consumer is closed (or removed from its group, or
+// superseded: with ErrFenced).
 func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
@@ -320,24 +496,47 @@ func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error)
 	if err := c.checkPoll(max); err != nil {
 		return nil, err
 	}
-	recs, err := c.m.Poll(ctx, c.stop, nil, max)
-	if err != nil {
-		return nil, err
+	defer c.driven()()
+	for {
+		recs, err := c.m.Poll(ctx, c.stop, nil, max)
+		if err == nil {
+			return c.messages(recs), nil
+		}
+		if c.expiredErr(ctx, err) {
+			if err := c.rejoin(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if c.closed() && ctx.Err() == nil {
+			return nil, c.closedErr()
+		}
+		return nil, c.noteErr(err)
 	}
-	return c.messages(recs), nil
 }
 
 // TryPoll is Poll without waiting: it returns at once, with no messages
-// when none is deliverable.
+// when none is deliverable. With a session timeout, a TryPoll that finds
+// nothing also heartbeats, and a consumer that finds it has expired joins
+// again and polls once more (ConsumerStats.Expired).
 func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 	if err := c.checkPoll(max); err != nil {
 		return nil, err
 	}
-	recs, err := c.m.TryPoll(nil, max)
-	if err != nil {
-		return nil, err
+	for {
+		recs, err := c.m.TryPoll(nil, max)
+		if err != nil {
+			return nil, c.noteErr(err)
+		}
+		if len(recs) == 0 {
+			if again, err := c.ensureMember(); err != nil {
+				return nil, err
+			} else if again {
+				continue
+			}
+		}
+		return c.messages(recs), nil
 	}
-	return c.messages(recs), nil
 }
 
 // TryPollPartition is TryPoll of one partition, without waiting: if the
@@ -350,14 +549,24 @@ func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 // ErrClosed.
 func (c *Consumer[T]) TryPollPartition(partition int32) (Message[T], bool, error) {
 	if c.closed() {
-		return Message[T]{}, false, fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+		return Message[T]{}, false, c.closedErr()
 	}
 	var buf [1]engine.Record
-	recs, err := c.m.TryPollPartition(buf[:0], partition)
-	if err != nil || len(recs) == 0 {
-		return Message[T]{}, false, err
+	for {
+		recs, err := c.m.TryPollPartition(buf[:0], partition)
+		if err != nil {
+			return Message[T]{}, false, c.noteErr(err)
+		}
+		if len(recs) == 0 {
+			if again, err := c.ensureMember(); err != nil {
+				return Message[T]{}, false, err
+			} else if again {
+				continue
+			}
+			return Message[T]{}, false, nil
+		}
+		return c.t.message(&recs[0]), true, nil
 	}
-	return c.t.message(&recs[0]), true, nil
 }
 
 // checkPoll is Poll's and TryPoll's argument and state check.
@@ -366,7 +575,7 @@ func (c *Consumer[T]) checkPoll(max int32) error {
 		return fmt.Errorf("%w: max %d outside [1,%d]", ErrInvalidArgument, max, engine.MaxPollRecords)
 	}
 	if c.closed() {
-		return fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+		return c.closedErr()
 	}
 	return nil
 }
@@ -404,7 +613,10 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 		return c.closedNotInFlight()
 	}
 	ok, err := call(m.Partition, m.Offset)
-	if err == nil && !ok {
+	if err != nil {
+		return c.noteErr(err)
+	}
+	if !ok {
 		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
 	}
 	return err
@@ -441,6 +653,9 @@ func (c *Consumer[T]) Nack(ctx context.Context, m Message[T], cause error) (dead
 // closedNotInFlight is the error of Ack, Retry and Nack on a closed
 // consumer: nothing is in flight to it, and it is closed.
 func (c *Consumer[T]) closedNotInFlight() error {
+	if f := c.fenced.Load(); f != nil {
+		return fmt.Errorf("%w: %w", ErrNotInFlight, *f)
+	}
 	return fmt.Errorf("%w: %w: consumer %q", ErrNotInFlight, ErrClosed, c.name)
 }
 
@@ -513,10 +728,17 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // that may have been lost is tried again, so a record is at worst
 // delivered twice. On a consumer already closed, Run returns nil at once,
 // polling nothing.
+// With a session timeout (Backend.SessionTimeout > 0, SPEC rule 24) Run
+// heartbeats every HeartbeatInterval for as long as it runs, its handler
+// working or its poll waiting, so a slow handler keeps its partitions; a
+// consumer that finds itself expired all the same (a stalled process)
+// joins its group again and goes on (ConsumerStats.Expired).
+//
 // Errors: ErrInvalidArgument (nil handler, Run already running); ErrClosed
 // when the consumer was removed from its group (Cluster.RemoveMember, from
 // any process; it is then closed, and a new NewConsumer of its name joins
-// again); an error sending to the dead-letter topic other than ctx's (the
+// again) or superseded by a newer incarnation (both wrap ErrFenced when the
+// backend or this process fenced it); an error sending to the dead-letter topic other than ctx's (the
 // record stays unacked and is redelivered); any other error of the backend.
 func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	if h == nil || ctx == nil {
@@ -530,6 +752,7 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	}
 	defer c.running.Store(false)
 	defer c.Close()
+	defer c.driven()()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// settle bounds the handler's return and its record's Ack or dead
@@ -569,6 +792,12 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 				return c.runEnd(ctx, err)
 			}
 			outage++
+			continue
+		}
+		if c.expiredErr(ctx, err) {
+			if err := c.rejoin(); err != nil {
+				return c.runEnd(ctx, err)
+			}
 			continue
 		}
 		if err != nil {
@@ -613,9 +842,13 @@ func (c *Consumer[T]) waitOutage(ctx context.Context, n int) error {
 	}
 }
 
-// runEnd is Run's result for err: nil after Close, ctx's error after
-// cancellation, else err.
+// runEnd is Run's result for err: the fencing error of a fenced consumer,
+// nil after Close, ctx's error after cancellation, else err.
 func (c *Consumer[T]) runEnd(ctx context.Context, err error) error {
+	c.noteErr(err)
+	if f := c.fenced.Load(); f != nil {
+		return *f
+	}
 	if c.closed() {
 		return nil
 	}

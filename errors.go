@@ -63,6 +63,14 @@ var (
 	// Consumer, and by a blocking Consumer.Poll that the consumer's Close
 	// interrupted.
 	ErrClosed = errors.New("tributary: closed")
+	// ErrFenced is returned, together with ErrClosed (errors.Is holds for
+	// both), by every call of a consumer, or a BackendMember, that a newer
+	// incarnation of its member superseded in this process: NewConsumer of
+	// the same (topic, group, name), on any Cluster of the same Backend, or
+	// RemoveMember of it. The fenced consumer is closed; its Close leaves
+	// nothing (the successor keeps the membership). Kafka's
+	// FencedInstanceIdException.
+	ErrFenced = errors.New("tributary: fenced by a newer incarnation of the member")
 	// ErrUnavailable is wrapped by a Backend's errors when its broker
 	// cannot be reached (a networked backend: the server is down,
 	// restarting or has no quorum; jetstream.ErrUnavailable wraps it).

@@ -32,6 +32,10 @@ type Config struct {
 	// ReplayWindow is SPEC rule 21's window, in records, 0..Capacity; 0:
 	// none (rule 13 exactly). Only the rule-21 checks set it.
 	ReplayWindow int32
+	// SessionTimeout is SPEC rule 24's session timeout; 0: none, members
+	// never expire (rules 1–23 exactly). Only the rule-24 and rule-25
+	// checks set it, always with a FakeClock.
+	SessionTimeout time.Duration
 }
 
 // Factory makes a fresh, empty backend for one subtest with the given
@@ -54,7 +58,7 @@ type Check struct {
 
 // Checks returns every check of the suite, in rule order, in a new slice.
 func Checks() []Check {
-	return slices.Concat(coreChecks(), featureChecks(), groupChecks(), blockingChecks())
+	return slices.Concat(coreChecks(), featureChecks(), livenessChecks(), groupChecks(), blockingChecks())
 }
 
 // Run runs every check of the suite as a subtest of t, each on fresh

@@ -1,5 +1,5 @@
 // Package backendtest is a conformance suite for tributary.Backend: the
-// sequential rule tests of the contract's rules 1–23 (docs/contract.md), written once against the
+// sequential rule tests of the contract's rules 1–25 (docs/contract.md), written once against the
 // Backend, BackendTopic and BackendMember interfaces, so that every
 // backend (the in-process engine, NATS JetStream, …) is held to the same
 // rules.
@@ -8,7 +8,7 @@
 //
 // A backend's test package passes a Factory that makes a fresh, empty
 // backend honouring Config (capacity, ack timeout, clock, message limit,
-// replay window) and registers its own cleanup:
+// replay window, session timeout) and registers its own cleanup:
 //
 //	func TestConformance(t *testing.T) {
 //		backendtest.Run(t, func(t *testing.T, cfg backendtest.Config) tributary.Backend {
@@ -29,7 +29,7 @@
 //
 // The checks are also exported one by one (Checks): each runs on a
 // testing.TB, so a test of the suite can run it on a recorder and show it
-// fails on a faulty backend (see faults_test.go, where each of 35 faults
+// fails on a faulty backend (see faults_test.go, where each of 46 faults
 // trips at least one check and every check is tripped by some fault).
 //
 // # Coverage, rule by rule
@@ -99,6 +99,25 @@
 //     before; Ack and Retry of an expired delivery; only the owner's poll.
 //   - Rule 23: Describe field by field, and Snapshot's records. Nil and
 //     empty member and group lists compare equal.
+//   - Rule 24 (with Config.SessionTimeout on a FakeClock; the backend must
+//     report it as SessionTimeout): the contract's worked example,
+//     verbatim; expiry at exactly d after the last call, not before, by
+//     any caller's call (Describe included); each valid call naming the
+//     member refreshing it whatever it returns (an empty TryPoll and
+//     TryPollPartition, a false Ack and Retry, Heartbeat, a second Join),
+//     as Describe's LastSeen shows; invalid calls refreshing nothing; an
+//     expired member's deliveries cancelled with offsets and attempts
+//     kept, its own calls false or empty and bringing it back to nothing,
+//     a Heartbeat of a member that never joined false, a Join bringing it
+//     back.
+//   - Rule 25: the worked example, verbatim; Rejoin of a non-member is
+//     Join; of a member, it cancels that member's deliveries alone, with
+//     no rebalance, and refreshes it alone.
+//   - Fencing (BackendMember's incarnations): after a second BackendMember
+//     of the same names rejoins, the first one's every call fails with
+//     ErrFenced and ErrClosed, changing nothing, and its Leave leaves
+//     nothing; RemoveMember fences the one it removes; a member made
+//     afterwards joins afresh.
 //   - Groups (the typed library's additions): CreateGroup's options kept
 //     and returned by GroupConfig (through joins, leaves and a duplicate
 //     CreateGroup; zero for a group a Join made; gone with DeleteGroup, new

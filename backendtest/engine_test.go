@@ -10,8 +10,8 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// engineFactory makes the in-process engine backend of NewCluster,
-// honouring every field of cfg.
+// engineFactory makes the in-process engine backend (NewEngineBackend: no
+// session timeout unless cfg sets one), honouring every field of cfg.
 func engineFactory(t *testing.T, cfg backendtest.Config) tributary.Backend {
 	t.Helper()
 	var opts []engine.Option
@@ -27,7 +27,12 @@ func engineFactory(t *testing.T, cfg backendtest.Config) tributary.Backend {
 	if cfg.ReplayWindow != 0 {
 		opts = append(opts, engine.WithReplayWindow(cfg.ReplayWindow))
 	}
-	c, err := tributary.NewCluster(cfg.Capacity, opts...)
+	if cfg.SessionTimeout != 0 {
+		opts = append(opts, engine.WithSessionTimeout(cfg.SessionTimeout))
+	}
+	b, err := tributary.NewEngineBackend(cfg.Capacity, opts...)
+	require.NoError(t, err)
+	c, err := tributary.NewClusterOn(b)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Close()) })
 	return c.Backend()

@@ -58,6 +58,17 @@ const (
 	removeIsNoop        fault = "RemoveMember does nothing and says true"
 	removeAbsentTrue    fault = "RemoveMember of an absent member is true"
 	roomOnlyOnTrim      fault = "a waiting Publish wakes only when the log start moves"
+	expiryLate          fault = "members expire a nanosecond after the session timeout"
+	heartbeatNoRefresh  fault = "Heartbeat does not refresh the session"
+	heartbeatRejoins    fault = "Heartbeat of a member not in its group joins it"
+	emptyPollNoRefresh  fault = "a TryPoll that finds nothing does not refresh the session"
+	falseAckNoRefresh   fault = "an Ack or Retry that returns false does not refresh the session"
+	invalidRefreshes    fault = "an invalid Ack refreshes the session"
+	lastSeenDropped     fault = "Describe drops LastSeen"
+	rejoinKeepsInFlight fault = "Rejoin keeps the member's in-flight deliveries"
+	incarnationsShared  fault = "members of the same names share one incarnation (no fencing)"
+	fencedLeaveRemoves  fault = "the Leave of a superseded member removes its successor"
+	removeDoesNotFence  fault = "RemoveMember does not fence the incarnation it removes"
 )
 
 var faults = []fault{
@@ -70,6 +81,9 @@ var faults = []fault{
 	pollIgnoresStop, pollCtxNoError, windowIgnored, windowIsCapacity,
 	windowOnTop, groupOptsForgotten, startIgnored, configDropsStart,
 	removeIsNoop, removeAbsentTrue, roomOnlyOnTrim,
+	expiryLate, heartbeatNoRefresh, heartbeatRejoins, emptyPollNoRefresh,
+	falseAckNoRefresh, invalidRefreshes, lastSeenDropped, rejoinKeepsInFlight,
+	incarnationsShared, fencedLeaveRemoves, removeDoesNotFence,
 }
 
 // configure returns the configuration a backend with fault f is made
@@ -84,6 +98,10 @@ func (f fault) configure(cfg backendtest.Config) backendtest.Config {
 		if cfg.ReplayWindow > 0 {
 			cfg.Capacity += cfg.ReplayWindow
 		}
+	case expiryLate:
+		if cfg.SessionTimeout > 0 {
+			cfg.SessionTimeout += time.Nanosecond
+		}
 	}
 	return cfg
 }
@@ -92,7 +110,20 @@ func (f fault) configure(cfg backendtest.Config) backendtest.Config {
 type faultyBackend struct {
 	tributary.Backend
 	f   fault
-	cfg backendtest.Config
+	cfg backendtest.Config // as the check asked for it
+
+	// mu guards shared: incarnationsShared's one member per names.
+	mu     sync.Mutex
+	shared map[[3]string]tributary.BackendMember
+}
+
+// SessionTimeout reports the session timeout the check asked for, which
+// expiryLate does not enforce.
+func (b *faultyBackend) SessionTimeout() time.Duration {
+	if b.f == expiryLate {
+		return b.cfg.SessionTimeout
+	}
+	return b.Backend.SessionTimeout()
 }
 
 type faultyTopic struct {
@@ -132,6 +163,11 @@ func (b *faultyBackend) Describe(topic string) (engine.TopicDescription, error) 
 	d, err := b.Backend.Describe(topic)
 	if b.f == unknownTopicErrors && err != nil {
 		return d, fmt.Errorf("%w: %q", tributary.ErrUnknownTopic, topic)
+	}
+	if b.f == lastSeenDropped {
+		for i := range d.Groups {
+			d.Groups[i].LastSeen = nil
+		}
 	}
 	return d, err
 }
@@ -180,6 +216,14 @@ func (b *faultyBackend) GroupConfig(topic, group string) (tributary.GroupConfig,
 
 func (b *faultyBackend) RemoveMember(topic, group, member string) (bool, error) {
 	switch b.f {
+	case removeDoesNotFence:
+		// A Leave through a member of its own: the engine's membership
+		// goes, the incarnation that joined stays unfenced.
+		if tp, _, err := b.Backend.OpenTopic(topic); err == nil {
+			if m, err := tp.Member(group, member); err == nil {
+				return m.Leave()
+			}
+		}
 	case removeIsNoop:
 		if engine.CheckIdentifier("member", member) == nil {
 			if _, err := b.Backend.Describe(topic); err == nil {
@@ -308,11 +352,97 @@ func (t *faultyTopic) Member(group, member string) (tributary.BackendMember, err
 	if t.b.f == membersFoldCase {
 		member = strings.ToLower(member)
 	}
+	if t.b.f == incarnationsShared {
+		k := [3]string{t.Name(), group, member}
+		t.b.mu.Lock()
+		defer t.b.mu.Unlock()
+		if m, ok := t.b.shared[k]; ok {
+			return &faultyMember{BackendMember: m, t: t, member: member}, nil
+		}
+		m, err := t.BackendTopic.Member(group, member)
+		if err != nil {
+			return m, err
+		}
+		if t.b.shared == nil {
+			t.b.shared = map[[3]string]tributary.BackendMember{}
+		}
+		t.b.shared[k] = m
+		return &faultyMember{BackendMember: m, t: t, member: member}, nil
+	}
 	m, err := t.BackendTopic.Member(group, member)
 	if err != nil {
 		return m, err
 	}
 	return &faultyMember{BackendMember: m, t: t, member: member}, nil
+}
+
+func (m *faultyMember) Rejoin() ([]int32, error) {
+	if m.t.b.f == rejoinKeepsInFlight {
+		return m.BackendMember.Join()
+	}
+	return m.BackendMember.Rejoin()
+}
+
+func (m *faultyMember) Heartbeat() (bool, error) {
+	switch m.t.b.f {
+	case heartbeatNoRefresh:
+		// Membership as a heartbeat sees it (Describe expires who is
+		// due), with no refresh.
+		d, err := m.t.b.Describe(m.t.Name())
+		if err != nil {
+			return false, err
+		}
+		for _, g := range d.Groups {
+			if g.Group == m.Group() {
+				return slices.Contains(g.Members, m.member), nil
+			}
+		}
+		return false, nil
+	case heartbeatRejoins:
+		ok, err := m.BackendMember.Heartbeat()
+		if err == nil && !ok {
+			if _, err := m.BackendMember.Join(); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		return ok, err
+	}
+	return m.BackendMember.Heartbeat()
+}
+
+func (m *faultyMember) Leave() (bool, error) {
+	ok, err := m.BackendMember.Leave()
+	if m.t.b.f == fencedLeaveRemoves && err == nil && !ok {
+		return m.t.b.Backend.RemoveMember(m.t.Name(), m.Group(), m.member)
+	}
+	return ok, err
+}
+
+// inFlightTo reports whether (p, off) is in flight to m now, by Describe.
+func (m *faultyMember) inFlightTo(p int32, off int64) bool {
+	gp, found := m.state(p)
+	return found && gp.InFlight && gp.Owner == m.member && gp.Committed == off
+}
+
+// deliverable reports whether, by Describe, a partition m owns has a
+// record at its committed offset and nothing in flight.
+func (m *faultyMember) deliverable() bool {
+	d, err := m.t.b.Describe(m.t.Name())
+	if err != nil {
+		return true
+	}
+	for _, g := range d.Groups {
+		if g.Group != m.Group() {
+			continue
+		}
+		for p, gp := range g.Partitions {
+			if gp.Owner == m.member && !gp.InFlight && gp.Committed < d.Partitions[p].LogEndOffset {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (m *faultyMember) Join() ([]int32, error) {
@@ -325,6 +455,12 @@ func (m *faultyMember) Join() ([]int32, error) {
 
 func (m *faultyMember) Ack(p int32, off int64) (bool, error) {
 	if m.t.b.f == negativeOffsetFalse && off < 0 {
+		return false, nil
+	}
+	if m.t.b.f == invalidRefreshes && off < 0 {
+		m.BackendMember.Heartbeat() //nolint:errcheck // the fault: a refresh before the refusal
+	}
+	if m.t.b.f == falseAckNoRefresh && off >= 0 && !m.inFlightTo(p, off) {
 		return false, nil
 	}
 	ok, err := m.BackendMember.Ack(p, off)
@@ -340,10 +476,16 @@ func (m *faultyMember) Retry(p int32, off int64) (bool, error) {
 	if m.t.b.f == retryCommits {
 		return m.BackendMember.Ack(p, off)
 	}
+	if m.t.b.f == falseAckNoRefresh && off >= 0 && !m.inFlightTo(p, off) {
+		return false, nil
+	}
 	return m.BackendMember.Retry(p, off)
 }
 
 func (m *faultyMember) TryPoll(dst []engine.Record, n int32) ([]engine.Record, error) {
+	if m.t.b.f == emptyPollNoRefresh && n >= 1 && n <= engine.MaxPollRecords && !m.deliverable() {
+		return dst, nil
+	}
 	out, err := m.BackendMember.TryPoll(dst, n)
 	if err != nil {
 		return out, err

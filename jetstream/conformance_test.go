@@ -30,5 +30,21 @@ func TestConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { b.Close() })
 		return b
-	}, nil)
+	}, livenessSkips)
 }
+
+// livenessSkips are the checks of rules 24–25 and of incarnation fencing,
+// which this backend does not enforce yet: that is the JetStream issue's
+// (liveness.go: SessionTimeout is 0, Rejoin is Join, Members of the same
+// names are not fenced).
+var livenessSkips = func() map[string]string {
+	const why = "member liveness (SPEC rules 24–25) and incarnation fencing are not built on JetStream yet: the JetStream issue's (Backend.SessionTimeout is 0, Rejoin is Join)"
+	skips := map[string]string{}
+	for _, name := range []string{
+		"Rule24WorkedExample", "Rule24SessionTimeout", "Rule24ExpiredMember",
+		"Rule25WorkedExample", "Rule25Rejoin", "Rule25FencesEarlierIncarnations",
+	} {
+		skips[name] = why
+	}
+	return skips
+}()

@@ -51,6 +51,13 @@
 //   - Closing a subscription (its context, or Subscriber.Close) leaves the
 //     group: the messages it held unacked go to the group's other members,
 //     or to the next subscription of the group (at least once).
+//   - Liveness is the cluster's session timeout (SPEC rule 24;
+//     tributary.NewCluster's default 45 s, engine.WithSessionTimeout):
+//     each subscription heartbeats while it runs, whatever its handlers
+//     take, and one whose process stops (or stalls past the timeout)
+//     leaves its group, its unacked messages going to the other members;
+//     a stalled one joins again by itself. SubscriberConfig.SessionTimeout
+//     states the timeout the application expects.
 //
 // Retention is the cluster's: a message is removed once every group of its
 // topic has acked it (SPEC rule 13), or kept as a replay window

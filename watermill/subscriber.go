@@ -74,6 +74,20 @@ type SubscriberConfig struct {
 	// delivered again for ever.
 	DeadLetterTopic string
 	MaxAttempts     int32
+	// SessionTimeout is the session timeout the subscriber expects of its
+	// cluster (SPEC rule 24): a subscription that makes no call for that
+	// long, by the broker clock, leaves its group, and its messages go to
+	// the group's other members. It is the broker's, set when the cluster
+	// is made (engine.WithSessionTimeout; tributary.NewCluster's default
+	// is tributary.DefaultSessionTimeout, 45 s), as JetStream's is the
+	// server's; like Sarama's Consumer.Group.Session.Timeout written for
+	// Kafka, a value here states what the application relies on:
+	// NewSubscriber refuses a cluster whose Backend.SessionTimeout differs
+	// (ErrInvalidArgument, naming both). 0: the cluster's, whatever it is.
+	// Each subscription heartbeats every tributary.HeartbeatInterval while
+	// it runs, so a slow handler keeps its partitions; one that expired
+	// anyway (its process stalled) joins again by itself.
+	SessionTimeout time.Duration
 }
 
 // DefaultMaxAttempts is SubscriberConfig.MaxAttempts when a DeadLetterTopic
@@ -110,7 +124,7 @@ var (
 // an identifier, or one set with Ephemeral; Partitions outside 0..64; a
 // negative NackResendSleep other than NoSleep; a Start, DeadLetterTopic or
 // MaxAttempts tributary.NewGroupConfig refuses, MaxAttempts without a
-// DeadLetterTopic).
+// DeadLetterTopic; a SessionTimeout other than 0 and the cluster's).
 func NewSubscriber(cluster *tributary.Cluster, cfg SubscriberConfig, logger watermill.LoggerAdapter) (*Subscriber, error) {
 	if logger == nil {
 		logger = watermill.NopLogger{}
@@ -148,6 +162,10 @@ func NewSubscriber(cluster *tributary.Cluster, cfg SubscriberConfig, logger wate
 	}
 	if _, err := tributary.NewGroupConfig("", group...); err != nil {
 		return nil, err
+	}
+	if have := cluster.Backend().SessionTimeout(); cfg.SessionTimeout != 0 && cfg.SessionTimeout != have {
+		return nil, fmt.Errorf("%w: SessionTimeout %v: the cluster's session timeout is %v (set it when making the cluster: engine.WithSessionTimeout)",
+			tributary.ErrInvalidArgument, cfg.SessionTimeout, have)
 	}
 	return &Subscriber{cluster: cluster, cfg: cfg, topics: ts, logger: logger, group: group, subs: map[*subscription]struct{}{}}, nil
 }

@@ -653,7 +653,24 @@ func (s *session) createConsumer(a args) error {
 			held = append(held, gp.Partition)
 		}
 	}
+	var released []int32 // held before, free now
 	c, err := t.newConsumer(group, name, o)
+	if err == nil && len(held) > 0 {
+		// NewConsumer is a new incarnation (Rejoin, contract rule 25): a
+		// backend that keeps rule 25 has released what the old one held.
+		after, _, derr := s.describeGroup(topic, group)
+		if derr != nil {
+			c.Close() //nolint:errcheck // reporting derr
+			return derr
+		}
+		released = held
+		held = nil
+		for _, p := range released {
+			if gp := after.Partitions[p]; gp.Owner == name && gp.InFlight {
+				held = append(held, p)
+			}
+		}
+	}
 	if errors.Is(err, tributary.ErrPolicyMismatch) {
 		return wrapClass(tributary.ErrPolicyMismatch, "consumer %s: --dead-letter %s --max-attempts %d is not group %s's policy (%s): drop the options to follow it",
 			quote(name), clipped(o.deadLetter), o.maxAttempts, clipped(group), cfg.Policy())
@@ -683,6 +700,9 @@ func (s *session) createConsumer(a args) error {
 	case len(held) > 0:
 		s.printf("%s was a member already (of another process, or of one that died): %s %s hold events in flight to it, which no consume here can take; "+
 			"delete consumer %s %s frees them, then create consumer %s %s again\n", name, topic, s.partList(topic, held), group, name, group, name)
+	case len(released) > 0:
+		s.printf("%s was a member already (of another process, or of one that died): joined as its new incarnation; "+
+			"the events in flight to the old one on %s %s are delivered again, attempt + 1\n", name, topic, s.partList(topic, released))
 	case slices.Contains(before.Members, name):
 		s.printf("%s was a member already (of another process, or of one that died)\n", name)
 	}
@@ -908,6 +928,9 @@ func (s *session) prepareConsume(consumer, partition string, n int) (consumeJob,
 	if err != nil {
 		return consumeJob{}, err
 	}
+	if err := s.keepAlive(c); err != nil {
+		return consumeJob{}, err
+	}
 	owned := c.Assignment()
 	for _, q := range owned {
 		if q == p {
@@ -916,6 +939,26 @@ func (s *session) prepareConsume(consumer, partition string, n int) (consumeJob,
 	}
 	line, _ := s.assignmentLine(topic, c.Group())
 	return consumeJob{}, fmt.Errorf("consumer %s %w %s %s (group %s)", quote(consumer), errNotOwner, topic, s.partName(topic, p), line)
+}
+
+// keepAlive heartbeats c before a command uses it (contract rule 24, with
+// -session-timeout): a consumer that no command named for the session
+// timeout has expired, and joins its group again here, which the program
+// says with the group's new assignment.
+func (s *session) keepAlive(c consumerRef) error {
+	was := c.Stats().Expired
+	if err := c.Heartbeat(); err != nil {
+		return err
+	}
+	if c.Stats().Expired == was {
+		return nil
+	}
+	line, err := s.assignmentLine(c.Topic().Name(), c.Group())
+	if err != nil {
+		return err
+	}
+	s.printf("%s had expired (no command named it for the session timeout, %v) and joined again: %s\n", c.Name(), s.c.Backend().SessionTimeout(), line)
+	return nil
 }
 
 // consume runs j: up to j.n events (with fail, failed attempts), stopping

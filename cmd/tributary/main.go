@@ -75,11 +75,11 @@ func usage(w io.Writer) {
 
 Usage:
   tributary [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME]
-            [-seed N] [-backend memory|jetstream] [-nats URL]
+            [-seed N] [-backend memory|jetstream] [-nats URL] [-session-timeout D]
         a prompt with line editing and history; type help for the commands
         (reads commands from standard input when it is not a terminal)
   tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME]
-            [-seed N] [-backend memory|jetstream] [-nats URL] FILE
+            [-seed N] [-backend memory|jetstream] [-nats URL] [-session-timeout D] FILE
         run the commands of FILE (- for standard input); stops at the first
         error with its line number and exit status 1
   tributary demo [audit flags]

@@ -33,6 +33,12 @@ type sessionFlags struct {
 	seed      int              // the Random strategy's seed; -1: unseeded
 	backend   string           // "memory" or "jetstream"
 	natsURL   string           // jetstream: the server; "": an embedded one
+	// session is the broker's session timeout (contract rule 24); 0: none,
+	// members never expire.
+	session time.Duration
+	// brokerNow is the broker clock (session timeouts, last-seen ages);
+	// nil: the wall clock. Tests set a fake one; no flag does.
+	brokerNow func() time.Time
 }
 
 // parseSessionFlags parses args for cmd ("tributary" or "tributary run"),
@@ -52,6 +58,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	flagx.IntVar(fs, &f.seed, "seed", f.seed, "seed the Random strategy's draws (each producer from the seed and its name), for reproducible output; -1: unseeded")
 	fs.StringVar(&f.backend, "backend", f.backend, "where the cluster lives: memory (this process) or jetstream (NATS JetStream streams)")
 	fs.StringVar(&f.natsURL, "nats", "", "with -backend jetstream: the NATS server's URL, such as nats://127.0.0.1:4222; empty: start an embedded server for this run")
+	fs.DurationVar(&f.session, "session-timeout", 0, "a consumer that no command names for this `duration` (such as 45s, Kafka's default) expires: it leaves its group, and the next command naming it joins it again; 0: consumers never expire (memory backend only)")
 	var rest []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -76,6 +83,12 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	}
 	if f.window < 0 || f.window > f.capacity {
 		return f, nil, fmt.Errorf("-replay-window %d: must be in 0..%d (the capacity), or -1 for the capacity", f.window, f.capacity)
+	}
+	if f.session < 0 {
+		return f, nil, fmt.Errorf("-session-timeout %v: must be 0 (none) or more, such as 45s", f.session)
+	}
+	if f.session > 0 && f.backend != "memory" {
+		return f, nil, fmt.Errorf("-session-timeout %v: needs -backend memory (the JetStream backend does not expire members yet)", f.session)
 	}
 	if f.seed < -1 {
 		return f, nil, fmt.Errorf("-seed %d: must be 0 or more, or -1 for unseeded", f.seed)
@@ -205,7 +218,7 @@ func complete(line string) []string {
 func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	runUsage := func(w io.Writer) {
 		fmt.Fprintln(w, "Usage: tributary run [-keep-going] [-echo] [-capacity N] [-replay-window N] [-clock TIME]")
-		fmt.Fprintln(w, "                     [-seed N] [-backend memory|jetstream] [-nats URL] FILE")
+		fmt.Fprintln(w, "                     [-seed N] [-backend memory|jetstream] [-nats URL] [-session-timeout D] FILE")
 		fmt.Fprintln(w, "Runs the commands of FILE (- for standard input) on a new cluster; stops at the first error.")
 	}
 	f, rest, err := parseSessionFlags("tributary run", args, stdout, runUsage)

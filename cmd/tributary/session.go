@@ -58,6 +58,8 @@ type session struct {
 	out     io.Writer
 	// now stamps produced events (Message.Time); fixed by --clock.
 	now func() time.Time
+	// brokerNow is the broker clock, for last-seen ages.
+	brokerNow func() time.Time
 	// seed seeds each Random producer (with its name); -1: unseeded.
 	seed int
 	// readFile reads an event file; a relative name is relative to the
@@ -77,8 +79,12 @@ func newSession(out io.Writer, readFile func(string) ([]byte, error), f sessionF
 	if err != nil {
 		return nil, err
 	}
+	brokerNow := f.brokerNow
+	if brokerNow == nil {
+		brokerNow = time.Now
+	}
 	return &session{
-		c: c, release: release, out: out, now: f.now, seed: f.seed, readFile: readFile,
+		c: c, release: release, out: out, now: f.now, brokerNow: brokerNow, seed: f.seed, readFile: readFile,
 		topics: map[string]topicRef{}, parts: map[string][]string{},
 		producers: map[string]producerRef{}, consumers: map[string]consumerRef{},
 	}, nil
@@ -90,7 +96,21 @@ func newSession(out io.Writer, readFile func(string) ([]byte, error), f sessionF
 // by the release.
 func newCluster(f sessionFlags) (*tributary.Cluster, func(), error) {
 	if f.backend != "jetstream" {
-		c, err := tributary.NewCluster(int32(f.capacity), engine.WithReplayWindow(int32(f.window)))
+		// Exactly the flags' options: without -session-timeout, no
+		// expiry (NewCluster's default would expire a consumer that no
+		// command names for 45 s).
+		opts := []engine.Option{engine.WithReplayWindow(int32(f.window))}
+		if f.session > 0 {
+			opts = append(opts, engine.WithSessionTimeout(f.session))
+		}
+		if f.brokerNow != nil {
+			opts = append(opts, engine.WithClock(f.brokerNow))
+		}
+		b, err := tributary.NewEngineBackend(int32(f.capacity), opts...)
+		if err != nil {
+			return nil, func() {}, err
+		}
+		c, err := tributary.NewClusterOn(b)
 		return c, func() {}, err
 	}
 	cfg := jetstream.Config{URL: f.natsURL, Capacity: int32(f.capacity), ReplayWindow: int32(f.window)}

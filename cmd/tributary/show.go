@@ -49,6 +49,21 @@ func cell(s string) string {
 	return s
 }
 
+// lastSeenLine says how long ago each member of g was last seen by the
+// broker (contract rule 24), against the session timeout: "session timeout
+// 45s; last seen: c1 3.2s ago, c2 0s ago".
+func (s *session) lastSeenLine(g engine.GroupDescription) string {
+	now := s.brokerNow()
+	ages := make([]string, len(g.Members))
+	for i, m := range g.Members {
+		ages[i] = fmt.Sprintf("%s %v ago", m, max(0, now.Sub(g.LastSeen[i])).Round(100*time.Millisecond))
+	}
+	if len(ages) == 0 {
+		ages = []string{"no members"}
+	}
+	return fmt.Sprintf("session timeout %v; last seen: %s", s.c.Backend().SessionTimeout(), strings.Join(ages, ", "))
+}
+
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -206,6 +221,9 @@ func (s *session) showGroupOn(topic, group string, wide bool) error {
 		return err
 	}
 	s.printf("group %s: topic %s, assignor %s, members %s\n", g.Group, d.Topic, g.Assignor, list(g.Members))
+	if g.LastSeen != nil {
+		s.printf("%s\n", s.lastSeenLine(g))
+	}
 	cfg, _, err := s.c.GroupConfig(d.Topic, g.Group)
 	if err != nil {
 		return err

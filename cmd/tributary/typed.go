@@ -208,6 +208,10 @@ type consumerRef interface {
 	Topic() topicRef
 	Assignment() []int32
 	DeadLetter() (string, int32)
+	// Heartbeat keeps the consumer's session, joining its group again
+	// when it had expired (Stats().Expired counts it).
+	Heartbeat() error
+	Stats() tributary.ConsumerStats
 	// consume reserves the event at the group's committed offset on
 	// partition; with fail it is Nacked with cause, else acked.
 	consume(ctx context.Context, partition int32, fail string) (delivery, bool, error)
