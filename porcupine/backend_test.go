@@ -16,7 +16,11 @@ func engineBackend(t *testing.T, w porcupine.Workload) tributary.Backend {
 	t.Helper()
 	w, err := w.Resolve()
 	require.NoError(t, err)
-	c, err := tributary.NewCluster(w.Capacity, w.Options.EngineOptions()...)
+	// Exactly the workload's options: NewCluster would add the library's
+	// default session timeout, which the workload's model does not have.
+	b, err := tributary.NewEngineBackend(w.Capacity, w.Options.EngineOptions()...)
+	require.NoError(t, err)
+	c, err := tributary.NewClusterOn(b)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c.Backend()
