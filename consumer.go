@@ -120,11 +120,11 @@ type Consumer[T any] struct {
 	fenced atomic.Pointer[error]
 	// session is the backend's session timeout (0: none), read once.
 	session time.Duration
-	// busy counts the Runs and blocked Polls under way, and wasBusy is set
-	// by each start: heartbeatLoop heartbeats while either says the
-	// consumer is driven.
-	busy    atomic.Int32
-	wasBusy atomic.Bool
+	// busy counts the Runs and blocked Polls under way: heartbeatLoop
+	// heartbeats while it is not 0. A call that ended between two ticks
+	// refreshed the session itself (SPEC rule 24) and is not heartbeated
+	// for afterwards.
+	busy atomic.Int32
 
 	handled, acked, retried, deadLettered, heartbeats, expired atomic.Int64
 }
@@ -137,8 +137,8 @@ type Consumer[T any] struct {
 // backoff), read from the backend as it joins, whatever process created
 // the group. Given WithDeadLetter or WithBackoff, it creates an absent
 // group with them (and RoundRobin), and is refused with ErrPolicyMismatch,
-// without joining, when its group's policy differs. Consumer names are
-// unique in the cluster.
+// without joining, when its group's policy differs. A consumer name
+// belongs to one topic and group in the cluster.
 //
 // The consumer is a new incarnation of its member (SPEC rule 25): it joins
 // with BackendMember.Rejoin, so when name is already a member of the group
@@ -148,7 +148,9 @@ type Consumer[T any] struct {
 // the same name made earlier on the same Backend in this process, by any
 // Cluster, is fenced (ErrFenced): it can no longer consume, and its Close
 // leaves nothing. Errors: ErrInvalidArgument (an invalid id, an
-// option out of range), ErrExists (a consumer of that name is open),
+// option out of range), ErrExists (a consumer of that name is open on
+// another topic or group of this cluster; one open on the same topic and
+// group is the member's older incarnation, which this one supersedes),
 // ErrPolicyMismatch, ErrTypeMismatch (the dead-letter topic holds another
 // payload type), ErrInvalidAssignment, ErrClosed.
 func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption) (*Consumer[T], error) {
@@ -180,7 +182,7 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	}
 	cl := t.c
 	c := &Consumer[T]{t: t, m: m, name: name, cfg: cfg, stop: make(chan struct{}), session: cl.backend.SessionTimeout()}
-	err = cl.register("consumer", name, func() {
+	prev, superseding, err := cl.registerConsumer(t.Name(), group, name, func() {
 		cl.consumers[name] = consumerEntry{goType: reflect.TypeFor[T](), c: c, close: c.Close,
 			topic: t.Name(), group: group, fence: c.fence}
 	})
@@ -189,7 +191,12 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	}
 	unregister := func(err error) (*Consumer[T], error) {
 		cl.mu.Lock()
-		delete(cl.consumers, name)
+		if e, ok := cl.consumers[name]; ok && e.c == any(c) {
+			delete(cl.consumers, name)
+			if superseding {
+				cl.consumers[name] = prev // the older incarnation stays
+			}
+		}
 		cl.mu.Unlock()
 		return nil, err
 	}
@@ -223,6 +230,12 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	}
 	if _, err := m.Rejoin(); err != nil {
 		return unregister(err)
+	}
+	if superseding {
+		// The backend fenced the older incarnation's member with the
+		// Rejoin; close that consumer now rather than at its next call.
+		prev.fence(fmt.Errorf("%w: %w: consumer %q of group %q of topic %q: a newer consumer of its name joined",
+			ErrClosed, ErrFenced, name, group, t.Name()))
 	}
 	if c.closed() {
 		// Closed (Cluster.Close, CloseConsumer) between register and Join:
@@ -434,7 +447,7 @@ func (c *Consumer[T]) Heartbeat() error {
 // heartbeatLoop keeps the consumer's session alive (SPEC rule 24) while
 // Run or a blocked Poll goes on, whatever the handler does: every
 // HeartbeatInterval of the session timeout it heartbeats if one of them
-// ran since the last tick (busy), until the consumer is closed. A
+// is under way at the tick (busy), until the consumer is closed. A
 // consumer nobody drives sends nothing, and expires. A heartbeat that finds
 // the consumer expired changes nothing here: the expiry rebalanced the
 // group, which wakes the consumer's poll, and the poll joins again.
@@ -448,7 +461,7 @@ func (c *Consumer[T]) heartbeatLoop(every time.Duration) {
 		case <-c.stop:
 			return
 		}
-		if c.busy.Load() == 0 && !c.wasBusy.Swap(false) {
+		if c.busy.Load() == 0 {
 			continue
 		}
 		if _, err := c.m.Heartbeat(); err != nil {
@@ -463,7 +476,6 @@ func (c *Consumer[T]) heartbeatLoop(every time.Duration) {
 // func is called: Run's whole life, a blocked Poll's call.
 func (c *Consumer[T]) driven() (done func()) {
 	c.busy.Add(1)
-	c.wasBusy.Store(true)
 	return func() { c.busy.Add(-1) }
 }
 

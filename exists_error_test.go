@@ -28,7 +28,9 @@ func TestExistsErrorsNameTheDuplicate(t *testing.T) {
 	}
 	_, errTopic := tributary.CreateTopic(c, "orders", 1, tributary.String())
 	_, errProducer := tributary.NewProducer[string](c, "web", tributary.RoundRobin())
-	_, errConsumer := tributary.NewConsumer(orders, "g", "c1")
+	// c1 on another group (on the same group it would be c1's next
+	// incarnation, which supersedes it: member_liveness_test.go).
+	_, errConsumer := tributary.NewConsumer(orders, "other", "c1")
 	for _, tt := range []struct {
 		err  error
 		want string

@@ -1161,7 +1161,7 @@ func TestHostileFailedNewConsumerCreatesNoDeadLetterTopic(t *testing.T) {
 	_, err := tributary.NewConsumer(in, "g", "m1")
 	require.NoError(t, err)
 	topics := c.Topics()
-	_, err = tributary.NewConsumer(in, "g", "m1", tributary.WithDeadLetter("fresh-dlq", 3))
+	_, err = tributary.NewConsumer(in, "other", "m1", tributary.WithDeadLetter("fresh-dlq", 3))
 	require.ErrorIs(t, err, tributary.ErrExists)
 	assert.Equal(t, topics, c.Topics(), "a NewConsumer that returned ErrExists created a topic")
 	require.NoError(t, c.Close())

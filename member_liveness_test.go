@@ -205,6 +205,16 @@ func TestSlowHandlerKeepsPartitions(t *testing.T) {
 // with no rebalance; the predecessor is fenced: its calls fail with
 // ErrFenced, and its Close leaves its successor in the group.
 func TestRestartedIncarnationGetsDeliveriesAtOnce(t *testing.T) {
+	for _, same := range []bool{false, true} {
+		name := map[bool]string{false: "other-cluster", true: "same-cluster"}[same]
+		t.Run(name, func(t *testing.T) { testRestartedIncarnation(t, same) })
+	}
+}
+
+// testRestartedIncarnation is TestRestartedIncarnationGetsDeliveriesAtOnce
+// with the new incarnation made on the old one's Cluster (same) or on
+// another Cluster of its Backend.
+func testRestartedIncarnation(t *testing.T, same bool) {
 	c1 := testCluster(t, 10)
 	tp := testTopic(t, c1, "orders", 2, tributary.String())
 	pr := testProducer[string](t, c1, "p", tributary.Manual())
@@ -219,14 +229,17 @@ func TestRestartedIncarnationGetsDeliveriesAtOnce(t *testing.T) {
 		t.Fatalf("the first incarnation's TryPoll: %v, %v", held, err)
 	}
 
-	c2, err := tributary.NewClusterOn(c1.Backend())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	tp2, err := tributary.OpenTopic(c2, "orders", tributary.String())
-	if err != nil {
-		t.Fatal(err)
+	c2, tp2 := c1, tp
+	if !same {
+		c2, err = tributary.NewClusterOn(c1.Backend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		tp2, err = tributary.OpenTopic(c2, "orders", tributary.String())
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	next := testConsumer(t, tp2, "g", "m")
 	ms, err := next.TryPoll(2)
@@ -256,8 +269,8 @@ func TestRestartedIncarnationGetsDeliveriesAtOnce(t *testing.T) {
 	}
 	_, err = old.Poll(guardCtx(t), 1)
 	fenced("Poll", err)
-	if slices.Contains(c1.Consumers(), "m") {
-		t.Fatal("the fenced consumer is still registered")
+	if slices.Contains(c1.Consumers(), "m") != same {
+		t.Fatalf("consumers of the old incarnation's cluster: %v", c1.Consumers())
 	}
 	if err := old.Close(); err != nil {
 		t.Fatalf("Close of the old incarnation: %v", err)
@@ -425,5 +438,32 @@ func TestRunRejoinsAfterExpiry(t *testing.T) {
 	r.Close()
 	if err := hxDone(t, done, guard, "Run"); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestReturnedPollSendsNoHeartbeat: heartbeats keep a consumer alive only
+// while a Run or a blocked Poll of its own goes on (docs/library.md); once
+// a Poll has returned, the consumer sends nothing, so that an abandoned
+// consumer expires one session timeout after its last call, not a
+// heartbeat interval later.
+func TestReturnedPollSendsNoHeartbeat(t *testing.T) {
+	c, _ := liveCluster(t)
+	tp := testTopic(t, c, "orders", 2, tributary.String())
+	pr := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, pr, tp, tributary.Message[string]{Partition: 0, Value: "a"})
+	cons := testConsumer(t, tp, "g", "m")
+	ms, err := cons.Poll(guardCtx(t), 1)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("Poll: %v, %v", ms, err)
+	}
+	before, _ := lastSeen(t, c, "orders", "g", "m")
+	// Three heartbeat intervals of real time: a tick that heartbeated
+	// for the returned Poll would have come.
+	time.Sleep(3 * tributary.HeartbeatInterval(liveSession))
+	if s := cons.Stats(); s.Heartbeats != 0 {
+		t.Fatalf("%d heartbeats after the Poll returned, want 0", s.Heartbeats)
+	}
+	if after, _ := lastSeen(t, c, "orders", "g", "m"); !after.Equal(before) {
+		t.Fatalf("last seen moved from %v to %v with no call", before, after)
 	}
 }
