@@ -59,7 +59,7 @@ func newEngineBackend(b *engine.Broker) *engineBackend {
 // with DefaultSessionTimeout added when opts set none; this one adds
 // nothing, so without engine.WithSessionTimeout its members never expire
 // (SPEC rule 24). Errors: ErrInvalidArgument for a capacity or option out
-// of range.
+// of range, and for a session timeout below MinSessionTimeout.
 func NewEngineBackend(capacityPerPartition int32, opts ...engine.Option) (Backend, error) {
 	if capacityPerPartition < 1 || capacityPerPartition > MaxCapacity {
 		return nil, fmt.Errorf("%w: capacity %d outside [1,%d]", ErrInvalidArgument, capacityPerPartition, MaxCapacity)
@@ -67,6 +67,9 @@ func NewEngineBackend(capacityPerPartition int32, opts ...engine.Option) (Backen
 	b, err := engine.New(capacityPerPartition, append(slices.Clip(opts), engine.WithExtendedCapacity())...)
 	if err != nil {
 		return nil, err
+	}
+	if d := b.SessionTimeout(); d > 0 && d < MinSessionTimeout {
+		return nil, fmt.Errorf("%w: session timeout %v: want 0 (none) or at least %v", ErrInvalidArgument, d, MinSessionTimeout)
 	}
 	return newEngineBackend(b), nil
 }

@@ -61,6 +61,14 @@ const MaxCapacity = engine.MaxExtendedCapacity
 // expires (docs/library.md, member liveness).
 const DefaultSessionTimeout = 45 * time.Second
 
+// MinSessionTimeout is the shortest session timeout the typed library's
+// engine backend accepts: 10 ms, on the broker clock. The engine takes any
+// d > 0 (SPEC rule 24), but a consumer heartbeats every third of it in
+// real time and its every call would find itself expired below a few
+// milliseconds: its polls would join again without end. Kafka's brokers
+// refuse below group.min.session.timeout.ms (6 s) for the same reason.
+const MinSessionTimeout = 10 * time.Millisecond
+
 // MaxHeartbeatInterval caps HeartbeatInterval: 3 s, Kafka's
 // heartbeat.interval.ms.
 const MaxHeartbeatInterval = 3 * time.Second

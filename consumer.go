@@ -120,6 +120,12 @@ type Consumer[T any] struct {
 	fenced atomic.Pointer[error]
 	// session is the backend's session timeout (0: none), read once.
 	session time.Duration
+	// rejoinMu serialises the consumer's joins again after an expiry
+	// (rejoin) with each other and with Close's Leave: a second rejoin
+	// would find the member joined by the first and, as Rejoin of a
+	// member (SPEC rule 25), cancel what it had reserved since; a rejoin
+	// after Close's Leave would leave a closed consumer in its group.
+	rejoinMu sync.Mutex
 	// busy counts the Runs and blocked Polls under way: heartbeatLoop
 	// heartbeats while it is not 0. A call that ended between two ticks
 	// refreshed the session itself (SPEC rule 24) and is not heartbeated
@@ -331,7 +337,9 @@ func (c *Consumer[T]) Stats() ConsumerStats {
 func (c *Consumer[T]) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.stop)
+		c.rejoinMu.Lock()
 		_, c.closeErr = c.m.Leave()
+		c.rejoinMu.Unlock()
 		c.unregister()
 	})
 	return c.closeErr
@@ -386,10 +394,30 @@ func (c *Consumer[T]) expiredErr(ctx context.Context, err error) bool {
 }
 
 // rejoin joins the group again after the consumer found its session had
-// expired (SPEC rule 24) and counts it (ConsumerStats.Expired).
+// expired (SPEC rule 24) and counts it (ConsumerStats.Expired). Under
+// rejoinMu it first checks that the consumer is open (ErrClosed
+// otherwise: Close has left, or is leaving after this) and, with a
+// heartbeat, that it is still not a member: a rejoin that ran meanwhile
+// (the heartbeat loop's, another poll's) has done it, and joining again
+// would cancel the deliveries taken since.
 func (c *Consumer[T]) rejoin() error {
+	if err := c.rejoinLocked(); err != nil {
+		return c.noteErr(err) // not under rejoinMu: fencing waits for a Close under way
+	}
+	return nil
+}
+
+func (c *Consumer[T]) rejoinLocked() error {
+	c.rejoinMu.Lock()
+	defer c.rejoinMu.Unlock()
+	if c.closed() {
+		return c.closedErr()
+	}
+	if ok, err := c.m.Heartbeat(); err != nil || ok {
+		return err
+	}
 	if _, err := c.m.Rejoin(); err != nil {
-		return c.noteErr(err)
+		return err
 	}
 	c.expired.Add(1)
 	return nil
@@ -412,7 +440,7 @@ func (c *Consumer[T]) ensureMember() (rejoined bool, err error) {
 		return false, nil
 	}
 	c.heartbeats.Add(1)
-	if ok || c.closed() {
+	if ok {
 		return false, nil
 	}
 	if err := c.rejoin(); err != nil {
@@ -449,8 +477,9 @@ func (c *Consumer[T]) Heartbeat() error {
 // HeartbeatInterval of the session timeout it heartbeats if one of them
 // is under way at the tick (busy), until the consumer is closed. A
 // consumer nobody drives sends nothing, and expires. A heartbeat that finds
-// the consumer expired changes nothing here: the expiry rebalanced the
-// group, which wakes the consumer's poll, and the poll joins again.
+// the consumer expired (the backend answers false) joins it again at once
+// (rejoin), so a consumer whose handler runs on is back in its group
+// without waiting for the handler to return.
 // NewConsumer starts it when the backend has a session timeout.
 func (c *Consumer[T]) heartbeatLoop(every time.Duration) {
 	t := time.NewTicker(every)
@@ -464,9 +493,17 @@ func (c *Consumer[T]) heartbeatLoop(every time.Duration) {
 		if c.busy.Load() == 0 {
 			continue
 		}
-		if _, err := c.m.Heartbeat(); err != nil {
+		ok, err := c.m.Heartbeat()
+		if err != nil {
 			c.noteErr(err) // ErrUnavailable: the next tick tries again
 			continue
+		}
+		if !ok {
+			// Expired while Run's handler or a poll was busy: join
+			// again now, so that a long handler's consumer is back in
+			// its group (its record's delivery was cancelled; the ack
+			// will be refused and the record comes again).
+			c.rejoin() //nolint:errcheck // closed or fenced: the loop ends; else the next tick
 		}
 		c.heartbeats.Add(1)
 	}
@@ -535,16 +572,16 @@ func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 	if err := c.checkPoll(max); err != nil {
 		return nil, err
 	}
-	for {
+	for tries := 0; ; tries++ {
 		recs, err := c.m.TryPoll(nil, max)
 		if err != nil {
 			return nil, c.noteErr(err)
 		}
-		if len(recs) == 0 {
+		if len(recs) == 0 && tries == 0 {
 			if again, err := c.ensureMember(); err != nil {
 				return nil, err
 			} else if again {
-				continue
+				continue // once: it returns at once whatever it finds
 			}
 		}
 		return c.messages(recs), nil
@@ -564,16 +601,16 @@ func (c *Consumer[T]) TryPollPartition(partition int32) (Message[T], bool, error
 		return Message[T]{}, false, c.closedErr()
 	}
 	var buf [1]engine.Record
-	for {
+	for tries := 0; ; tries++ {
 		recs, err := c.m.TryPollPartition(buf[:0], partition)
 		if err != nil {
 			return Message[T]{}, false, c.noteErr(err)
 		}
-		if len(recs) == 0 {
+		if len(recs) == 0 && tries == 0 {
 			if again, err := c.ensureMember(); err != nil {
 				return Message[T]{}, false, err
 			} else if again {
-				continue
+				continue // once, as TryPoll
 			}
 			return Message[T]{}, false, nil
 		}
@@ -625,6 +662,10 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 		return c.closedNotInFlight()
 	}
 	ok, err := call(m.Partition, m.Offset)
+	if errors.Is(err, ErrFenced) {
+		c.noteErr(err)
+		return c.closedNotInFlight()
+	}
 	if err != nil {
 		return c.noteErr(err)
 	}
@@ -695,11 +736,17 @@ func (c *Consumer[T]) checkInFlight(m Message[T]) error {
 // Seek replays the consumer's group on partition from offset (SPEC rule
 // 20): the group's committed offset there becomes offset and its in-flight
 // delivery is cancelled. Errors: ErrInvalidArgument, ErrOffsetOutOfRange,
-// ErrNotFound (the group was deleted), ErrClosed (the consumer is closed:
-// nothing changes).
+// ErrNotFound (the group was deleted), ErrClosed (the consumer is closed,
+// or fenced, with ErrFenced: nothing changes).
 func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 	if c.closed() {
-		return fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
+		return c.closedErr()
+	}
+	// The seek is the group's (an admin call of the backend); a heartbeat
+	// of the member first finds out whether a newer incarnation has
+	// fenced this one, which must not move its successor's offsets.
+	if _, err := c.m.Heartbeat(); errors.Is(err, ErrFenced) {
+		return c.noteErr(err)
 	}
 	group := c.m.Group()
 	ok, err := c.t.c.backend.Seek(c.t.Name(), group, partition, offset)
@@ -738,7 +785,8 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // doubling from 50 ms to 2 s, and polls, acks, retries or dead-letters
 // again (the dead-letter publish and its ack alike); an ack
 // that may have been lost is tried again, so a record is at worst
-// delivered twice. On a consumer already closed, Run returns nil at once,
+// delivered twice. On a consumer already closed, Run returns nil at once
+// (the fencing error, wrapping ErrFenced, on a fenced one),
 // polling nothing.
 // With a session timeout (Backend.SessionTimeout > 0, SPEC rule 24) Run
 // heartbeats every HeartbeatInterval for as long as it runs, its handler
@@ -757,6 +805,9 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 		return fmt.Errorf("%w: nil Handler or Context", ErrInvalidArgument)
 	}
 	if c.closed() {
+		if f := c.fenced.Load(); f != nil {
+			return *f // fenced: the consumer did not end by its own Close
+		}
 		return nil
 	}
 	if !c.running.CompareAndSwap(false, true) {
