@@ -811,13 +811,29 @@ func (s *session) deleteConsumer(a args) error {
 	if err != nil {
 		return err
 	}
+	// With a session timeout the consumer may have expired already: then
+	// it is no member to leave, and only the program forgets it.
+	expired := false
+	if s.c.Backend().SessionTimeout() > 0 {
+		member, err := s.isMember(c)
+		// A group gone: deleted, which only a group with no members can be.
+		expired = errors.Is(err, errUnknownID) || (err == nil && !member)
+	}
 	if err := c.Close(); err != nil {
 		return err
 	}
 	delete(s.consumers, c.Name())
 	line, err := s.assignmentLine(c.Topic().Name(), c.Group())
 	if err != nil {
+		if expired {
+			s.printf("deleted %s, which had expired (%s)\n", c.Name(), s.expiredNote())
+			return nil
+		}
 		return err
+	}
+	if expired {
+		s.printf("deleted %s, which had expired (%s) and was no member to leave: %s\n", c.Name(), s.expiredNote(), line)
+		return nil
 	}
 	s.printf("%s left %s\n", c.Name(), line)
 	return nil

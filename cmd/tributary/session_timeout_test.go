@@ -229,3 +229,22 @@ func TestSessionTimeoutExpiredConsumerNames(t *testing.T) {
 // unwrapLines joins printf's wrapped continuation lines (indented by two)
 // back into their line.
 func unwrapLines(s string) string { return strings.ReplaceAll(s, "\n  ", " ") }
+
+// delete consumer <consumer> of an expired consumer forgets it and says it
+// had no membership to leave.
+func TestSessionTimeoutDeleteExpiredConsumer(t *testing.T) {
+	s, clock, run, _ := expiryFixture(t)
+	clock.Advance(5 * time.Second)
+	require.Equal(t, "c2 left billing (RoundRobin): c1 [p0 p1]\n", run("delete consumer c2"))
+	clock.Advance(5 * time.Second)
+	got := unwrapLines(run("delete consumer c1"))
+	require.Equal(t, "deleted c1, which had expired (no command named it for the session timeout, 10s) and was no member to leave: "+
+		"billing (RoundRobin): no members\n", got)
+	require.NotContains(t, s.consumers, "c1")
+	// The group has no members: it can go, and a consumer of the deleted
+	// group's name is then forgotten without an assignment.
+	run("create consumer billing c3")
+	clock.Advance(10 * time.Second)
+	run("delete consumer group billing")
+	require.Equal(t, "deleted c3, which had expired (no command named it for the session timeout, 10s)\n", unwrapLines(run("delete consumer c3")))
+}
