@@ -615,8 +615,17 @@ func (s *session) createConsumer(a args) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := s.consumers[name]; ok {
-		return fmt.Errorf("consumer %s %w (in group %s)", quote(name), errDuplicateID, quote(s.consumers[name].Group()))
+	// A consumer of this name that has expired (rule 24) joins again as a
+	// new incarnation: the old one is closed once every check has passed.
+	old, exists := s.consumers[name]
+	if exists {
+		again, err := s.canJoinAgain(old, topic, group)
+		if err != nil {
+			return err
+		}
+		if !again {
+			return fmt.Errorf("consumer %s %w (in group %s)", quote(name), errDuplicateID, quote(old.Group()))
+		}
 	}
 	t, err := s.topic(topic)
 	if err != nil {
@@ -632,6 +641,21 @@ func (s *session) createConsumer(a args) error {
 	cfg, _, err := s.c.GroupConfig(topic, group)
 	if err != nil {
 		return err
+	}
+	policyErr := func() error {
+		return wrapClass(tributary.ErrPolicyMismatch, "consumer %s: --dead-letter %s --max-attempts %d is not group %s's policy (%s): drop the options to follow it",
+			quote(name), clipped(o.deadLetter), o.maxAttempts, clipped(group), cfg.Policy())
+	}
+	if exists {
+		// NewConsumer checks the policy too, but only after the old
+		// incarnation is closed.
+		if o.deadLetter != "" && (o.deadLetter != cfg.DeadLetter || o.maxAttempts != cfg.MaxAttempts) {
+			return policyErr()
+		}
+		if err := old.Close(); err != nil { // not a member: its Leave changes nothing
+			return err
+		}
+		delete(s.consumers, name)
 	}
 	// The group's first consumer creates its dead-letter topic if absent
 	// (here, or in another process before).
@@ -672,8 +696,7 @@ func (s *session) createConsumer(a args) error {
 		}
 	}
 	if errors.Is(err, tributary.ErrPolicyMismatch) {
-		return wrapClass(tributary.ErrPolicyMismatch, "consumer %s: --dead-letter %s --max-attempts %d is not group %s's policy (%s): drop the options to follow it",
-			quote(name), clipped(o.deadLetter), o.maxAttempts, clipped(group), cfg.Policy())
+		return policyErr()
 	}
 	if err != nil {
 		return err
@@ -695,7 +718,11 @@ func (s *session) createConsumer(a args) error {
 	if err != nil {
 		return err
 	}
-	s.printf("%s joined %s\n", name, line)
+	if exists {
+		s.printf("%s had expired (%s) and joined again as a new incarnation: %s\n", name, s.expiredNote(), line)
+	} else {
+		s.printf("%s joined %s\n", name, line)
+	}
 	switch {
 	case len(held) > 0:
 		s.printf("%s was a member already (of another process, or of one that died): %s %s hold events in flight to it, which no consume here can take; "+
@@ -784,13 +811,29 @@ func (s *session) deleteConsumer(a args) error {
 	if err != nil {
 		return err
 	}
+	// With a session timeout the consumer may have expired already: then
+	// it is no member to leave, and only the program forgets it.
+	expired := false
+	if s.c.Backend().SessionTimeout() > 0 {
+		member, err := s.isMember(c)
+		// A group gone: deleted, which only a group with no members can be.
+		expired = errors.Is(err, errUnknownID) || (err == nil && !member)
+	}
 	if err := c.Close(); err != nil {
 		return err
 	}
 	delete(s.consumers, c.Name())
 	line, err := s.assignmentLine(c.Topic().Name(), c.Group())
 	if err != nil {
+		if expired {
+			s.printf("deleted %s, which had expired (%s)\n", c.Name(), s.expiredNote())
+			return nil
+		}
 		return err
+	}
+	if expired {
+		s.printf("deleted %s, which had expired (%s) and was no member to leave: %s\n", c.Name(), s.expiredNote(), line)
+		return nil
 	}
 	s.printf("%s left %s\n", c.Name(), line)
 	return nil
@@ -812,6 +855,12 @@ func (s *session) removeMember(group, member, topic string) error {
 	}
 	if !ok {
 		line, _ := s.assignmentLine(topic, group)
+		if c, ok := s.consumers[member]; ok && c.Group() == group && c.Topic().Name() == topic && s.c.Backend().SessionTimeout() > 0 {
+			// On the memory backend only this program removes its
+			// consumers: one that is not a member has expired.
+			return fmt.Errorf("%w member %s of consumer group %s: it is not a member any more, its session expired (%s); "+
+				"delete consumer %s forgets it, create consumer %s %s joins it again (%s)", errUnknownID, quote(member), quote(group), s.expiredNote(), member, group, member, line)
+		}
 		return fmt.Errorf("%w member %s of consumer group %s (%s)", errUnknownID, quote(member), quote(group), line)
 	}
 	if c, ok := s.consumers[member]; ok && c.Group() == group && c.Topic().Name() == topic {
@@ -916,29 +965,19 @@ type consumeJob struct {
 	n         int
 }
 
-// prepareConsume resolves a consume's arguments and checks that the
-// consumer owns the partition now, changing nothing.
+// prepareConsume resolves a consume's arguments, changing nothing;
+// readyConsumes then checks that the consumer owns the partition and
+// makes it alive.
 func (s *session) prepareConsume(consumer, partition string, n int) (consumeJob, error) {
 	c, err := s.consumer(consumer)
 	if err != nil {
 		return consumeJob{}, err
 	}
-	topic := c.Topic().Name()
-	p, err := s.partition(topic, partition)
+	p, err := s.partition(c.Topic().Name(), partition)
 	if err != nil {
 		return consumeJob{}, err
 	}
-	if err := s.keepAlive(c); err != nil {
-		return consumeJob{}, err
-	}
-	owned := c.Assignment()
-	for _, q := range owned {
-		if q == p {
-			return consumeJob{c: c, partition: p, n: n}, nil
-		}
-	}
-	line, _ := s.assignmentLine(topic, c.Group())
-	return consumeJob{}, fmt.Errorf("consumer %s %w %s %s (group %s)", quote(consumer), errNotOwner, topic, s.partName(topic, p), line)
+	return consumeJob{c: c, partition: p, n: n}, nil
 }
 
 // keepAlive heartbeats c before a command uses it (contract rule 24, with
@@ -957,7 +996,7 @@ func (s *session) keepAlive(c consumerRef) error {
 	if err != nil {
 		return err
 	}
-	s.printf("%s had expired (no command named it for the session timeout, %v) and joined again: %s\n", c.Name(), s.c.Backend().SessionTimeout(), line)
+	s.printf("%s had expired (%s) and joined again: %s\n", c.Name(), s.expiredNote(), line)
 	return nil
 }
 
@@ -1006,6 +1045,9 @@ func (s *session) consumeN(a args, n int) error {
 	}
 	j, err := s.prepareConsume(a.pos[0], a.pos[1], n)
 	if err != nil {
+		return err
+	}
+	if _, err := s.readyConsumes([]consumeJob{j}); err != nil {
 		return err
 	}
 	fail := ""
@@ -1074,6 +1116,21 @@ func (s *session) playback(a args) error {
 		return fmt.Errorf("%w: offset %s: want a whole number ≥ 0", errArgs, quote(a.pos[2]))
 	}
 	topic := j.c.Topic().Name()
+	if _, err := s.checkConsumes([]consumeJob{j}); err != nil {
+		return err
+	}
+	// The seek's range, checked before the consumer is made alive (a
+	// rejoin), so that a refused playback changes nothing.
+	d, err := s.c.Describe(topic)
+	if err != nil {
+		return err
+	}
+	if pd := d.Partitions[j.partition]; off < pd.LogStartOffset || off > pd.LogEndOffset {
+		return s.outsideReplay(topic, j.partition, off, pd)
+	}
+	if _, err := s.startConsumes([]consumeJob{j}); err != nil {
+		return err
+	}
 	g, _, err := s.describeGroup(topic, j.c.Group())
 	if err != nil {
 		return err
@@ -1082,16 +1139,14 @@ func (s *session) playback(a args) error {
 	if err := j.c.seek(j.partition, off); err != nil {
 		if errors.Is(err, tributary.ErrOffsetOutOfRange) {
 			d, _ := s.c.Describe(topic)
-			pd := d.Partitions[j.partition]
-			return fmt.Errorf("offset %d is outside what %s %s can replay: %d (log start) to %d (log end)", off, topic, s.partName(topic, j.partition), pd.LogStartOffset, pd.LogEndOffset)
+			return s.outsideReplay(topic, j.partition, off, d.Partitions[j.partition])
 		}
 		return err
 	}
 	if off > was {
 		s.printf("%s skipped %d unconsumed events on %s %s (offsets %d to %d)\n", j.c.Group(), off-was, topic, s.partName(topic, j.partition), was, off-1)
 	}
-	d, err := s.c.Describe(topic)
-	if err != nil {
+	if d, err = s.c.Describe(topic); err != nil {
 		return err
 	}
 	j.n = int(d.Partitions[j.partition].LogEndOffset - off)
@@ -1103,6 +1158,12 @@ func (s *session) playback(a args) error {
 	ds, err := s.consume(j, "", 0)
 	s.printDeliveries(j, ds)
 	return err
+}
+
+// outsideReplay is playback's error for an offset outside pd's replayable
+// range.
+func (s *session) outsideReplay(topic string, partition int32, off int64, pd engine.PartitionDescription) error {
+	return fmt.Errorf("offset %d is outside what %s %s can replay: %d (log start) to %d (log end)", off, topic, s.partName(topic, partition), pd.LogStartOffset, pd.LogEndOffset)
 }
 
 func (s *session) parallelProduce(a args) error {
@@ -1156,6 +1217,9 @@ func (s *session) parallelConsume(a args) error {
 		if jobs[i], err = s.prepareConsume(t[0], t[1], n); err != nil {
 			return fmt.Errorf("tuple %d: %w", i+1, err)
 		}
+	}
+	if i, err := s.readyConsumes(jobs); err != nil {
+		return fmt.Errorf("tuple %d: %w", i+1, err)
 	}
 	results := make([][]delivery, len(jobs))
 	errs := make([]error, len(jobs))

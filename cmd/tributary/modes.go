@@ -58,7 +58,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	flagx.IntVar(fs, &f.seed, "seed", f.seed, "seed the Random strategy's draws (each producer from the seed and its name), for reproducible output; -1: unseeded")
 	fs.StringVar(&f.backend, "backend", f.backend, "where the cluster lives: memory (this process) or jetstream (NATS JetStream streams)")
 	fs.StringVar(&f.natsURL, "nats", "", "with -backend jetstream: the NATS server's URL, such as nats://127.0.0.1:4222; empty: start an embedded server for this run")
-	fs.DurationVar(&f.session, "session-timeout", 0, "a consumer that no command names for this `duration` (such as 45s, Kafka's default) expires: it leaves its group, and the next command naming it joins it again; 0: consumers never expire (memory backend only)")
+	fs.DurationVar(&f.session, "session-timeout", 0, "a consumer that no command names for this `duration` (such as 45s, Kafka's default) expires: it leaves its group, and its next consume (when it would own the partition) or create consumer of its name joins it again; 0: consumers never expire (memory backend only)")
 	var rest []string
 	for {
 		if err := fs.Parse(args); err != nil {
