@@ -260,11 +260,13 @@ func TestSupersededAckDoesNotCommit(t *testing.T) {
 }
 
 // slowRejoin wraps a backend so that a member's Rejoin, while delay is on,
-// first waits 50ms (a networked backend's round trip).
+// first waits 50ms (a networked backend's round trip); with once, only
+// the first Rejoin after delay was set waits, and clears it.
 type slowRejoin struct {
 	tributary.Backend
 	delay   *atomic.Bool
 	entered chan struct{}
+	once    bool
 }
 
 func (b slowRejoin) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
@@ -294,7 +296,7 @@ type slowMember struct {
 }
 
 func (m slowMember) Rejoin() ([]int32, error) {
-	if m.b.delay.Load() {
+	if m.b.once && m.b.delay.CompareAndSwap(true, false) || !m.b.once && m.b.delay.Load() {
 		m.b.entered <- struct{}{}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -312,7 +314,7 @@ func TestCloseDuringSlowRejoinLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	var delay atomic.Bool
-	sb := slowRejoin{be, &delay, make(chan struct{}, 1)}
+	sb := slowRejoin{be, &delay, make(chan struct{}, 1), false}
 	c, err := tributary.NewClusterOn(sb)
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +347,7 @@ func TestCloseDuringRunSlowRejoinLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	var delay atomic.Bool
-	sb := slowRejoin{be, &delay, make(chan struct{}, 1)}
+	sb := slowRejoin{be, &delay, make(chan struct{}, 1), false}
 	c, err := tributary.NewClusterOn(sb)
 	if err != nil {
 		t.Fatal(err)
@@ -370,47 +372,6 @@ func TestCloseDuringRunSlowRejoinLeaves(t *testing.T) {
 	}
 }
 
-// slowOnce delays the first Rejoin made while armed.
-type onceRejoin struct {
-	tributary.Backend
-	armed   *atomic.Bool
-	entered chan struct{}
-}
-
-func (b onceRejoin) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
-	t, pt, err := b.Backend.OpenTopic(topic)
-	if err != nil {
-		return t, pt, err
-	}
-	return onceTopic{t, b}, pt, nil
-}
-
-type onceTopic struct {
-	tributary.BackendTopic
-	b onceRejoin
-}
-
-func (t onceTopic) Member(group, member string) (tributary.BackendMember, error) {
-	m, err := t.BackendTopic.Member(group, member)
-	if err != nil {
-		return m, err
-	}
-	return onceMember{m, t.b}, nil
-}
-
-type onceMember struct {
-	tributary.BackendMember
-	b onceRejoin
-}
-
-func (m onceMember) Rejoin() ([]int32, error) {
-	if m.b.armed.CompareAndSwap(true, false) {
-		m.b.entered <- struct{}{}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return m.BackendMember.Rejoin()
-}
-
 // TestConcurrentRejoinsKeepOwnDelivery: two calls of one consumer
 // (Heartbeat and TryPoll; the consumer is safe for concurrent use) both
 // find it expired and both join again with Rejoin; the later Rejoin
@@ -423,7 +384,7 @@ func TestConcurrentRejoinsKeepOwnDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	var armed atomic.Bool
-	ob := onceRejoin{be, &armed, make(chan struct{}, 1)}
+	ob := slowRejoin{be, &armed, make(chan struct{}, 1), true}
 	c, err := tributary.NewClusterOn(ob)
 	if err != nil {
 		t.Fatal(err)
