@@ -373,34 +373,11 @@ func LookupConsumer[T any](c *Cluster, name string) (*Consumer[T], error) {
 	return cc, nil
 }
 
-// register adds a producer or consumer under name; ErrExists if taken,
-// ErrClosed after Close.
-// registerConsumer is register for a consumer of (topic, group, name): a
-// consumer of the same name open on the same topic and group is not a
-// duplicate but the older incarnation of the member, returned as prev
-// (with had) for the new one to supersede once it has joined; its entry is
-// replaced. A consumer of that name on another topic or group is
-// ErrExists.
-func (c *Cluster) registerConsumer(topic, group, name string, add func()) (prev consumerEntry, had bool, err error) {
-	if err := engine.CheckIdentifier("consumer", name); err != nil {
-		return prev, false, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return prev, false, fmt.Errorf("%w: cluster", ErrClosed)
-	}
-	if e, ok := c.consumers[name]; ok {
-		if e.topic != topic || e.group != group {
-			return prev, false, &existsError{kind: "consumer", name: name}
-		}
-		prev, had = e, true
-	}
-	add()
-	return prev, had, nil
-}
-
-func (c *Cluster) register(kind, name string, add func()) error {
+// register adds a producer or consumer under name: add, run under c.mu
+// once name is valid and the cluster open, checks the registry and adds
+// it, or returns why not (ErrExists: existsError). Errors:
+// ErrInvalidArgument (an invalid name), ErrClosed after Close, add's.
+func (c *Cluster) register(kind, name string, add func() error) error {
 	if err := engine.CheckIdentifier(kind, name); err != nil {
 		return err
 	}
@@ -409,11 +386,5 @@ func (c *Cluster) register(kind, name string, add func()) error {
 	if c.closed {
 		return fmt.Errorf("%w: cluster", ErrClosed)
 	}
-	_, p := c.producers[name]
-	_, q := c.consumers[name]
-	if kind == "producer" && p || kind == "consumer" && q {
-		return &existsError{kind: kind, name: name}
-	}
-	add()
-	return nil
+	return add()
 }

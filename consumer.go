@@ -188,9 +188,22 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	}
 	cl := t.c
 	c := &Consumer[T]{t: t, m: m, name: name, cfg: cfg, stop: make(chan struct{}), session: cl.backend.SessionTimeout()}
-	prev, superseding, err := cl.registerConsumer(t.Name(), group, name, func() {
+	// A consumer of the same name open on the same topic and group is not
+	// a duplicate but the member's older incarnation (prev), which this
+	// one supersedes once it has joined; on another topic or group the
+	// name is taken.
+	var prev consumerEntry
+	var superseding bool
+	err = cl.register("consumer", name, func() error {
+		if e, ok := cl.consumers[name]; ok {
+			if e.topic != t.Name() || e.group != group {
+				return &existsError{kind: "consumer", name: name}
+			}
+			prev, superseding = e, true
+		}
 		cl.consumers[name] = consumerEntry{goType: reflect.TypeFor[T](), c: c, close: c.Close,
 			topic: t.Name(), group: group, fence: c.fence}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -376,11 +389,20 @@ func (c *Consumer[T]) noteErr(err error) error {
 	return err
 }
 
+// fenceErr is the consumer's fencing error (wrapping ErrFenced and
+// ErrClosed), or nil when it was not fenced.
+func (c *Consumer[T]) fenceErr() error {
+	if f := c.fenced.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
+
 // closedErr is the error of a call on a closed consumer: its fencing's, or
 // ErrClosed.
 func (c *Consumer[T]) closedErr() error {
-	if f := c.fenced.Load(); f != nil {
-		return *f
+	if err := c.fenceErr(); err != nil {
+		return err
 	}
 	return fmt.Errorf("%w: consumer %q", ErrClosed, c.name)
 }
@@ -706,8 +728,8 @@ func (c *Consumer[T]) Nack(ctx context.Context, m Message[T], cause error) (dead
 // closedNotInFlight is the error of Ack, Retry and Nack on a closed
 // consumer: nothing is in flight to it, and it is closed.
 func (c *Consumer[T]) closedNotInFlight() error {
-	if f := c.fenced.Load(); f != nil {
-		return fmt.Errorf("%w: %w", ErrNotInFlight, *f)
+	if err := c.fenceErr(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotInFlight, err)
 	}
 	return fmt.Errorf("%w: %w: consumer %q", ErrNotInFlight, ErrClosed, c.name)
 }
@@ -805,10 +827,7 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 		return fmt.Errorf("%w: nil Handler or Context", ErrInvalidArgument)
 	}
 	if c.closed() {
-		if f := c.fenced.Load(); f != nil {
-			return *f // fenced: the consumer did not end by its own Close
-		}
-		return nil
+		return c.fenceErr() // nil after Close; fenced, the consumer did not end by its own Close
 	}
 	if !c.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: consumer %q: Run already running", ErrInvalidArgument, c.name)
@@ -909,8 +928,8 @@ func (c *Consumer[T]) waitOutage(ctx context.Context, n int) error {
 // nil after Close, ctx's error after cancellation, else err.
 func (c *Consumer[T]) runEnd(ctx context.Context, err error) error {
 	c.noteErr(err)
-	if f := c.fenced.Load(); f != nil {
-		return *f
+	if err := c.fenceErr(); err != nil {
+		return err
 	}
 	if c.closed() {
 		return nil

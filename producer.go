@@ -43,8 +43,12 @@ func NewProducer[T any](c *Cluster, name string, p Partitioner) (*Producer[T], e
 		return nil, err
 	}
 	pr := &Producer[T]{c: c, name: name, part: p, strategy: strategy, stop: make(chan struct{})}
-	err = c.register("producer", name, func() {
+	err = c.register("producer", name, func() error {
+		if _, ok := c.producers[name]; ok {
+			return &existsError{kind: "producer", name: name}
+		}
 		c.producers[name] = producerEntry{goType: reflect.TypeFor[T](), p: pr, close: pr.Close}
+		return nil
 	})
 	if err != nil {
 		return nil, err

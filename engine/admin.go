@@ -138,10 +138,8 @@ func (b *Broker) CreateGroupAt(topicName, groupName string, a Assignor, start Gr
 	if err != nil {
 		return false, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	if t.groups.Load(groupName) != nil {
 		return false, nil
 	}
@@ -164,10 +162,8 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 	if err := checkID("group", groupName); err != nil {
 		return false, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
@@ -204,10 +200,8 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 	if err != nil {
 		return false, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	now := t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
@@ -342,10 +336,8 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 	if offset < 0 {
 		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
@@ -404,10 +396,8 @@ func (b *Broker) snapshot(topicName string, records bool) (TopicSnapshot, error)
 	if err != nil {
 		return TopicSnapshot{}, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	groups := t.groups.AppendValues(nil)
 	slices.SortFunc(groups, func(x, y *group) int { return cmp.Compare(x.name, y.name) })
 	n := int(t.count.Load())

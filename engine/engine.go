@@ -389,10 +389,8 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return nil, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	now := t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	return t.joinLocked(groupName, member, now)
 }
 
@@ -445,10 +443,8 @@ func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return false, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	now := t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil

@@ -196,6 +196,17 @@ func (t *topic) earliestLocked() int64 {
 	return d
 }
 
+// lockExpired starts a call that takes topic.mu: it reads the broker clock
+// (with a session timeout; 0 without), locks topic.mu and expires, at that
+// reading, the members whose session has run out (SPEC rule 24), and
+// returns the reading. The caller unlocks topic.mu.
+func (t *topic) lockExpired() int64 {
+	now := t.b.sessionNow()
+	t.mu.Lock()
+	t.expireLocked(now)
+	return now
+}
+
 // Heartbeat tells the broker that member of group on topic is alive (SPEC
 // rule 24): with WithSessionTimeout it refreshes the member's last-seen
 // instant and returns true, or returns false when the group or the member
@@ -212,10 +223,8 @@ func (b *Broker) Heartbeat(topicName, groupName, member string) (bool, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return false, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	now := t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return false, nil
@@ -264,10 +273,8 @@ func (b *Broker) Rejoin(topicName, groupName, member string) ([]int32, error) {
 	if err := checkGroupMember(groupName, member); err != nil {
 		return nil, err
 	}
-	now := b.sessionNow()
-	t.mu.Lock()
+	now := t.lockExpired()
 	defer t.mu.Unlock()
-	t.expireLocked(now)
 	g := t.groups.Load(groupName)
 	if g == nil {
 		return t.joinLocked(groupName, member, now)
