@@ -63,23 +63,9 @@ func (p joinPlan) owns(member string, partition int32) bool {
 	return int(partition) < len(p.owner) && p.owner[partition] == member
 }
 
-// line is p as an assignment line, "billing (Range): c1 [p0 p1] c2 [p2]".
+// planLine is p as an assignment line, "billing (Range): c1 [p0 p1] c2 [p2]".
 func (s *session) planLine(topic, group string, p joinPlan) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s):", group, p.assignor.Name())
-	if len(p.members) == 0 {
-		b.WriteString(" no members")
-	}
-	for _, m := range p.members {
-		var ps []int32
-		for i, o := range p.owner {
-			if o == m {
-				ps = append(ps, int32(i))
-			}
-		}
-		fmt.Fprintf(&b, " %s [%s]", m, s.partList(topic, ps))
-	}
-	return b.String()
+	return s.ownersLine(topic, group, p.assignor.Name(), p.members, p.owner)
 }
 
 // expiredNote is why a consumer of the program is no longer a member.

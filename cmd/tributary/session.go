@@ -393,21 +393,32 @@ func (s *session) assignmentLine(topic, group string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	owner := make([]string, len(g.Partitions))
+	for i, gp := range g.Partitions {
+		owner[i] = gp.Owner
+	}
+	return s.ownersLine(d.Topic, group, g.Assignor, g.Members, owner), nil
+}
+
+// ownersLine is an assignment line, "billing (Range): c1 [p0 p1] c2 [p2]":
+// group, its assignor's name, and each of members (in order) with the
+// partitions p of topic whose owner[p] it is.
+func (s *session) ownersLine(topic, group, assignor string, members, owner []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s):", group, g.Assignor)
-	if len(g.Members) == 0 {
+	fmt.Fprintf(&b, "%s (%s):", group, assignor)
+	if len(members) == 0 {
 		b.WriteString(" no members")
 	}
-	for _, m := range g.Members {
+	for _, m := range members {
 		var ps []int32
-		for _, gp := range g.Partitions {
-			if gp.Owner == m {
-				ps = append(ps, gp.Partition)
+		for p, o := range owner {
+			if o == m {
+				ps = append(ps, int32(p))
 			}
 		}
-		fmt.Fprintf(&b, " %s [%s]", m, s.partList(d.Topic, ps))
+		fmt.Fprintf(&b, " %s [%s]", m, s.partList(topic, ps))
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // ---- parsing helpers ----
