@@ -506,13 +506,21 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 	if err != nil {
 		return -1, err
 	}
+	off, _, err := t.publishMessage(partition, &m)
+	return off, err
+}
+
+// publishMessage is PublishMessage on t; it also returns the record's
+// broker-clock stamp (Unix ns) when m.Time is zero, else 0.
+func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error) {
+	b := t.b
 	p, err := t.partition(partition)
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	if b.maxBytes > 0 {
-		if n := messageSize(&m); n > b.maxBytes {
-			return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, n, b.maxBytes)
+		if n := messageSize(m); n > b.maxBytes {
+			return -1, 0, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, n, b.maxBytes)
 		}
 	}
 	e := entry{payload: m.Payload}
@@ -528,7 +536,7 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 			t.expire(now)
 		}
 	}
-	return t.append(p, e), nil
+	return t.append(p, e), e.ts, nil
 }
 
 // append is the locked part of a publish: it appends e to p and returns its

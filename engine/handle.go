@@ -100,6 +100,24 @@ func (h *TopicHandle) PublishMessage(partition int32, m Message) (int64, error) 
 	return h.t.b.PublishMessage(h.t.name, partition, m)
 }
 
+// PublishStamped is PublishMessage that also returns the record's time, as
+// a Poll's Record.Time will give it: m.Time, or, when m.Time is zero, the
+// broker clock's reading that stamped the record (time.Unix of it). It
+// lets a caller that reports the time of what it sent leave m.Time zero,
+// so that a message with only a payload allocates nothing and the clock
+// is read once. On a full partition the offset is -1 and the time zero.
+// Errors: as PublishMessage.
+func (h *TopicHandle) PublishStamped(partition int32, m Message) (int64, time.Time, error) {
+	off, ts, err := h.t.publishMessage(partition, &m)
+	if err != nil || off < 0 {
+		return off, time.Time{}, err
+	}
+	if !m.Time.IsZero() {
+		return off, m.Time, nil
+	}
+	return off, time.Unix(0, ts), nil
+}
+
 // Ready returns a channel closed by the next successful publish to any
 // partition of the topic or the next AddPartitions. A waiting consumer takes
 // it (and its MemberHandle's Ready) before it polls, then waits on it only

@@ -1252,3 +1252,60 @@ func (d *hDiff) onBoth(call func(b *engine.Broker) (bool, error)) (on, oh hOutco
 	ok, err = call(d.handles)
 	return on, hOutcome{Err: errClass(err), Bool: ok}
 }
+
+// TestPublishStampedReportsTheRecordTime: the time PublishStamped returns is
+// the one a Poll gives the record, for a message with its own Time and for
+// one the broker clock stamps; a full partition gives -1 and the zero time;
+// a payload-only message allocates nothing.
+func TestPublishStampedReportsTheRecordTime(t *testing.T) {
+	clock := time.Unix(1000, 0)
+	b, err := engine.New(2, engine.WithClock(func() time.Time { clock = clock.Add(time.Second); return clock }))
+	require.NoError(t, err)
+	_, err = b.Create("t", 1)
+	require.NoError(t, err)
+	h, err := b.Topic("t")
+	require.NoError(t, err)
+	own := time.Date(2020, 1, 2, 3, 4, 5, 6, time.UTC)
+
+	off0, t0, err := h.PublishStamped(0, engine.Message{Payload: "a"})
+	require.NoError(t, err)
+	off1, t1, err := h.PublishStamped(0, engine.Message{Payload: "b", Time: own})
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 1}, []int64{off0, off1})
+	require.True(t, t0.Equal(time.Unix(1001, 0)), "stamped %v", t0)
+	require.True(t, t1.Equal(own), "own %v", t1)
+
+	off, tf, err := h.PublishStamped(0, engine.Message{Payload: "c"})
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), off)
+	require.True(t, tf.IsZero())
+	_, _, err = h.PublishStamped(5, engine.Message{Payload: "c"})
+	require.ErrorIs(t, err, engine.ErrInvalidArgument)
+
+	_, err = b.Join("t", "g", "m")
+	require.NoError(t, err)
+	recs, err := b.Poll("t", "g", "m", 1)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.True(t, recs[0].Time.Equal(t0), "poll %v, stamped %v", recs[0].Time, t0)
+	ok, err := b.Ack("t", "g", "m", 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	recs, err = b.Poll("t", "g", "m", 1)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.True(t, recs[0].Time.Equal(own), "poll %v, own %v", recs[0].Time, own)
+
+	b2, err := engine.New(1000)
+	require.NoError(t, err)
+	_, err = b2.Create("t", 1)
+	require.NoError(t, err)
+	h2, err := b2.Topic("t")
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(500, func() {
+		if _, _, err := h2.PublishStamped(0, engine.Message{Payload: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs)
+}
