@@ -143,6 +143,9 @@ type Family struct {
 	Unit  string // what a unit is: "record"
 	Doc   string // one line
 	Procs int    // GOMAXPROCS the family is meant for; 0: any (the caller's)
+	// Base names the loop the others are compared with in tables; "" means
+	// the first.
+	Base  string
 	Loops []Loop
 }
 
@@ -227,6 +230,9 @@ type Result struct {
 	Family string       `json:"family"`
 	Unit   string       `json:"unit"`
 	Procs  int          `json:"procs"` // GOMAXPROCS during the run
+	Base   string       `json:"base"`  // the loop the others are compared with
+	Rounds int          `json:"rounds"`
+	Chunk  string       `json:"chunk"` // Config.Chunk
 	Loops  []LoopResult `json:"loops"`
 }
 
@@ -299,7 +305,10 @@ const maxOps = 1 << 30
 // (also on error). Errors: a bad Config, a loop's Start, Run or Stop error,
 // a chunk that did no units or used no time, ProcessCPU unavailable.
 func Run(f Family, cfg Config) (res Result, err error) {
-	res = Result{Family: f.Name, Unit: f.Unit, Procs: runtime.GOMAXPROCS(0)}
+	res = Result{Family: f.Name, Unit: f.Unit, Procs: runtime.GOMAXPROCS(0), Base: f.Base, Rounds: cfg.Rounds, Chunk: cfg.Chunk.String()}
+	if res.Base == "" && len(f.Loops) > 0 {
+		res.Base = f.Loops[0].Name
+	}
 	if cfg.Rounds < 1 || cfg.Chunk <= 0 {
 		return res, fmt.Errorf("cputime: rounds %d, chunk %v: need at least 1 round and a positive chunk", cfg.Rounds, cfg.Chunk)
 	}
