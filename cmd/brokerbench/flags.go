@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary/bench"
+	"github.com/f91dcac0/tributary/bench/cputime"
+	"github.com/f91dcac0/tributary/bench/typed"
 	"github.com/f91dcac0/tributary/cmd/internal/flagx"
 	"github.com/f91dcac0/tributary/engine"
 )
@@ -34,6 +36,11 @@ const (
 	// of a 64-member group), and a topic has at most 64 partitions; above it
 	// testing.Benchmark fails them, without a reason.
 	maxParallelCPU = engine.MaxPartitionCount
+
+	// -cputime's flags: -rounds 1..1000, -chunk 1ms..10s.
+	maxRounds = 1000
+	minChunk  = time.Millisecond
+	maxChunk  = 10 * time.Second
 )
 
 // maxCPU returns the largest -cpu value allowed when no parallel scenario
@@ -45,21 +52,26 @@ func maxCPU() int { return max(256, 4*runtime.NumCPU()) }
 // options are the command-line flags: the values as given, then what
 // validate derives from them.
 type options struct {
-	benchtime string // per measurement: a duration ("1s") or an iteration count ("100x")
-	count     int    // measurements per (scenario, subject, procs); the median is kept
-	cpuList   string // -cpu as given
-	scenExpr  string // -scenarios as given
-	subjExpr  string // -subjects as given
-	jsonPath  string // "" for none
-	plotPath  string // "" for none; .svg or .png
-	mdPath    string // "" for none; the table and targets as Markdown
-	fromPath  string // "" to measure; else re-render the results of this JSON file
+	benchtime string        // per measurement: a duration ("1s") or an iteration count ("100x")
+	count     int           // measurements per (scenario, subject, procs); the median is kept
+	cpuList   string        // -cpu as given
+	scenExpr  string        // -scenarios as given
+	subjExpr  string        // -subjects as given
+	jsonPath  string        // "" for none
+	plotPath  string        // "" for none; .svg or .png
+	mdPath    string        // "" for none; the table and targets as Markdown
+	fromPath  string        // "" to measure; else re-render the results of this JSON file
+	cputime   bool          // the CPU-time interleaved mode: bench/typed's families, not the scenarios
+	rounds    int           // -cputime: chunks of each loop, and paired ratios
+	chunk     time.Duration // -cputime: CPU time a chunk aims at
 
 	// Set by validate.
-	cpus      []int          // GOMAXPROCS values, ascending, without duplicates
-	scenarios *regexp.Regexp // selects scenarios by name
-	subjects  *regexp.Regexp // selects subject kinds by name
-	plan      []job          // the selected (scenario, subject) pairs; nil with -from
+	cpus      []int            // GOMAXPROCS values, ascending, without duplicates
+	scenarios *regexp.Regexp   // selects scenarios by name
+	subjects  *regexp.Regexp   // selects subject kinds by name
+	plan      []job            // the selected (scenario, subject) pairs; nil with -from or -cputime
+	families  []cputime.Family // -cputime: the selected families, their loops filtered; nil with -from
+	cpuSet    bool             // -cpu was given
 }
 
 // usageError is a bad command line. main exits with status 2 for it, as the
@@ -86,6 +98,9 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.plotPath, "plot", "", "write a plot of throughput against GOMAXPROCS to `path` (.svg or .png; its directory must exist)")
 	fs.StringVar(&o.mdPath, "markdown", "", "also write the table and targets as Markdown to `path` (its directory must exist)")
 	fs.StringVar(&o.fromPath, "from", "", "measure nothing: print (and -markdown, -plot) the results saved by -json in `path`, targets recomputed")
+	fs.BoolVar(&o.cputime, "cputime", false, "CPU-time interleaved mode: run the CPU-time families below instead of the scenarios, each family's loops in interleaved chunks timed by the process's CPU time (getrusage RUSAGE_SELF, user+sys); -scenarios selects families, -subjects loops; -benchtime, -count and -plot do not apply")
+	flagx.IntVar(fs, &o.rounds, "rounds", 20, fmt.Sprintf("-cputime: chunks of each loop, and paired ratios, `n` (1..%d)", maxRounds))
+	fs.DurationVar(&o.chunk, "chunk", 25*time.Millisecond, "-cputime: the CPU time one chunk aims at, a `duration` in 1ms..10s; each loop's ops per chunk are fixed by calibration before the rounds")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: brokerbench [flags]\n\nRuns the bench package's scenarios on the engine and its baselines over GOMAXPROCS values.\nA bad flag value exits with status 2 before anything is measured.\n\nScenarios:")
 		for _, sc := range bench.Scenarios() {
@@ -94,6 +109,13 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(fs.Output(), "\nSubjects:")
 		for _, k := range bench.Kinds() {
 			fmt.Fprintf(fs.Output(), "  %-12s %s\n", k.Name, k.Doc)
+		}
+		fmt.Fprint(fs.Output(), cputimeUsage)
+		for _, f := range typed.Families() {
+			fmt.Fprintf(fs.Output(), "  %-36s GOMAXPROCS %d; %s\n", f.Name, f.Procs, f.Doc)
+			for _, l := range f.Loops {
+				fmt.Fprintf(fs.Output(), "    %-34s %s\n", l.Name, l.Doc)
+			}
 		}
 		fmt.Fprintln(fs.Output(), "\nFlags:")
 		fs.PrintDefaults()
@@ -113,6 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, &usageError{err: fmt.Errorf("unexpected arguments %q (every setting is a flag; brokerbench -h lists them)", fs.Args())}
 	}
+	fs.Visit(func(f *flag.Flag) { o.cpuSet = o.cpuSet || f.Name == "cpu" })
 	if err := o.validate(); err != nil {
 		return o, &usageError{err: err}
 	}
@@ -143,6 +166,9 @@ func (o *options) validate() error {
 		if _, err := plotFormat(o.plotPath); err != nil {
 			return err
 		}
+	}
+	if o.cputime {
+		return o.validateCPUTime()
 	}
 	hi, why := maxCPU(), "max(256, 4×NumCPU); no parallel scenario selected"
 	if o.fromPath == "" {

@@ -14,6 +14,16 @@
 //
 //	brokerbench [-benchtime 1s] [-count 1] [-cpu 1,2,4] [-scenarios regexp]
 //	            [-subjects regexp] [-json path] [-plot path.svg|.png] [-markdown path]
+//	brokerbench -cputime [-rounds 20] [-chunk 25ms] [-cpu list] [-scenarios regexp]
+//	            [-subjects regexp] [-json path] [-markdown path]
+//
+// With -cputime it runs the CPU-time families of package bench/typed
+// instead (the typed library against the engine and channels): each
+// family's loops in interleaved chunks timed by the process's CPU time
+// (package bench/cputime), and the typed library's goals as medians of
+// paired CPU-time ratios. -rounds is 1..1000, -chunk 1ms..10s; -plot is
+// refused; -cpu, when given, runs every family at each value (else each at
+// its own GOMAXPROCS, 1).
 //
 // Every flag is checked before anything is measured: -benchtime a duration
 // in 1ms..1h or a count in 1x..1000000000x; -count 1..100; each -cpu value
@@ -85,8 +95,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return &usageError{err: fmt.Errorf("-from %s: %w", o.fromPath, err)}
 		}
 		derive(rep.Results)
-		rep.Targets = evaluateTargets(rep.Results)
-		return output(rep, o, stdout, stderr)
+		rep.Targets = targetsOf(rep)
+		return output(rep, o, stdout, stderr, nil)
+	}
+	if o.cputime {
+		rep.Meta = collectMeta(o)
+		start := time.Now()
+		fmt.Fprintf(stderr, "brokerbench: -cputime: %d families, -rounds %d, -chunk %v\n", len(o.families), o.rounds, o.chunk)
+		var failed []string
+		rep.CPU, failed = measureCPU(o, stderr)
+		rep.Meta.LoadAvgEnd = loadAvg()
+		rep.Meta.Seconds = time.Since(start).Seconds()
+		rep.Targets = targetsOf(rep)
+		return output(rep, o, stdout, stderr, failed)
 	}
 
 	// testing.Benchmark reads -test.benchtime; register the testing flags
@@ -106,14 +127,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	rep.Meta.LoadAvgEnd = loadAvg()
 	rep.Meta.Seconds = time.Since(start).Seconds()
 	derive(rep.Results)
-	rep.Targets = evaluateTargets(rep.Results)
+	rep.Targets = targetsOf(rep)
 
-	return output(rep, o, stdout, stderr)
+	return output(rep, o, stdout, stderr, nil)
 }
 
-// output prints rep's table and targets and writes the -markdown, -json and
-// -plot files. It fails if any measurement failed.
-func output(rep Report, o options, stdout, stderr io.Writer) error {
+// targetsOf computes the targets of what rep measured: the wall-time
+// scenarios' targets when it has their results, the CPU-time goals when it
+// has CPU-time results.
+func targetsOf(rep Report) []Target {
+	var ts []Target
+	if len(rep.Results) > 0 || len(rep.CPU) == 0 {
+		ts = evaluateTargets(rep.Results)
+	}
+	if len(rep.CPU) > 0 {
+		ts = append(ts, evaluateCPUTargets(rep.CPU)...)
+	}
+	return ts
+}
+
+// output prints rep's tables and targets and writes the -markdown, -json and
+// -plot files. It fails if any measurement failed; failed lists the
+// CPU-time families that did.
+func output(rep Report, o options, stdout, stderr io.Writer, failed []string) error {
 	writeText(stdout, rep)
 	if o.mdPath != "" {
 		var md strings.Builder
@@ -139,7 +175,6 @@ func output(rep Report, o options, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stderr, "brokerbench: wrote", o.plotPath)
 	}
-	var failed []string
 	for _, r := range rep.Results {
 		if r.Failed {
 			failed = append(failed, fmt.Sprintf("%s/%s@%d (%s)", r.Scenario, r.Subject, r.Procs, failure(r)))
@@ -265,10 +300,15 @@ type Meta struct {
 	LoadAvgEnd   string  `json:"loadavg_end"`   // the same at the end
 	Seconds      float64 `json:"duration_s"`    // wall time of all measurements, in seconds
 	Command      string  `json:"command"`       // the command line
+	// Mode is "cputime" for a -cputime run, with its -rounds and -chunk;
+	// empty for the wall-time scenarios.
+	Mode   string `json:"mode,omitempty"`
+	Rounds int    `json:"rounds,omitempty"`
+	Chunk  string `json:"chunk,omitempty"`
 }
 
 func collectMeta(o options) Meta {
-	return Meta{
+	m := Meta{
 		Date:         time.Now().UTC().Format(time.RFC3339),
 		GoVersion:    runtime.Version(),
 		GOOS:         runtime.GOOS,
@@ -281,6 +321,10 @@ func collectMeta(o options) Meta {
 		LoadAvgStart: loadAvg(),
 		Command:      strings.Join(os.Args, " "),
 	}
+	if o.cputime {
+		m.Mode, m.Rounds, m.Chunk, m.Benchtime, m.Count = "cputime", o.rounds, o.chunk.String(), "", 0
+	}
+	return m
 }
 
 // cpuModel returns the first "model name" of /proc/cpuinfo, or "".

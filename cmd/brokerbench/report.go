@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/f91dcac0/tributary/bench"
+	"github.com/f91dcac0/tributary/bench/cputime"
 )
 
 // Report is everything one run measured; it is what -json writes.
@@ -16,6 +17,8 @@ type Report struct {
 	Meta    Meta     `json:"meta"`
 	Results []Result `json:"results"`
 	Targets []Target `json:"targets"`
+	// CPU holds the -cputime results, one per family and procs value.
+	CPU []cputime.Result `json:"cputime,omitempty"`
 }
 
 // Result is one (scenario, subject, procs) measurement: the median of -count
@@ -108,7 +111,7 @@ type Target struct {
 	Name     string   `json:"name"`
 	Goal     string   `json:"goal"`               // the inequality the ratio must meet
 	Ratio    *float64 `json:"ratio,omitempty"`    // the measured ratio; absent when not measured
-	Met      *bool    `json:"met,omitempty"`      // absent when not measured
+	Met      *bool    `json:"met,omitempty"`      // absent when not measured, or for a ratio only reported
 	Measured string   `json:"measured,omitempty"` // how the ratio was computed, with the figures
 }
 
@@ -318,6 +321,10 @@ func rows(rs []Result) [][]string {
 }
 
 func metaLine(m Meta) string {
+	if m.Mode == "cputime" {
+		return fmt.Sprintf("%s · %s %s/%s · %d CPUs (%s) · -cputime -rounds %d -chunk %s · load average %s → %s · %.0f s",
+			m.Date, m.GoVersion, m.GOOS, m.GOARCH, m.NumCPU, m.CPUModel, m.Rounds, m.Chunk, m.LoadAvgStart, m.LoadAvgEnd, m.Seconds)
+	}
 	return fmt.Sprintf("%s · %s %s/%s · %d CPUs (%s) · -benchtime %s -count %d · load average %s → %s · %.0f s",
 		m.Date, m.GoVersion, m.GOOS, m.GOARCH, m.NumCPU, m.CPUModel, m.Benchtime, m.Count, m.LoadAvgStart, m.LoadAvgEnd, m.Seconds)
 }
@@ -326,6 +333,8 @@ const legend = "ns/unit: wall time per unit, all goroutines together. ×naive, �
 
 func targetLine(t Target) (verdict, ratio string) {
 	switch {
+	case t.Met == nil && t.Ratio != nil:
+		verdict = "report"
 	case t.Met == nil:
 		return "not measured", "-"
 	case *t.Met:
@@ -344,6 +353,24 @@ func targetLine(t Target) (verdict, ratio string) {
 
 func writeText(w io.Writer, rep Report) {
 	fmt.Fprintln(w, metaLine(rep.Meta))
+	if len(rep.CPU) > 0 {
+		writeCPUText(w, rep.CPU)
+		fmt.Fprintln(w)
+	}
+	if len(rep.Results) > 0 || len(rep.CPU) == 0 {
+		writeScenarioText(w, rep)
+	}
+	fmt.Fprintln(w, "Performance targets:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range rep.Targets {
+		verdict, ratio := targetLine(t)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", verdict, ratio, t.Name, t.Goal, t.Measured)
+	}
+	tw.Flush()
+}
+
+// writeScenarioText writes the wall-time scenarios' table.
+func writeScenarioText(w io.Writer, rep Report) {
 	fmt.Fprintln(w, legend)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -358,21 +385,21 @@ func writeText(w io.Writer, rep Report) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Performance targets:")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, t := range rep.Targets {
-		verdict, ratio := targetLine(t)
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", verdict, ratio, t.Name, t.Goal, t.Measured)
-	}
-	tw.Flush()
 }
 
 func writeMarkdown(w io.Writer, rep Report) {
-	fmt.Fprintf(w, "%s\n\n%s\n\n", metaLine(rep.Meta), legend)
-	for i, row := range rows(rep.Results) {
-		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-		if i == 0 {
-			fmt.Fprintln(w, "|---|---|--:|--:|---|--:|--:|--:|--:|--:|")
+	fmt.Fprintf(w, "%s\n\n", metaLine(rep.Meta))
+	if len(rep.CPU) > 0 {
+		writeCPUMarkdown(w, rep.CPU)
+		fmt.Fprintln(w)
+	}
+	if len(rep.Results) > 0 || len(rep.CPU) == 0 {
+		fmt.Fprintf(w, "%s\n\n", legend)
+		for i, row := range rows(rep.Results) {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+			if i == 0 {
+				fmt.Fprintln(w, "|---|---|--:|--:|---|--:|--:|--:|--:|--:|")
+			}
 		}
 	}
 	fmt.Fprintln(w, "\n| target | goal | ratio | verdict | measured |\n|---|---|--:|---|---|")
