@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test fuzz-short test-watermill test-jetstream demo lincheck verify fmt bench profile bench-scaling bench-16-build
+.PHONY: all test fuzz-short test-watermill test-jetstream demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -75,6 +75,16 @@ bench:
 	@mkdir -p bench/out
 	$(GO) run ./cmd/brokerbench -benchtime 100ms -json bench/out/results.json -plot bench/out/throughput.svg
 
+## bench-cpu: brokerbench -cputime (about 15 s): the typed library against
+## the engine and channels (bench/typed's families), each family's loops in
+## interleaved chunks timed by the process's CPU time, 20 rounds; the table
+## of CPU ns per record and paired ratios, the typed library's goals,
+## bench/out/cputime.json and bench/out/cputime.md. Steadier:
+## go run ./cmd/brokerbench -cputime -rounds 40 -chunk 50ms.
+bench-cpu:
+	@mkdir -p bench/out
+	$(GO) run ./cmd/brokerbench -cputime -json bench/out/cputime.json -markdown bench/out/cputime.md
+
 ## bench-scaling: the full table over GOMAXPROCS 1,2,4,8,16 (for a 16-core
 ## machine; about 18 minutes), into bench/results/.
 bench-scaling:
@@ -86,7 +96,9 @@ bench-scaling:
 ## machine without Go: bench/scaling.sh and the binaries it runs
 ## (brokerbench, lincheck, the engine's and the typed library's tests built
 ## with -race). There, ./scaling.sh runs brokerbench at GOMAXPROCS
-## 1,2,4,8,16, lincheck for 45 s and the race tests in about 4 minutes, and
+## 1,2,4,8,16, brokerbench -cputime (the typed families at GOMAXPROCS 1, and
+## the ConsumerRun families at each GOMAXPROCS for their wall-time
+## throughput), lincheck for 45 s and the race tests in about 5 minutes, and
 ## writes Markdown, JSON, the plot and the logs to $$OUT (else ./out).
 bench-16-build:
 	rm -rf bench/out/scaling && mkdir -p bench/out/scaling

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/bench"
+	"github.com/f91dcac0/tributary/bench/cputime"
+	"github.com/f91dcac0/tributary/bench/typed"
 	"github.com/f91dcac0/tributary/engine"
 )
 
@@ -22,6 +25,9 @@ import (
 // the same run:
 //
 //	go test -run '^$' -bench 'TypedRoundTrip|ConsumerThroughput' -benchtime 1s -count 3 ./bench/
+//
+// BenchmarkTypedCPU runs the loops of package bench/typed, the ones
+// brokerbench -cputime interleaves, as Go benchmarks.
 //
 // Ratios to a baseline are reported as metrics ("x-chan", "x-engine", …)
 // computed against the baseline sub-benchmark that ran just before, in the
@@ -418,5 +424,37 @@ func TestConsumerThroughputHarness(t *testing.T) {
 				require.GreaterOrEqual(t, acked, int64(records-n), "acked over all consumers")
 			}
 		})
+	}
+}
+
+// BenchmarkTypedCPU runs every loop of every bench/typed family for b.N
+// ops at the family's GOMAXPROCS, reporting, besides ns/op (wall), the
+// process CPU time per unit inside the loop's timed windows as
+// "cpu-ns/record". brokerbench -cputime runs the same loops interleaved and
+// pairs their chunks; this is the go test -bench view of one loop alone:
+//
+//	go test -run '^$' -bench 'TypedCPU' -benchtime 200000x ./bench/
+func BenchmarkTypedCPU(b *testing.B) {
+	for _, f := range typed.Families() {
+		for _, l := range f.Loops {
+			b.Run(f.Name+"/"+l.Name, func(b *testing.B) {
+				if f.Procs > 0 {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(f.Procs))
+				}
+				in, err := l.Start()
+				require.NoError(b, err)
+				if in.Stop != nil {
+					defer func() { require.NoError(b, in.Stop()) }()
+				}
+				b.ReportAllocs()
+				m := cputime.NewMeter(nil)
+				b.ResetTimer()
+				units, err := in.Run(m, b.N)
+				b.StopTimer()
+				require.NoError(b, err)
+				b.ReportMetric(float64(m.CPU.Nanoseconds())/float64(units), "cpu-ns/"+f.Unit)
+				b.ReportMetric(float64(units)/m.Wall.Seconds(), bench.Plural(f.Unit)+"/s")
+			})
+		}
 	}
 }
