@@ -29,4 +29,10 @@
 // units per second ("records/op", "ns/record", "records/s"). The Benchmark functions in this package's tests run them with
 // go test -bench; cmd/brokerbench runs the same Scenario values with
 // testing.Benchmark over several GOMAXPROCS values and prints the ratios.
+//
+// Two subpackages measure by CPU time rather than wall time:
+// bench/cputime runs a family of loops in short interleaved chunks, each
+// timed by the process's CPU time, and pairs them round by round; bench/typed
+// holds the families that compare the typed library with the engine and
+// with channels. cmd/brokerbench -cputime runs them.
 package bench
