@@ -11,7 +11,11 @@
 // chunk is timed by the process's CPU time, user + system, from
 // getrusage(RUSAGE_SELF): every thread of the process is counted (the
 // garbage collector's workers, a consumer's goroutines on other threads)
-// and nothing of another process is. A garbage collection runs, untimed,
+// and nothing of another process is. (getrusage(RUSAGE_THREAD) under
+// runtime.LockOSThread would count one thread only: it would miss the
+// collector's work that an allocating loop causes and every goroutine but
+// one, and locking would make each goroutine switch a thread hand-off.)
+// A garbage collection runs, untimed,
 // before every chunk, so that no chunk pays for another's garbage.
 //
 // The figure a comparison quotes is the median, over rounds, of the paired

@@ -289,10 +289,13 @@ func (d *drainer) fail(err error) {
 }
 
 // run does n ops: fills of at most CycleRecords records (fill(k) publishes
-// k, untimed), each drained inside m's window.
+// k, untimed), each drained inside m's window. It returns the records
+// handled inside the windows: n, less any that a consumer already past the
+// gate when it shut handled during a fill (possible above GOMAXPROCS 1).
 func (d *drainer) run(m *cputime.Meter, n int, fill func(k int) error) (int64, error) {
 	timer := time.NewTimer(drainTimeout)
 	defer timer.Stop()
+	units := int64(0)
 	for left := n; left > 0; {
 		k := min(left, CycleRecords)
 		gate := make(chan struct{})
@@ -304,6 +307,7 @@ func (d *drainer) run(m *cputime.Meter, n int, fill func(k int) error) (int64, e
 		d.target.Store(target)
 		runtime.GC()
 		timer.Reset(drainTimeout)
+		units += target - d.handled.Load()
 		m.Start()
 		d.gate.Store(nil)
 		close(gate)
@@ -321,7 +325,7 @@ func (d *drainer) run(m *cputime.Meter, n int, fill func(k int) error) (int64, e
 		m.Stop()
 		left -= k
 	}
-	return int64(n), nil
+	return units, nil
 }
 
 // memberName returns consumer i's member name; zero-padded, so byte order
