@@ -90,8 +90,8 @@ func Families() []cputime.Family {
 			Name: ConsumerRunName(n), Unit: "record", Procs: 1,
 			Doc: fmt.Sprintf("%d partitions, one group of %d, a record consumed per op (the topic refilled, untimed, between timed drains)", Partitions, n),
 			Loops: []cputime.Loop{
-				{Name: LoopEngineDirect, Doc: fmt.Sprintf("%d goroutines, each a member: AppendPoll(buf, %d), Ack per record; on an empty poll TopicHandle.Ready and MemberHandle.Ready, a second poll, then a wait", n, engine.MaxPollRecords), Start: startEngineDirect(n)},
-				{Name: LoopRun, Doc: fmt.Sprintf("%d String() Consumers in Consumer.Run, a handler that counts and returns nil", n), Start: startRun(n)},
+				{Name: LoopEngineDirect, Doc: fmt.Sprintf("%d goroutine(s), each a member: AppendPoll(buf, %d), Ack per record; on an empty poll TopicHandle.Ready and MemberHandle.Ready, a second poll, then a wait", n, engine.MaxPollRecords), Start: startEngineDirect(n)},
+				{Name: LoopRun, Doc: fmt.Sprintf("%d String() Consumer(s) in Consumer.Run, a handler that counts and returns nil", n), Start: startRun(n)},
 			},
 		})
 	}
