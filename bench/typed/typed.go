@@ -5,8 +5,9 @@
 //   - TypedRoundTrip, at GOMAXPROCS 1: one goroutine publishes one record,
 //     polls it (at most 1) and acks it, per op: a bare channel, the engine's
 //     bound handles, the typed library with the String, Bytes and JSON
-//     codecs, and the engine's handles with json.Marshal and json.Unmarshal
-//     of the same value (the JSON codec's floor);
+//     codecs, the engine's handles with json.Marshal and json.Unmarshal
+//     of the same value (the JSON codec's floor), and the handles again
+//     (calibration: the same loop twice);
 //   - ConsumerRun/consumers=N (N = 1, 4, 16), at GOMAXPROCS 1: a topic of 16
 //     partitions and one group of N members drained by N goroutines, one op
 //     a record consumed: the engine used directly (each goroutine a member:
@@ -50,6 +51,9 @@ const (
 	LoopBytes      = "typed-bytes"        // the same on a Bytes() topic
 	LoopJSON       = "typed-json"         // the same on a JSON[Record]() topic
 	LoopHandleJSON = "engine-handle+json" // LoopHandle with json.Marshal before and json.Unmarshal after
+	// LoopCalibration is LoopHandle again, a second instance: its paired
+	// ratio to LoopHandle, ideally 1, shows the noise of the run.
+	LoopCalibration = "engine-handle-again"
 
 	LoopEngineDirect = "engine-direct" // N goroutines, each a member: AppendPoll(64), Ack per record, Ready when empty
 	LoopRun          = "typed-run"     // N Consumers in Consumer.Run, a handler that counts
@@ -83,6 +87,7 @@ func Families() []cputime.Family {
 			{Name: LoopBytes, Doc: "typed Bytes(): the same with a []byte value", Start: startTyped(tributary.Bytes(), []byte(bench.Payload), func(v []byte) bool { return string(v) == bench.Payload })},
 			{Name: LoopJSON, Doc: "typed JSON[Record]() (a two-field struct): the same", Start: startTyped(tributary.JSON[Record](), record, func(v Record) bool { return v == record })},
 			{Name: LoopHandleJSON, Doc: "engine-handle with json.Marshal of the same Record before the publish and json.Unmarshal of the polled payload", Start: startHandle(true)},
+			{Name: LoopCalibration, Doc: "calibration: engine-handle again, on an engine of its own; its ratio to engine-handle shows the run's noise", Start: startHandle(false)},
 		},
 	}}
 	for _, n := range ConsumerCounts {

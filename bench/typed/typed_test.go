@@ -46,7 +46,7 @@ func TestLoops(t *testing.T) {
 
 // TestFamiliesNamed: the family and loop names the targets look up exist.
 func TestFamiliesNamed(t *testing.T) {
-	want := map[string][]string{FamilyRoundTrip: {LoopChan, LoopHandle, LoopString, LoopBytes, LoopJSON, LoopHandleJSON}}
+	want := map[string][]string{FamilyRoundTrip: {LoopChan, LoopHandle, LoopString, LoopBytes, LoopJSON, LoopHandleJSON, LoopCalibration}}
 	for _, n := range ConsumerCounts {
 		want[ConsumerRunName(n)] = []string{LoopEngineDirect, LoopRun}
 	}

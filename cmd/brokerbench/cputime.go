@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -201,8 +202,21 @@ func evaluateCPUTargets(rs []cputime.Result) []Target {
 	ratio("typed Bytes round trip vs the engine handle", "report: the String goal plus the copies that keep the broker's bytes private", rt, typed.LoopBytes, typed.LoopHandle, 0, true)
 	ratio("typed JSON round trip vs engine handle + encoding/json", "typed-json CPU ns/record ≤ 1.2× engine-handle+json's (the codec the only cost)", rt, typed.LoopJSON, typed.LoopHandleJSON, 1.2, true)
 	ratio("engine handle round trip vs a bare channel", "engine-handle CPU ns/record ≤ 2× chan send+receive", rt, typed.LoopHandle, typed.LoopChan, 2, true)
+
+	// Calibration: the same loop twice. Met when the run reads a ratio of
+	// 1 as 1 ± calibrationTolerance; outside it, every ratio of the run is
+	// that much less certain.
+	ratio("calibration: the engine handle loop against itself", fmt.Sprintf("engine-handle-again ÷ engine-handle within 1 ± %g", calibrationTolerance), rt, typed.LoopCalibration, typed.LoopHandle, 1+calibrationTolerance, true)
+	if t := &ts[len(ts)-1]; t.Met != nil {
+		met := math.Abs(*t.Ratio-1) <= calibrationTolerance
+		t.Met = &met
+	}
 	return ts
 }
+
+// calibrationTolerance is how far from 1 the calibration ratio may be for
+// the run to count as steady.
+const calibrationTolerance = 0.05
 
 // cpuRows returns the CPU-time table's header and cells, one row per loop.
 func cpuRows(rs []cputime.Result) [][]string {

@@ -34,6 +34,7 @@ func cpuFixture() []cputime.Result {
 		cpuLoop(typed.LoopBytes, 3, 300, 300, 360),  // 3, 3, 3
 		cpuLoop(typed.LoopJSON, 10, 1100, 1500, 1300),
 		cpuLoop(typed.LoopHandleJSON, 9, 1000, 1000, 1000), // 1.1, 1.5, 1.3 → 1.3
+		cpuLoop(typed.LoopCalibration, 0, 90, 110, 120),    // 0.9, 1.1, 1 → 1
 	}}
 	out := []cputime.Result{rt}
 	for i, n := range typed.ConsumerCounts {
@@ -53,7 +54,7 @@ func cpuFixture() []cputime.Result {
 // measured".
 func TestCPUTargets(t *testing.T) {
 	ts := evaluateCPUTargets(cpuFixture())
-	require.Len(t, ts, 9)
+	require.Len(t, ts, 10)
 	want := []struct {
 		name  string
 		ratio float64
@@ -68,6 +69,7 @@ func TestCPUTargets(t *testing.T) {
 		{"Bytes", 3, nil},
 		{"JSON", 1.3, ptr(false)},
 		{"bare channel", 2.5, ptr(false)},
+		{"calibration", 1, ptr(true)},
 	}
 	for i, w := range want {
 		require.Contains(t, ts[i].Name, w.name)
@@ -78,6 +80,17 @@ func TestCPUTargets(t *testing.T) {
 	verdict, _ := targetLine(ts[6])
 	require.Equal(t, "report", verdict)
 	require.Contains(t, ts[4].Measured, "median 2.000, range 1.500–3.000")
+
+	// A calibration ratio off by more than 5 % either way is not met.
+	for _, c := range []struct {
+		ns  float64
+		met bool
+	}{{94, false}, {96, true}, {104, true}, {106, false}} {
+		rs := cpuFixture()
+		rs[0].Loops[6] = cpuLoop(typed.LoopCalibration, 0, c.ns, c.ns, c.ns*1.2)
+		ts := evaluateCPUTargets(rs)
+		require.Equal(t, c.met, *ts[9].Met, "calibration at %.2f", c.ns/100)
+	}
 
 	ts = evaluateCPUTargets(cpuFixture()[:1]) // no consumer families
 	for i := range 3 {
@@ -101,7 +114,7 @@ func TestCPUTables(t *testing.T) {
 	var text, md bytes.Buffer
 	rep := Report{Meta: Meta{Mode: "cputime", Rounds: 3, Chunk: "25ms"}, CPU: rs}
 	rep.Targets = targetsOf(rep)
-	require.Len(t, rep.Targets, 9, "a CPU-time report has only the CPU-time goals")
+	require.Len(t, rep.Targets, 10, "a CPU-time report has only the CPU-time goals")
 	writeText(&text, rep)
 	writeMarkdown(&md, rep)
 	for _, s := range []string{"-cputime -rounds 3 -chunk 25ms", "ConsumerRun/consumers=16", "typed-run", "NOT met", "report"} {
