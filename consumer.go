@@ -667,11 +667,15 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 // ErrClosed once the consumer is closed or fenced, ErrInvalidArgument for a
 // nil ctx) and stops. Messages it had polled but not yielded when the loop
 // ends (a break, or the error) are released as by Retry (delivered again,
-// Attempt + 1), so none is left in flight to nobody. One range loop at a
-// time per consumer, as for Run; the iterator polls nothing until the loop
-// starts and may be ranged over again.
+// Attempt + 1), so none is left in flight to nobody. With a session
+// timeout (SPEC rule 24) the consumer heartbeats for as long as the loop
+// runs, its body working or its poll waiting, as under Run. The iterator
+// polls nothing until a loop starts; it may be ranged over again, and by
+// several goroutines at once (each loop polls for itself).
 func (c *Consumer[T]) Messages(ctx context.Context) iter.Seq2[Message[T], error] {
 	return func(yield func(Message[T], error) bool) {
+		c.busy.Add(1)
+		defer c.busy.Add(-1)
 		var batch []Message[T]
 		next := 0
 		defer func() { // release what was polled and not yielded

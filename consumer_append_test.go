@@ -210,3 +210,52 @@ func TestTypedRoundTripAllocations(t *testing.T) {
 		t.Fatalf("allocations per round trip: TryPoll %v (want ≤ 1), TryAppendPoll %v (want 0)", fresh, reused)
 	}
 }
+
+// TestMessagesLoopHeartbeats: a range loop over Messages whose body works
+// for three session timeouts of the broker clock keeps the consumer's
+// partitions (the consumer heartbeats while the loop runs, as under Run),
+// and its message is acked; after the loop ends nothing heartbeats.
+func TestMessagesLoopHeartbeats(t *testing.T) {
+	c, clock := liveCluster(t)
+	tp := testTopic(t, c, "orders", 2, tributary.String())
+	pr := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, pr, tp, tributary.Message[string]{Partition: 0, Value: "slow"})
+	cons := testConsumer(t, tp, "g", "slow")
+	started, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		for m, err := range cons.Messages(guardCtx(t)) {
+			if err != nil {
+				done <- err
+				return
+			}
+			close(started)
+			<-release
+			done <- cons.Ack(m)
+			return
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(guard):
+		t.Fatal("the loop's body did not start")
+	}
+	for range 6 { // three session timeouts
+		clock.Advance(liveSession / 2)
+		awaitHeartbeats(t, c, clock, "orders", "g", "slow")
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Ack after the slow body: %v", err)
+		}
+	case <-time.After(guard):
+		t.Fatal("the loop did not end")
+	}
+	if s := cons.Stats(); s.Expired != 0 || s.Heartbeats == 0 {
+		t.Fatalf("stats %+v: want heartbeats and no expiry", s)
+	}
+	if g := groupDesc(t, c, "orders", "g"); g.Partitions[0].Committed != 1 || g.Partitions[0].Owner != "slow" {
+		t.Fatalf("group %+v: want slow owning partition 0, its record committed", g)
+	}
+}
