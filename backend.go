@@ -132,3 +132,15 @@ type BackendMember interface {
 	Ack(partition int32, offset int64) (bool, error)
 	Retry(partition int32, offset int64) (bool, error)
 }
+
+// stampedPublisher is implemented by a BackendTopic whose broker stamps a
+// record's time as it appends it and reports it (the engine backend):
+// BackendTopic's TryPublish and Publish that also return the record's time
+// (m.Time, or the broker clock's reading when m.Time is zero). Producer.Send
+// then leaves a zero Message.Time to the broker, which reads its clock once
+// and stores no per-record metadata for a message with only a payload;
+// on other backends Send stamps time.Now itself.
+type stampedPublisher interface {
+	tryPublishStamped(partition int32, m engine.Message) (int64, time.Time, error)
+	publishStamped(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, time.Time, error)
+}

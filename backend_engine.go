@@ -191,35 +191,46 @@ func (t *engineTopic) Name() string      { return t.h.Name() }
 func (t *engineTopic) Partitions() int32 { return t.h.Partitions() }
 
 func (t *engineTopic) TryPublish(partition int32, m engine.Message) (int64, error) {
-	off, err := t.h.PublishMessage(partition, m)
-	if err == nil && off < 0 {
-		return -1, fmt.Errorf("%w: topic %q partition %d", ErrPartitionFull, t.h.Name(), partition)
-	}
+	off, _, err := t.tryPublishStamped(partition, m)
 	return off, err
 }
 
-// Publish tries once; on a full partition it takes the partition's room
-// signal, tries again (a trim between the two tries closed the channel it
-// now holds) and waits. A publish that finds room never touches a signal.
 func (t *engineTopic) Publish(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, error) {
+	off, _, err := t.publishStamped(ctx, stop, partition, m)
+	return off, err
+}
+
+func (t *engineTopic) tryPublishStamped(partition int32, m engine.Message) (int64, time.Time, error) {
+	off, ts, err := t.h.PublishStamped(partition, m)
+	if err == nil && off < 0 {
+		return -1, ts, fmt.Errorf("%w: topic %q partition %d", ErrPartitionFull, t.h.Name(), partition)
+	}
+	return off, ts, err
+}
+
+// publishStamped tries once; on a full partition it takes the partition's
+// room signal, tries again (a trim between the two tries closed the channel
+// it now holds) and waits. A publish that finds room never touches a
+// signal.
+func (t *engineTopic) publishStamped(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, time.Time, error) {
 	for {
-		off, err := t.h.PublishMessage(partition, m)
+		off, ts, err := t.h.PublishStamped(partition, m)
 		if err != nil || off >= 0 {
-			return off, err
+			return off, ts, err
 		}
 		room, err := t.h.Room(partition)
 		if err != nil {
-			return -1, err
+			return -1, ts, err
 		}
-		if off, err = t.h.PublishMessage(partition, m); err != nil || off >= 0 {
-			return off, err
+		if off, ts, err = t.h.PublishStamped(partition, m); err != nil || off >= 0 {
+			return off, ts, err
 		}
 		select {
 		case <-room:
 		case <-ctx.Done():
-			return -1, ctx.Err()
+			return -1, ts, ctx.Err()
 		case <-stop:
-			return -1, fmt.Errorf("%w: waiting for room in topic %q partition %d", ErrClosed, t.h.Name(), partition)
+			return -1, ts, fmt.Errorf("%w: waiting for room in topic %q partition %d", ErrClosed, t.h.Name(), partition)
 		}
 	}
 }

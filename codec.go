@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"unsafe"
 )
 
 // Codec turns a topic's typed values into the engine's string payloads and
@@ -16,7 +17,7 @@ import (
 // every producer and consumer of a topic.
 type Codec[T any] interface {
 	// Name is the payload type recorded on the topic at creation and
-	// carried in every message's payload-type header, e.g. "String",
+	// reported by every Message of it (PayloadType), e.g. "String",
 	// "Integer", "JSON:main.Order". Two codecs with the same Name must
 	// read each other's payloads.
 	Name() string
@@ -79,7 +80,9 @@ func (c jsonCodec[T]) Encode(v T) (string, error) {
 	if c.checkUTF8 && replacedInvalidUTF8(b) {
 		return "", fmt.Errorf("%s: encode value: a string is not valid UTF-8 (encoding/json would replace its invalid bytes with U+FFFD, changing the value)", c.name)
 	}
-	return string(b), nil
+	// b is json.Marshal's fresh slice and nothing else references it or
+	// writes to it again: the payload is a string over it, not a copy.
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 // replacedInvalidUTF8 reports whether json.Marshal's output b holds the
@@ -122,7 +125,9 @@ func (c jsonCodec[T]) Decode(payload string) (T, error) {
 	}
 	// json.Unmarshal checks the whole payload before it stores anything,
 	// so trailing data after the value is an error, not ignored.
-	if err := json.Unmarshal([]byte(payload), &v); err != nil {
+	// json.Unmarshal only reads its input and keeps no reference to it
+	// (strings it decodes are copies), so it reads the payload in place.
+	if err := json.Unmarshal(unsafe.Slice(unsafe.StringData(payload), len(payload)), &v); err != nil {
 		var zero T
 		return zero, fmt.Errorf("%s: decode payload: %w", c.name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"slices"
 	"strconv"
@@ -131,6 +132,11 @@ type Consumer[T any] struct {
 	// refreshed the session itself (SPEC rule 24) and is not heartbeated
 	// for afterwards.
 	busy atomic.Int32
+
+	// ids builds the IDs of the messages the consumer receives.
+	ids idArena
+	// recs is a record buffer kept between polls (takeRecords).
+	recs atomic.Pointer[recordBuf]
 
 	handled, acked, retried, deadLettered, heartbeats, expired atomic.Int64
 }
@@ -561,28 +567,49 @@ func (c *Consumer[T]) closed() bool {
 // ErrClosed when the consumer is closed (or removed from its group, or
 // superseded: with ErrFenced).
 func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
-	}
-	if err := c.checkPoll(max); err != nil {
+	out, err := c.AppendPoll(ctx, nil, max)
+	if err != nil {
 		return nil, err
 	}
-	defer c.driven()()
+	return out, nil
+}
+
+// AppendPoll is Poll appending the messages to dst, for a caller that
+// reuses one buffer: it returns dst extended by the messages polled (dst
+// itself, unchanged, with the error). With cap(dst) − len(dst) ≥ max a
+// poll allocates nothing of its own but its messages' IDs (from a shared
+// block, about one allocation per 200 messages) and what the codec's
+// Decode allocates. The messages' IDs and payloads stay valid after dst
+// is reused. Errors: as Poll.
+func (c *Consumer[T]) AppendPoll(ctx context.Context, dst []Message[T], max int32) ([]Message[T], error) {
+	if ctx == nil {
+		return dst, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
+	}
+	if err := c.checkPoll(max); err != nil {
+		return dst, err
+	}
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
+	buf := c.takeRecords()
 	for {
-		recs, err := c.m.Poll(ctx, c.stop, nil, max)
+		recs, err := c.m.Poll(ctx, c.stop, buf.recs[:0], max)
 		if err == nil {
-			return c.messages(recs), nil
+			dst = c.appendMessages(dst, recs)
+			c.putRecords(buf, recs)
+			return dst, nil
 		}
+		c.putRecords(buf, recs)
 		if c.expiredErr(ctx, err) {
 			if err := c.rejoin(); err != nil {
-				return nil, err
+				return dst, err
 			}
+			buf = c.takeRecords()
 			continue
 		}
 		if c.closed() && ctx.Err() == nil {
-			return nil, c.closedErr()
+			return dst, c.closedErr()
 		}
-		return nil, c.noteErr(err)
+		return dst, c.noteErr(err)
 	}
 }
 
@@ -591,22 +618,87 @@ func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error)
 // nothing also heartbeats, and a consumer that finds it has expired joins
 // again and polls once more (ConsumerStats.Expired).
 func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
-	if err := c.checkPoll(max); err != nil {
+	out, err := c.TryAppendPoll(nil, max)
+	if err != nil {
 		return nil, err
 	}
+	if out == nil {
+		out = []Message[T]{}
+	}
+	return out, nil
+}
+
+// TryAppendPoll is TryPoll appending the messages to dst, as AppendPoll is
+// Poll's: dst extended by the messages polled, dst unchanged when there is
+// none or with an error. Errors: as TryPoll.
+func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], error) {
+	if err := c.checkPoll(max); err != nil {
+		return dst, err
+	}
+	buf := c.takeRecords()
+	defer func() { c.putRecords(buf, nil) }()
 	for tries := 0; ; tries++ {
-		recs, err := c.m.TryPoll(nil, max)
+		recs, err := c.m.TryPoll(buf.recs[:0], max)
 		if err != nil {
-			return nil, c.noteErr(err)
+			return dst, c.noteErr(err)
+		}
+		if cap(recs) > cap(buf.recs) {
+			buf.recs = recs[:0]
 		}
 		if len(recs) == 0 && tries == 0 {
 			if again, err := c.ensureMember(); err != nil {
-				return nil, err
+				return dst, err
 			} else if again {
 				continue // once: it returns at once whatever it finds
 			}
 		}
-		return c.messages(recs), nil
+		dst = c.appendMessages(dst, recs)
+		clear(recs)
+		return dst, nil
+	}
+}
+
+// Messages returns an iterator over the consumer's messages, for a range
+// loop: each step waits as Poll does and yields one message (in flight to
+// the consumer until Ack or Retry, which the loop's body calls) with a nil
+// error, in the order of Poll (batches of up to the consumer's WithBatch,
+// ascending by partition within each). When a poll fails the iterator
+// yields the zero Message with the error (ctx.Err() when ctx ends,
+// ErrClosed once the consumer is closed or fenced, ErrInvalidArgument for a
+// nil ctx) and stops. Messages it had polled but not yielded when the loop
+// ends (a break, or the error) are released as by Retry (delivered again,
+// Attempt + 1), so none is left in flight to nobody. With a session
+// timeout (SPEC rule 24) the consumer heartbeats for as long as the loop
+// runs, its body working or its poll waiting, as under Run. The iterator
+// polls nothing until a loop starts; it may be ranged over again, and by
+// several goroutines at once (each loop polls for itself).
+func (c *Consumer[T]) Messages(ctx context.Context) iter.Seq2[Message[T], error] {
+	return func(yield func(Message[T], error) bool) {
+		c.busy.Add(1)
+		defer c.busy.Add(-1)
+		var batch []Message[T]
+		next := 0
+		defer func() { // release what was polled and not yielded
+			for _, m := range batch[next:] {
+				c.Retry(m) //nolint:errcheck // not in flight any more (closed, rebalanced): nothing to release
+			}
+		}()
+		for {
+			var err error
+			batch, err = c.AppendPoll(ctx, batch[:0], c.cfg.batch)
+			next = 0
+			if err != nil {
+				yield(Message[T]{}, err)
+				return
+			}
+			for next < len(batch) {
+				m := batch[next]
+				next++
+				if !yield(m, nil) {
+					return
+				}
+			}
+		}
 	}
 }
 
@@ -636,7 +728,7 @@ func (c *Consumer[T]) TryPollPartition(partition int32) (Message[T], bool, error
 			}
 			return Message[T]{}, false, nil
 		}
-		return c.t.message(&recs[0]), true, nil
+		return c.message(&recs[0]), true, nil
 	}
 }
 
@@ -651,12 +743,45 @@ func (c *Consumer[T]) checkPoll(max int32) error {
 	return nil
 }
 
-func (c *Consumer[T]) messages(recs []engine.Record) []Message[T] {
-	out := make([]Message[T], len(recs))
+// appendMessages appends the typed messages of recs to dst.
+func (c *Consumer[T]) appendMessages(dst []Message[T], recs []engine.Record) []Message[T] {
+	n := len(dst)
+	dst = slices.Grow(dst, len(recs))[:n+len(recs)]
 	for i := range recs {
-		out[i] = c.t.message(&recs[i])
+		r := &recs[i]
+		c.t.fill(&dst[n+i], r, c.ids.id(r.Partition, r.Offset))
 	}
-	return out
+	return dst
+}
+
+// message is the typed Message of r, its ID built by the consumer's arena.
+func (c *Consumer[T]) message(r *engine.Record) Message[T] {
+	var m Message[T]
+	c.t.fill(&m, r, c.ids.id(r.Partition, r.Offset))
+	return m
+}
+
+// recordBuf is a record buffer kept between polls (takeRecords).
+type recordBuf struct{ recs []engine.Record }
+
+// takeRecords returns a record buffer of the consumer's for one poll: the
+// one putRecords kept, or a new one (the engine allocates its slice, kept
+// after the poll). Concurrent polls each get their own.
+func (c *Consumer[T]) takeRecords() *recordBuf {
+	if b := c.recs.Swap(nil); b != nil {
+		return b
+	}
+	return &recordBuf{}
+}
+
+// putRecords keeps b for the next poll, recs (what the poll filled) cleared
+// so that no payload stays referenced by it.
+func (c *Consumer[T]) putRecords(b *recordBuf, recs []engine.Record) {
+	clear(recs)
+	if cap(recs) > cap(b.recs) {
+		b.recs = recs[:0]
+	}
+	c.recs.Store(b)
 }
 
 // Ack commits m, which must be in flight to this consumer (SPEC rule 11):

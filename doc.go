@@ -29,7 +29,8 @@
 // A topic holds one payload type, fixed at creation: the Codec's Name (for
 // example "String", "Integer", "JSON:main.Order") and, for topics this Cluster created, the
 // Go type. OpenTopic with another codec or type returns ErrTypeMismatch.
-// Every message carries the payload type in its HeaderPayloadType header.
+// Every received Message reports it as PayloadType; records do not carry
+// it (a dead letter does, in its HeaderPayloadType header).
 // JSON is the default codec; String, Integer and Bytes are built in, and a
 // user's Codec plugs in the same way.
 //

@@ -195,6 +195,68 @@ func ExampleConsumer_Poll() {
 	// <nil> true
 }
 
+func ExampleConsumer_Messages() {
+	c, _ := tributary.NewCluster(100)
+	defer c.Close()
+	orders, _ := tributary.CreateTopic[Order](c, "orders", 2, nil)
+	billing, _ := tributary.NewConsumer(orders, "billing", "billing-1")
+	p, _ := tributary.NewProducer[Order](c, "web", tributary.KeyHash())
+	for i, item := range []string{"lamp", "desk", "chair"} {
+		p.TrySend(orders, tributary.Message[Order]{Key: "cust-7", Value: Order{ID: i + 1, Item: item}})
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n := 0
+	for m, err := range billing.Messages(ctx) {
+		if err != nil { // ctx ended, or the consumer was closed
+			fmt.Println(err)
+			break
+		}
+		fmt.Println(m.ID, m.Value.Item)
+		billing.Ack(m)
+		if n++; n == 3 {
+			break
+		}
+	}
+	// Output:
+	// 1-0 lamp
+	// 1-1 desk
+	// 1-2 chair
+}
+
+func ExampleConsumer_AppendPoll() {
+	c, _ := tributary.NewCluster(100)
+	defer c.Close()
+	events, _ := tributary.CreateTopic(c, "events", 4, tributary.String())
+	p, _ := tributary.NewProducer[string](c, "p", tributary.RoundRobin())
+	cons, _ := tributary.NewConsumer(events, "g", "g-1")
+	for _, v := range []string{"a", "b", "c", "d", "e", "f"} {
+		p.TrySend(events, tributary.Message[string]{Value: v})
+	}
+
+	// One buffer for every poll: with room for max messages a poll
+	// allocates nothing of its own.
+	buf := make([]tributary.Message[string], 0, 4)
+	ctx := context.Background()
+	for handled := 0; handled < 6; {
+		var err error
+		if buf, err = cons.AppendPoll(ctx, buf[:0], 4); err != nil {
+			panic(err)
+		}
+		var values []string
+		for _, m := range buf {
+			values = append(values, m.Value)
+			cons.Ack(m)
+			handled++
+		}
+		fmt.Println(values)
+	}
+	// Output:
+	// [a b c d]
+	// [e f]
+}
+
 func ExampleConsumer_Retry() {
 	c, _ := tributary.NewCluster(100)
 	defer c.Close()

@@ -2,7 +2,9 @@ package tributary
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/f91dcac0/tributary/engine"
 )
@@ -14,8 +16,11 @@ type Header = engine.Header
 // HeaderPayloadType; the dead-letter headers are written on the copy of a
 // record that Consumer.Run sends to a dead-letter topic.
 const (
-	// HeaderPayloadType carries the topic's payload type (the codec's Name)
-	// on every message; Consumer strips it into Message.PayloadType.
+	// HeaderPayloadType carries the payload type (the codec's Name) of a
+	// dead letter, beside the HeaderDeadLetter* headers. Other records do
+	// not carry it: the payload type is the topic's, recorded once at
+	// creation (Backend.OpenTopic returns it). A Consumer strips the
+	// header, where a record has it, into Message.PayloadType.
 	HeaderPayloadType = "tributary-payload-type"
 	// The origin of a dead letter: topic, group, partition, offset (decimal),
 	// the attempts made (decimal) and the last error's text.
@@ -39,10 +44,13 @@ type Message[T any] struct {
 	Partition int32 // sending: read only by a Manual producer; receiving: the partition
 	Offset    int64 // the record's offset in its partition
 	Key       string
-	Headers   []Header  // user headers, in order; HeaderPayloadType is not among them
-	Time      time.Time // creation time; zero when sending: the producer's clock (time.Now)
-	// PayloadType is the topic's payload type (HeaderPayloadType), set when
-	// the message is sent and received.
+	Headers   []Header // user headers, in order; HeaderPayloadType is not among them
+	// Time is the creation time; zero when sending: the broker stamps the
+	// record with its clock as it appends it, and Send returns that time.
+	Time time.Time
+	// PayloadType is the topic's payload type (Topic.PayloadType; a dead
+	// letter's HeaderPayloadType), set when the message is sent and
+	// received.
 	PayloadType string
 	Value       T
 	// Attempt counts deliveries of this record to the consumer's group: 1
@@ -55,14 +63,113 @@ type Message[T any] struct {
 	Err error
 }
 
-// messageID is the ID of the record at (partition, offset).
+// messageID is the ID of the record at (partition, offset), allocated on
+// its own (a cold path: the ones that build many use an idArena).
 func messageID(partition int32, offset int64) string {
-	var b [32]byte
-	s := strconv.AppendInt(b[:0], int64(partition), 10)
-	s = append(s, '-')
-	s = strconv.AppendInt(s, offset, 10)
-	return string(s)
+	var b [maxIDLen]byte
+	return string(appendID(b[:0], partition, offset))
 }
+
+// maxIDLen bounds an ID's length: an int32, "-", an int64.
+const maxIDLen = 11 + 1 + 20
+
+// appendID appends the ID of (partition, offset) to b.
+func appendID(b []byte, partition int32, offset int64) []byte {
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '-')
+	return strconv.AppendInt(b, offset, 10)
+}
+
+// idBlockSize is the size of one idArena block, in bytes: about 200 IDs of
+// offsets below 10^12, so building IDs allocates once per ~200 messages.
+// An ID keeps its whole block alive (4 KiB at most per retained ID).
+const idBlockSize = 4096
+
+// idArena builds message IDs without an allocation each: it formats each ID
+// into the unused tail of a shared byte block, reserved by an atomic add,
+// and returns a string over those bytes. Bytes once reserved and written
+// are never written again, so each string is immutable for its whole life;
+// a full block is replaced by a new one and freed when no ID over it is
+// referenced. Safe for concurrent use: concurrent callers reserve disjoint
+// ranges. The zero idArena is ready to use.
+type idArena struct {
+	cur atomic.Pointer[idBlock]
+}
+
+// idBlock is one block of an idArena; used counts its reserved bytes and
+// may pass len(buf) (a reservation that did not fit, abandoned).
+type idBlock struct {
+	buf  []byte
+	used atomic.Int64
+}
+
+// id returns the ID of (partition, offset); negative values (which no
+// record has) fall back to messageID.
+func (a *idArena) id(partition int32, offset int64) string {
+	if partition < 0 || offset < 0 {
+		return messageID(partition, offset)
+	}
+	p, o := uint64(partition), uint64(offset)
+	np, no := decimalLen(p), decimalLen(o)
+	n := int64(np + 1 + no)
+	for {
+		blk := a.cur.Load()
+		if blk != nil {
+			if end := blk.used.Add(n); end <= int64(len(blk.buf)) {
+				dst := blk.buf[end-n : end : end]
+				putDecimal(dst[:np], p)
+				dst[np] = '-'
+				putDecimal(dst[np+1:], o)
+				return unsafe.String(&dst[0], len(dst))
+			}
+		}
+		a.cur.CompareAndSwap(blk, &idBlock{buf: make([]byte, idBlockSize)}) // lost: another caller's block serves
+	}
+}
+
+// decimalLen is the number of decimal digits of v (1 for 0).
+func decimalLen(v uint64) int {
+	n := 1
+	for v >= 100 {
+		v /= 100
+		n += 2
+	}
+	if v >= 10 {
+		n++
+	}
+	return n
+}
+
+// putDecimal writes v in decimal into all of dst, whose length is
+// decimalLen(v).
+func putDecimal(dst []byte, v uint64) {
+	i := len(dst)
+	for v >= 100 {
+		q := v / 100
+		r := v - q*100
+		i -= 2
+		dst[i], dst[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		v = q
+	}
+	if v >= 10 {
+		i -= 2
+		dst[i], dst[i+1] = digitPairs[2*v], digitPairs[2*v+1]
+		return
+	}
+	dst[i-1] = byte('0' + v)
+}
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // splitHeaders returns the user headers of a record and its payload type.
 // h is the record's own copy (the engine copies headers out), so the

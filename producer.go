@@ -20,6 +20,7 @@ type Producer[T any] struct {
 	strategy string // part.Name(), read once by NewProducer
 	closed   atomic.Bool
 	stop     chan struct{} // closed by Close: ends a Send waiting for room
+	ids      idArena       // builds the IDs of sent messages
 }
 
 // NewProducer registers a producer of T named name (an identifier: 1 to 64
@@ -85,7 +86,8 @@ func (p *Producer[T]) Close() error {
 // producer's partitioner, and publishes, waiting while that partition is
 // full until records are removed (acks, trims, deletes wake it; it never
 // busy-waits), ctx ends or the producer is closed. It returns m as stored:
-// ID, Topic, Partition, Offset, Time (time.Now when m.Time was zero) and
+// ID, Topic, Partition, Offset, Time (when m.Time was zero: the time the broker
+// stamped on the record, or time.Now on a backend that does not report it) and
 // PayloadType set, Headers the caller's slice. The partition is chosen once: a full partition is
 // waited for, not skipped. Errors: ctx.Err() (nothing published);
 // ErrPartitioner (the partitioner's error, or its panic, recovered);
@@ -99,58 +101,75 @@ func (p *Producer[T]) Send(ctx context.Context, t *Topic[T], m Message[T]) (Mess
 	if ctx == nil {
 		return m, fmt.Errorf("%w: producer %q: nil Context", ErrInvalidArgument, p.name)
 	}
-	return p.send(ctx, t, m, true)
+	err := p.send(ctx, t, &m, true)
+	return m, err
 }
 
 // TrySend is Send without waiting: a full partition returns
 // ErrPartitionFull at once and publishes nothing; the returned Message's
 // Partition is then the partition that was full.
 func (p *Producer[T]) TrySend(t *Topic[T], m Message[T]) (Message[T], error) {
-	return p.send(nil, t, m, false)
+	err := p.send(nil, t, &m, false)
+	return m, err
 }
 
-func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m Message[T], wait bool) (Message[T], error) {
+// send is Send (wait) and TrySend: it publishes *m and sets its fields as
+// Send documents; on an error *m is unchanged but for Partition where said.
+func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m *Message[T], wait bool) error {
 	if p.closed.Load() {
-		return m, fmt.Errorf("%w: producer %q", ErrClosed, p.name)
+		return fmt.Errorf("%w: producer %q", ErrClosed, p.name)
 	}
 	if err := checkTopic(t); err != nil {
-		return m, fmt.Errorf("producer %q: %w", p.name, err)
+		return fmt.Errorf("producer %q: %w", p.name, err)
 	}
 	n := t.bt.Partitions()
 	part, err := partition(p.part, m.Key, m.Partition, n)
 	if err != nil {
-		return m, fmt.Errorf("%w: producer %q: partitioner %s: %w", ErrPartitioner, p.name, p.strategy, err)
+		return fmt.Errorf("%w: producer %q: partitioner %s: %w", ErrPartitioner, p.name, p.strategy, err)
 	}
 	if part < 0 || part >= n {
-		return m, fmt.Errorf("%w: producer %q (%s): partition %d outside [0,%d) of topic %q", ErrInvalidArgument, p.name, p.strategy, part, n, t.Name())
+		return fmt.Errorf("%w: producer %q (%s): partition %d outside [0,%d) of topic %q", ErrInvalidArgument, p.name, p.strategy, part, n, t.Name())
 	}
 	payload, err := encode(t.codec, m.Value)
 	if err != nil {
-		return m, fmt.Errorf("%w: producer %q: %s: %w", ErrEncode, p.name, t.pt, err)
+		return fmt.Errorf("%w: producer %q: %s: %w", ErrEncode, p.name, t.pt, err)
 	}
-	headers := make([]Header, 0, len(m.Headers)+1)
 	for _, h := range m.Headers {
 		if h.Key == HeaderPayloadType {
-			return m, fmt.Errorf("%w: producer %q: header %q is reserved", ErrInvalidArgument, p.name, HeaderPayloadType)
+			return fmt.Errorf("%w: producer %q: header %q is reserved", ErrInvalidArgument, p.name, HeaderPayloadType)
 		}
-		headers = append(headers, h)
 	}
-	headers = append(headers, Header{Key: HeaderPayloadType, Value: t.pt})
-	if m.Time.IsZero() {
-		m.Time = time.Now()
-	}
-	em := engine.Message{Key: m.Key, Headers: headers, Payload: payload, Time: m.Time}
+	// The broker keeps its own copy of the headers (engine.Message).
+	em := engine.Message{Key: m.Key, Headers: m.Headers, Payload: payload, Time: m.Time}
 	var off int64
-	if wait {
-		off, err = t.bt.Publish(ctx, p.stop, part, em)
+	if t.sp != nil {
+		var ts time.Time
+		if wait {
+			off, ts, err = t.sp.publishStamped(ctx, p.stop, part, em)
+		} else {
+			off, ts, err = t.sp.tryPublishStamped(part, em)
+		}
+		if err == nil {
+			m.Time = ts
+		}
 	} else {
-		off, err = t.bt.TryPublish(part, em)
+		if em.Time.IsZero() {
+			em.Time = time.Now()
+		}
+		if wait {
+			off, err = t.bt.Publish(ctx, p.stop, part, em)
+		} else {
+			off, err = t.bt.TryPublish(part, em)
+		}
+		if err == nil {
+			m.Time = em.Time
+		}
 	}
 	if err != nil {
 		m.Partition = part
-		return m, err
+		return err
 	}
-	m.ID, m.Topic, m.Partition, m.Offset = messageID(part, off), t.Name(), part, off
+	m.ID, m.Topic, m.Partition, m.Offset = p.ids.id(part, off), t.Name(), part, off
 	m.PayloadType, m.Payload, m.Attempt, m.Err = t.pt, payload, 0, nil
-	return m, nil
+	return nil
 }

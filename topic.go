@@ -15,8 +15,14 @@ import (
 type Topic[T any] struct {
 	c     *Cluster
 	bt    BackendTopic
+	sp    stampedPublisher // bt, when the backend stamps record times; else nil
 	codec Codec[T]
 	pt    string // the payload type, codec.Name()
+}
+
+func newTopic[T any](c *Cluster, bt BackendTopic, codec Codec[T], pt string) *Topic[T] {
+	sp, _ := bt.(stampedPublisher)
+	return &Topic[T]{c: c, bt: bt, sp: sp, codec: codec, pt: pt}
 }
 
 // CreateTopic creates topic name with partitions partitions (1..64) for
@@ -51,7 +57,7 @@ func CreateTopic[T any](c *Cluster, name string, partitions int32, codec Codec[T
 	if err != nil {
 		return nil, err
 	}
-	return &Topic[T]{c: c, bt: bt, codec: codec, pt: pt}, nil
+	return newTopic(c, bt, codec, pt), nil
 }
 
 // OpenTopic returns a handle on the existing topic name for payloads of
@@ -81,7 +87,7 @@ func OpenTopic[T any](c *Cluster, name string, codec Codec[T]) (*Topic[T], error
 	if want := reflect.TypeFor[T](); known && gt != want {
 		return nil, fmt.Errorf("%w: topic %q holds Go type %v, not %v", ErrTypeMismatch, name, gt, want)
 	}
-	return &Topic[T]{c: c, bt: bt, codec: codec, pt: pt}, nil
+	return newTopic(c, bt, codec, pt), nil
 }
 
 // OpenOrCreateTopic is OpenTopic, creating the topic with partitions
@@ -109,7 +115,7 @@ func (t *Topic[T]) Name() string { return t.bt.Name() }
 func (t *Topic[T]) Partitions() int32 { return t.bt.Partitions() }
 
 // PayloadType returns the payload type recorded at creation: the codec's
-// Name, also carried by every message in the HeaderPayloadType header.
+// Name, which every Message of the topic reports as its PayloadType.
 func (t *Topic[T]) PayloadType() string { return t.pt }
 
 // Codec returns the topic's codec.
@@ -154,26 +160,41 @@ func (t *Topic[T]) Snapshot() (TopicSnapshot[T], error) {
 	return out, nil
 }
 
-// message turns a record of this topic into a typed Message; a payload that
-// does not decode, or whose Decode panics, gives a Message with Err set
-// (wrapping ErrDecode) and the zero Value.
+// message turns a record of this topic into a typed Message, its ID
+// allocated on its own (cold paths: Snapshot).
 func (t *Topic[T]) message(r *engine.Record) Message[T] {
-	m := Message[T]{
-		ID:        messageID(r.Partition, r.Offset),
-		Topic:     r.Topic,
-		Partition: r.Partition,
-		Offset:    r.Offset,
-		Key:       r.Key,
-		Time:      r.Time,
-		Attempt:   r.Attempt,
-		Payload:   r.Payload,
+	var m Message[T]
+	t.fill(&m, r, messageID(r.Partition, r.Offset))
+	return m
+}
+
+// fill sets *m to the typed Message of r with the given ID. A payload that
+// does not decode, or whose Decode panics, gives a Message with Err set
+// (wrapping ErrDecode) and the zero Value. The payload type is the
+// topic's, or a dead letter's own HeaderPayloadType, which is stripped
+// from the headers.
+func (t *Topic[T]) fill(m *Message[T], r *engine.Record, id string) {
+	*m = Message[T]{
+		ID:          id,
+		Topic:       r.Topic,
+		Partition:   r.Partition,
+		Offset:      r.Offset,
+		Key:         r.Key,
+		Time:        r.Time,
+		Attempt:     r.Attempt,
+		Payload:     r.Payload,
+		PayloadType: t.pt,
 	}
-	m.Headers, m.PayloadType = splitHeaders(r.Headers)
+	if len(r.Headers) > 0 {
+		var pt string
+		if m.Headers, pt = splitHeaders(r.Headers); pt != "" {
+			m.PayloadType = pt
+		}
+	}
 	v, err := decode(t.codec, t.pt, r.Payload)
 	if err != nil {
 		m.Err = fmt.Errorf("%w: topic %q partition %d offset %d: %w", ErrDecode, r.Topic, r.Partition, r.Offset, err)
 	} else {
 		m.Value = v
 	}
-	return m
 }

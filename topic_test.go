@@ -225,10 +225,12 @@ func TestOpenTopic(t *testing.T) {
 	}
 }
 
-// TestPayloadTypeHeader reads the engine's records: every message carries
-// the payload type as its last header; the typed side strips it into
-// Message.PayloadType.
-func TestPayloadTypeHeader(t *testing.T) {
+// TestPayloadTypeOnTheTopic reads the engine's records: the payload type is
+// the topic's, recorded once, and no record carries it (the records hold
+// exactly the user's headers); every typed message reports it as
+// PayloadType. A record that does carry HeaderPayloadType (a dead letter,
+// or one published by other code) has it stripped into PayloadType.
+func TestPayloadTypeOnTheTopic(t *testing.T) {
 	c := testCluster(t, 10)
 	tp := testTopic[purchase](t, c, "orders", 1, nil)
 	pr := testProducer[purchase](t, c, "p", tributary.Manual())
@@ -251,9 +253,15 @@ func TestPayloadTypeHeader(t *testing.T) {
 	if _, err := raw.Join(); err != nil {
 		t.Fatal(err)
 	}
+	// A third record published by other code with the header set.
+	if _, err := bt.TryPublish(0, engine.Message{Payload: `{"id":3}`, Headers: []engine.Header{
+		{Key: "a", Value: "1"}, {Key: tributary.HeaderPayloadType, Value: "Forged"}}}); err != nil {
+		t.Fatal(err)
+	}
 	wheaders := [][]engine.Header{
-		{{Key: "trace", Value: "t1"}, {Key: tributary.HeaderPayloadType, Value: purchaseType}},
-		{{Key: tributary.HeaderPayloadType, Value: purchaseType}},
+		{{Key: "trace", Value: "t1"}},
+		nil,
+		{{Key: "a", Value: "1"}, {Key: tributary.HeaderPayloadType, Value: "Forged"}},
 	}
 	for i, want := range wheaders {
 		recs, err := raw.TryPoll(nil, 1)
@@ -268,11 +276,15 @@ func TestPayloadTypeHeader(t *testing.T) {
 		}
 	}
 
-	for i, wuser := range [][]tributary.Header{user, nil} {
+	wants := []struct {
+		pt   string
+		user []tributary.Header
+	}{{purchaseType, user}, {purchaseType, nil}, {"Forged", []tributary.Header{{Key: "a", Value: "1"}}}}
+	for i, w := range wants {
 		ms := pollOK(t, cons, 1)
 		m := ms[0]
-		if m.PayloadType != purchaseType || !slices.Equal(m.Headers, wuser) {
-			t.Fatalf("message %d: PayloadType %q Headers %v; want %q %v", i, m.PayloadType, m.Headers, purchaseType, wuser)
+		if m.PayloadType != w.pt || !slices.Equal(m.Headers, w.user) || m.Value.ID != i+1 {
+			t.Fatalf("message %d: PayloadType %q Headers %v Value %+v; want %q %v", i, m.PayloadType, m.Headers, m.Value, w.pt, w.user)
 		}
 		if err := cons.Ack(m); err != nil {
 			t.Fatal(err)
@@ -423,8 +435,8 @@ func TestMaxMessageBytes(t *testing.T) {
 	c := testCluster(t, 10, engine.WithMaxMessageBytes(200))
 	tp := testTopic(t, c, "names", 1, tributary.String())
 	pr := testProducer[string](t, c, "p", tributary.Manual())
-	// The payload-type header counts: key 22 bytes + "String" 6 bytes.
-	room := 200 - len(tributary.HeaderPayloadType) - len("String")
+	// The payload type is the topic's: no per-record header counts.
+	room := 200
 	tests := []struct {
 		name    string
 		payload int
