@@ -723,6 +723,15 @@ func TestRunDeadLetter(t *testing.T) {
 	if !slices.Equal(dl.Headers, wheaders) {
 		t.Fatalf("dead letter headers\n got %v\nwant %v", dl.Headers, wheaders)
 	}
+	// The record itself carries the payload type, as every dead letter
+	// does (other records do not: it is the topic's).
+	snap, err := c.Backend().Snapshot("orders-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs := snap.Records[1]; len(recs) != 1 || !slices.Contains(recs[0].Headers, tributary.Header{Key: tributary.HeaderPayloadType, Value: purchaseType}) {
+		t.Fatalf("dead-letter records %+v: want one carrying %s %q", snap.Records, tributary.HeaderPayloadType, purchaseType)
+	}
 	if dl.Key != "cust-7" || !dl.Time.Equal(at) || dl.Value != sent.Value || dl.Payload != sent.Payload ||
 		dl.PayloadType != purchaseType || dl.Partition != 1 || dl.Topic != "orders-dlq" {
 		t.Fatalf("dead letter = %+v, want the original key, time, value, payload type, partition 1", dl)
