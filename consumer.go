@@ -967,59 +967,10 @@ func (c *Consumer[T]) Run(ctx context.Context, h Handler[T]) error {
 	// once on Close, and when Run returns.
 	settle, endSettle := context.WithCancel(context.WithoutCancel(ctx))
 	defer endSettle()
-	go func() { // Close cancels ctx: the handler's, the poll's
-		select {
-		case <-c.stop:
-			cancel()
-			endSettle()
-			return
-		case <-ctx.Done():
-		}
-		t := time.NewTimer(c.cfg.stopGrace)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-c.stop:
-		case <-settle.Done():
-		}
-		endSettle()
-	}()
-
-	r := runner[T]{c: c, h: h, ctx: ctx, settle: settle, jobs: make(chan Message[T]), results: make(chan error, 1)}
-	go r.work()
-	defer close(r.jobs)
+	r := &runner[T]{c: c, h: h, ctx: ctx, done: ctx.Done(), settle: settle, end: make(chan error, 1)}
 	defer r.stopTimers()
-
-	var buf []engine.Record
-	for outage := 0; ; {
-		var err error
-		buf, err = c.m.Poll(ctx, c.stop, buf[:0], c.cfg.batch)
-		if errors.Is(err, ErrUnavailable) {
-			if err := c.waitOutage(ctx, outage); err != nil {
-				return c.runEnd(ctx, err)
-			}
-			outage++
-			continue
-		}
-		if c.expiredErr(ctx, err) {
-			if err := c.rejoin(); err != nil {
-				return c.runEnd(ctx, err)
-			}
-			continue
-		}
-		if err != nil {
-			return c.runEnd(ctx, err)
-		}
-		outage = 0
-		for i := range buf {
-			if ctx.Err() != nil {
-				return c.runEnd(ctx, ctx.Err()) // the rest stay in flight; leaving releases them
-			}
-			if err := r.process(&buf[i]); err != nil {
-				return c.runEnd(ctx, err)
-			}
-		}
-	}
+	go r.loop()
+	return r.wait(cancel, endSettle)
 }
 
 // Backoff of Run while its backend is unavailable: the n-th wait in a row
@@ -1065,26 +1016,137 @@ func (c *Consumer[T]) runEnd(ctx context.Context, err error) error {
 	return err
 }
 
-// runner is the state of one Run.
+// runner is the state of one Run. The poll-handle-settle loop (drive)
+// runs on a worker goroutine (loop), so that Run's own goroutine (wait)
+// can return without waiting for a handler that ignores ctx; the two
+// agree through state which of them the record being handled belongs to.
 type runner[T any] struct {
-	c       *Consumer[T]
-	h       Handler[T]
-	ctx     context.Context // Run's: the handler's, the poll's
-	settle  context.Context // ends stopGrace after ctx: the handler's result, its Ack, its dead letter
-	jobs    chan Message[T]
-	results chan error
+	c      *Consumer[T]
+	h      Handler[T]
+	ctx    context.Context // Run's: the handler's, the poll's
+	done   <-chan struct{} // ctx.Done()
+	settle context.Context // ends stopGrace after ctx: the handler's result, its Ack, its dead letter
+	end    chan error      // the worker's result, sent once, when drive returns (buffered)
+
+	// state is runIdle while the worker polls or settles a record (wait
+	// then waits for the worker to end), runHandling while the handler
+	// runs, and runAbandoned once wait has given up: a worker that finds
+	// it so ends without entering the handler or applying its result.
+	state atomic.Int32
+
+	// The worker's: the records of the last poll, and the next to process.
+	// A handler that ends its goroutine hands them to a new worker (call).
+	buf  []engine.Record
+	next int
 
 	mu      sync.Mutex
 	pending map[int32]*retryTimer // partition → its pending retry; guarded by mu
+	armed   atomic.Int32          // len(pending), stored as mu is released: cancelPending reads it without mu
 	stopped bool                  // stopTimers has run: no new retry; guarded by mu
 	wg      sync.WaitGroup        // running retry callbacks
 }
 
-// work runs the handler for each job on its own goroutine, so that Run can
-// return without waiting for a handler that ignores ctx.
-func (r *runner[T]) work() {
-	for m := range r.jobs {
-		r.results <- r.call(m)
+// The values of runner.state.
+const (
+	runIdle      = iota // the worker polls, or settles a record: wait waits for it
+	runHandling         // the handler runs: wait may abandon it
+	runAbandoned        // wait gave up: the worker ends at its next step, applying nothing
+)
+
+// errRunAbandoned ends the worker of a Run that returned without it (or
+// whose consumer was closed while the handler ran); Run's result is then
+// runEnd's for ctx, and the handler's result is not applied.
+var errRunAbandoned = errors.New("consumer: Run abandoned its handler")
+
+// wait is Run's own goroutine: it waits for the worker to end (its
+// result is Run's), for ctx to end (then at most the stop grace more for
+// the worker), or for Close. Then it cancels the handler's context and the
+// settle step's and, if the handler is running, abandons it and returns
+// at once; otherwise the worker is polling or settling a record (one
+// backend request, or a dead letter bounded by the settle context), and
+// wait returns when it ends.
+func (r *runner[T]) wait(cancel, endSettle context.CancelFunc) error {
+	c := r.c
+	select {
+	case err := <-r.end:
+		return err
+	case <-c.stop:
+	case <-r.done:
+		t := time.NewTimer(c.cfg.stopGrace)
+		select {
+		case err := <-r.end:
+			t.Stop()
+			return err
+		case <-t.C:
+		case <-c.stop:
+			t.Stop()
+		}
+	}
+	cancel()
+	endSettle()
+	if r.abandon() {
+		return c.runEnd(r.ctx, r.ctx.Err())
+	}
+	return <-r.end
+}
+
+// abandon makes the state runAbandoned and reports whether the handler was
+// running (its worker is left to end on its own).
+func (r *runner[T]) abandon() bool {
+	for {
+		s := r.state.Load()
+		if r.state.CompareAndSwap(s, runAbandoned) {
+			return s == runHandling || runFaultOn(runFaultAbandonSettling)
+		}
+	}
+}
+
+// loop is the worker goroutine: it drives the consumer until an error, the
+// end of ctx or abandonment, and hands the result to wait.
+func (r *runner[T]) loop() {
+	r.end <- r.drive()
+}
+
+// drive polls and processes records, in order, until an error, the end of
+// ctx or abandonment, and returns Run's result for it. Records polled and
+// not processed stay in flight; Run's leave releases them.
+func (r *runner[T]) drive() error {
+	c := r.c
+	for outage := 0; ; {
+		for r.next < len(r.buf) {
+			select {
+			case <-r.done:
+				return c.runEnd(r.ctx, r.ctx.Err())
+			default:
+			}
+			rec := &r.buf[r.next]
+			r.next++
+			if err := r.process(rec); err != nil {
+				return c.runEnd(r.ctx, err)
+			}
+		}
+		var err error
+		r.buf, err = c.m.Poll(r.ctx, c.stop, r.buf[:0], c.cfg.batch)
+		r.next = 0
+		if errors.Is(err, ErrUnavailable) {
+			r.buf = r.buf[:0]
+			if err := c.waitOutage(r.ctx, outage); err != nil {
+				return c.runEnd(r.ctx, err)
+			}
+			outage++
+			continue
+		}
+		if c.expiredErr(r.ctx, err) {
+			r.buf = r.buf[:0]
+			if err := c.rejoin(); err != nil {
+				return c.runEnd(r.ctx, err)
+			}
+			continue
+		}
+		if err != nil {
+			return c.runEnd(r.ctx, err)
+		}
+		outage = 0
 	}
 }
 
@@ -1092,26 +1154,10 @@ func (r *runner[T]) work() {
 // (runtime.Goexit, as testing's FailNow does) instead of returning.
 var errHandlerExit = errors.New("handler ended its goroutine (runtime.Goexit) without returning")
 
-// call runs the handler, turning a panic into an error that holds the
-// panic value and the stack. A handler that calls runtime.Goexit fails its
-// record the same way; that goroutine cannot be kept, so call gives the
-// result and starts a new worker before it ends.
-func (r *runner[T]) call(m Message[T]) (err error) {
-	returned := false
-	defer func() {
-		if p := recover(); p != nil {
-			err = newPanicError("handler", p)
-		} else if !returned {
-			r.results <- errHandlerExit
-			go r.work()
-		}
-	}()
-	err = r.h(r.ctx, m)
-	returned = true
-	return err
-}
-
-// process handles one reserved record.
+// process handles one reserved record: the handler (unless it does not
+// decode), then its result applied (settleRecord). errRunAbandoned when
+// Run gave up the record, or the consumer was closed while the handler
+// ran; then nothing is applied.
 func (r *runner[T]) process(rec *engine.Record) error {
 	c := r.c
 	r.cancelPending(rec.Partition)
@@ -1119,45 +1165,95 @@ func (r *runner[T]) process(rec *engine.Record) error {
 	herr := m.Err
 	if herr == nil {
 		c.handled.Add(1)
-		hm := m // the handler's own: its changes never reach a dead letter
-		hm.Headers = slices.Clone(m.Headers)
-		select {
-		case r.jobs <- hm:
-		case <-r.ctx.Done():
-			return r.ctx.Err()
+		if !r.state.CompareAndSwap(runIdle, runHandling) {
+			return errRunAbandoned
 		}
-		select {
-		case herr = <-r.results:
-		case <-r.settle.Done():
-			select {
-			case herr = <-r.results: // finished as the grace ended: settle it
-			default:
-				return r.ctx.Err() // abandoned: the handler goroutine ends on its own
-			}
+		herr = r.call(rec, &m)
+		if !r.handled() {
+			return errRunAbandoned
 		}
-		if herr == nil {
-			for outage := 0; ; outage++ {
-				ok, err := c.m.Ack(rec.Partition, rec.Offset)
-				if errors.Is(err, ErrUnavailable) {
-					// Lost or not, the ack is tried again: false then
-					// means it had taken effect (or the delivery moved).
-					if err := c.waitOutage(r.settle, outage); err != nil {
-						return err
-					}
-					continue
-				}
-				if err != nil {
+	}
+	return r.settleRecord(rec, &m, herr)
+}
+
+// handled ends the handler's step: the record is the worker's again to
+// settle, unless wait abandoned it meanwhile or the consumer was closed
+// (Close ends Run without applying the running handler's result).
+func (r *runner[T]) handled() bool {
+	if runFaultOn(runFaultApplyAbandoned) {
+		r.state.Store(runIdle)
+		return true
+	}
+	if !r.state.CompareAndSwap(runHandling, runIdle) {
+		return false
+	}
+	return runFaultOn(runFaultApplyClosed) || !r.c.closed()
+}
+
+// call runs the handler on m's copy (its changes never reach a dead
+// letter), turning a panic into an error that holds the panic value and
+// the stack. A handler that calls runtime.Goexit fails its record the
+// same way; that goroutine cannot be kept, so call hands the record and
+// the rest of the loop to a new worker (resume) as the goroutine ends.
+func (r *runner[T]) call(rec *engine.Record, m *Message[T]) (err error) {
+	returned := false
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError("handler", p)
+		} else if !returned {
+			go r.resume(rec, *m)
+		}
+	}()
+	hm := *m
+	hm.Headers = slices.Clone(m.Headers)
+	err = r.h(r.ctx, hm)
+	returned = true
+	return err
+}
+
+// resume is the worker that follows one whose handler called
+// runtime.Goexit: it fails the record (errHandlerExit) and goes on.
+func (r *runner[T]) resume(rec *engine.Record, m Message[T]) {
+	if !r.handled() {
+		r.end <- r.c.runEnd(r.ctx, errRunAbandoned)
+		return
+	}
+	if err := r.settleRecord(rec, &m, errHandlerExit); err != nil {
+		r.end <- r.c.runEnd(r.ctx, err)
+		return
+	}
+	r.loop()
+}
+
+// settleRecord applies herr, the handler's result for rec (m its message,
+// as consumed): nil acks it; an error retries it after the backoff, or
+// dead-letters it after the group's maximum attempts, as does a payload
+// that does not decode. The Ack and the dead letter ride out an outage
+// until the settle context ends.
+func (r *runner[T]) settleRecord(rec *engine.Record, m *Message[T], herr error) error {
+	c := r.c
+	if herr == nil {
+		for outage := 0; ; outage++ {
+			ok, err := c.m.Ack(rec.Partition, rec.Offset)
+			if errors.Is(err, ErrUnavailable) {
+				// Lost or not, the ack is tried again: false then
+				// means it had taken effect (or the delivery moved).
+				if err := c.waitOutage(r.settle, outage); err != nil {
 					return err
 				}
-				if ok {
-					c.acked.Add(1)
-				}
-				return nil
+				continue
 			}
+			if err != nil {
+				return err
+			}
+			if ok {
+				c.acked.Add(1)
+			}
+			return nil
 		}
 	}
 	if c.dlq != nil && (m.Err != nil || rec.Attempt >= c.cfg.maxAttempts) {
-		return c.deadLetter(r.settle, &m, herr, true)
+		return c.deadLetter(r.settle, m, herr, true)
 	}
 	c.retried.Add(1)
 	r.retryLater(rec.Partition, rec.Offset, r.backoff(rec.Attempt))
@@ -1192,8 +1288,14 @@ func (r *runner[T]) retryLater(partition int32, offset int64, d time.Duration) {
 // this record so far.
 func (r *runner[T]) retryAfter(partition int32, offset int64, d time.Duration, outage int) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	r.retryAfterLocked(partition, offset, d, outage)
+}
+
+// unlock releases mu after a change of pending, storing its size in armed.
+func (r *runner[T]) unlock() {
+	r.armed.Store(int32(len(r.pending)))
+	r.mu.Unlock()
 }
 
 func (r *runner[T]) retryAfterLocked(partition int32, offset int64, d time.Duration, outage int) {
@@ -1220,7 +1322,7 @@ func (r *runner[T]) retryAfterLocked(partition int32, offset int64, d time.Durat
 		// (the consumer closed, the backend's) end with Run.
 		_, err := r.c.m.Retry(partition, offset)
 		r.mu.Lock()
-		defer r.mu.Unlock()
+		defer r.unlock()
 		if r.pending[partition] != rt {
 			return
 		}
@@ -1239,10 +1341,15 @@ func (r *runner[T]) retryAfterLocked(partition int32, offset int64, d time.Durat
 // cancelPending drops the pending retry of partition, if any: Run got the
 // partition's record again (an ack timeout or a rebalance redelivered it)
 // before the backoff ended, and a late Retry would cancel that delivery.
+// With no retry pending (armed 0) it takes no lock: the worker armed
+// every retry itself, or a timer re-armed one it had armed.
 func (r *runner[T]) cancelPending(partition int32) {
+	if r.armed.Load() == 0 {
+		return
+	}
 	r.mu.Lock()
 	r.cancelLocked(partition)
-	r.mu.Unlock()
+	r.unlock()
 }
 
 func (r *runner[T]) cancelLocked(partition int32) {
@@ -1262,7 +1369,7 @@ func (r *runner[T]) stopTimers() {
 	for p := range r.pending {
 		r.cancelLocked(p)
 	}
-	r.mu.Unlock()
+	r.unlock()
 	r.wg.Wait()
 }
 
