@@ -1161,7 +1161,7 @@ var errHandlerExit = errors.New("handler ended its goroutine (runtime.Goexit) wi
 func (r *runner[T]) process(rec *engine.Record) error {
 	c := r.c
 	r.cancelPending(rec.Partition)
-	m := c.t.message(rec)
+	m := c.message(rec)
 	herr := m.Err
 	if herr == nil {
 		c.handled.Add(1)
