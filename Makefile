@@ -10,7 +10,8 @@ all: verify test
 ## and the differential test against the same broken engines (built with the
 ## tributary_faults tag; see porcupine/faults_test.go, engine/diff_faults_test.go,
 ## engine/room_faults_test.go, engine/session_faults_test.go), and the paged log's checks against its broken
-## variants (ringlog/faults_test.go),
+## variants (ringlog/faults_test.go), and Consumer.Run's state tests against its broken
+## hand-offs (run_faults_test.go),
 ## then the Watermill adapter (its own module, watermill/) with Watermill's
 ## universal Pub/Sub suite at its -short size, then fuzz-short.
 test:
@@ -18,6 +19,7 @@ test:
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -tags tributary_faults ./porcupine/... ./cmd/lincheck/ ./ringlog/
 	$(GO) test -count=1 -tags tributary_faults -run 'Diff|RoomFaults|LivenessFaults' ./engine/
+	$(GO) test -count=1 -tags tributary_faults -run 'RunFaults' .
 	cd watermill && $(GO) vet ./... && $(GO) vet -tags tributarywm_faults ./...
 	cd watermill && $(GO) test -race -short -count=1 ./...
 	$(MAKE) fuzz-short

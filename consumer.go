@@ -1204,9 +1204,13 @@ func (r *runner[T]) call(rec *engine.Record, m *Message[T]) (err error) {
 			go r.resume(rec, *m)
 		}
 	}()
-	hm := *m
-	hm.Headers = slices.Clone(m.Headers)
-	err = r.h(r.ctx, hm)
+	if m.Headers == nil {
+		err = r.h(r.ctx, *m) // a copy already: nothing of it is shared with m
+	} else {
+		hm := *m
+		hm.Headers = slices.Clone(m.Headers)
+		err = r.h(r.ctx, hm)
+	}
 	returned = true
 	return err
 }
