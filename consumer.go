@@ -925,7 +925,9 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 // the group) and ends when h does. Records Run had reserved but not
 // handed to h when ctx ended are released by that leave. Close does not
 // wait: it leaves the group at once, and Run returns nil without applying
-// the result of a handler still running.
+// the result of a handler still running, nor of one that closed the
+// consumer itself. Run allocates nothing per record of its own (the
+// codec's Decode and the message IDs' shared blocks aside).
 //
 // While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
