@@ -2,12 +2,14 @@ package tributary
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"strconv"
+	"time"
 	"unsafe"
 )
 
@@ -55,6 +57,10 @@ type Codec[T any] interface {
 // zero value, never a partly filled one. For json.RawMessage, Decode
 // validates the payload and returns a compacted copy (insignificant white
 // space removed) that the caller owns.
+// Decode copies nothing of the payload (the broker's record, shared by
+// every reader) unless T holds a type with an UnmarshalJSON or
+// UnmarshalText of its own (time.Time's and json.RawMessage's aside): such
+// a method is handed part of a copy, which it may change or keep.
 //
 // The codec holds no state; it is safe for concurrent use.
 func JSON[T any]() Codec[T] {
@@ -62,12 +68,58 @@ func JSON[T any]() Codec[T] {
 	if t := reflect.TypeFor[T](); t != reflect.TypeFor[any]() && t != reflect.TypeFor[json.RawMessage]() {
 		name = "JSON:" + t.String()
 	}
-	return jsonCodec[T]{name: name, checkUTF8: reflect.TypeFor[T]() != reflect.TypeFor[json.RawMessage]()}
+	return jsonCodec[T]{name: name, checkUTF8: reflect.TypeFor[T]() != reflect.TypeFor[json.RawMessage](),
+		inPlace: !reachesUnmarshaler(reflect.TypeFor[T](), map[reflect.Type]bool{})}
 }
 
 type jsonCodec[T any] struct {
 	name      string // Name's answer, fixed by JSON
 	checkUTF8 bool   // refuse what json.Marshal coerced to valid UTF-8 (not for json.RawMessage)
+	// inPlace: json.Unmarshal into a T runs no user code, so it may read
+	// the payload's own bytes (reachesUnmarshaler is false).
+	inPlace bool
+}
+
+// reachesUnmarshaler reports whether json.Unmarshal into a zero value of t
+// may call an UnmarshalJSON or UnmarshalText other than encoding/json's
+// and time's own: t, or a type it holds (through pointers, slices, arrays,
+// maps and struct fields), implements json.Unmarshaler or
+// encoding.TextUnmarshaler, by value or pointer. Such a method is handed
+// part of Unmarshal's input, and may write to it or keep it (its contract
+// only asks it to copy what it keeps), so Decode then gives Unmarshal a
+// copy of the payload: the payload is the broker's record, shared by
+// every reader, and a string, which nothing may write. Interface types
+// reach none: a zero value's nil interface decodes into encoding/json's
+// own types. seen holds the types visited (recursive types).
+func reachesUnmarshaler(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t {
+	case reflect.TypeFor[json.RawMessage](), reflect.TypeFor[time.Time]():
+		return false // copy what they keep; write nothing
+	}
+	if t.Kind() != reflect.Interface {
+		for _, u := range []reflect.Type{reflect.TypeFor[json.Unmarshaler](), reflect.TypeFor[encoding.TextUnmarshaler]()} {
+			if t.Implements(u) || reflect.PointerTo(t).Implements(u) {
+				return true
+			}
+		}
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return reachesUnmarshaler(t.Elem(), seen)
+	case reflect.Map:
+		return reachesUnmarshaler(t.Key(), seen) || reachesUnmarshaler(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if reachesUnmarshaler(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (c jsonCodec[T]) Name() string { return c.name }
@@ -125,9 +177,17 @@ func (c jsonCodec[T]) Decode(payload string) (T, error) {
 	}
 	// json.Unmarshal checks the whole payload before it stores anything,
 	// so trailing data after the value is an error, not ignored.
-	// json.Unmarshal only reads its input and keeps no reference to it
-	// (strings it decodes are copies), so it reads the payload in place.
-	if err := json.Unmarshal(unsafe.Slice(unsafe.StringData(payload), len(payload)), &v); err != nil {
+	// json.Unmarshal itself only reads its input and keeps no reference
+	// to it (strings it decodes are copies), so it reads the payload in
+	// place, unless a user's UnmarshalJSON or UnmarshalText would be
+	// handed part of it (inPlace false): that gets a copy.
+	var in []byte
+	if c.inPlace {
+		in = unsafe.Slice(unsafe.StringData(payload), len(payload))
+	} else {
+		in = []byte(payload)
+	}
+	if err := json.Unmarshal(in, &v); err != nil {
 		var zero T
 		return zero, fmt.Errorf("%s: decode payload: %w", c.name, err)
 	}
