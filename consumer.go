@@ -665,7 +665,9 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 // ascending by partition within each). When a poll fails the iterator
 // yields the zero Message with the error (ctx.Err() when ctx ends,
 // ErrClosed once the consumer is closed or fenced, ErrInvalidArgument for a
-// nil ctx) and stops. Messages it had polled but not yielded when the loop
+// nil ctx) and stops. A step after the consumer was closed or fenced
+// yields ErrClosed so, even while messages of the last poll remain: the
+// close released them to the group's other members. Messages it had polled but not yielded when the loop
 // ends (a break, or the error) are released as by Retry (delivered again,
 // Attempt + 1), so none is left in flight to nobody. With a session
 // timeout (SPEC rule 24) the consumer heartbeats for as long as the loop
@@ -692,6 +694,13 @@ func (c *Consumer[T]) Messages(ctx context.Context) iter.Seq2[Message[T], error]
 				return
 			}
 			for next < len(batch) {
+				if c.closed() {
+					// Close (or fencing) left the group, which released
+					// the rest of the batch to its other members: a step
+					// now fails as a Poll would.
+					yield(Message[T]{}, c.closedErr())
+					return
+				}
 				m := batch[next]
 				next++
 				if !yield(m, nil) {
