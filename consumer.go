@@ -686,6 +686,7 @@ func (c *Consumer[T]) Messages(ctx context.Context) iter.Seq2[Message[T], error]
 			}
 		}()
 		for {
+			clear(batch) // yielded: a waiting loop keeps none of them alive
 			var err error
 			batch, err = c.AppendPoll(ctx, batch[:0], c.cfg.batch)
 			next = 0
@@ -1136,6 +1137,9 @@ func (r *runner[T]) drive() error {
 				return c.runEnd(r.ctx, err)
 			}
 		}
+		// The records done with are cleared first: a Run that waits
+		// for more must not keep their payloads alive.
+		clear(r.buf)
 		var err error
 		r.buf, err = c.m.Poll(r.ctx, c.stop, r.buf[:0], c.cfg.batch)
 		r.next = 0

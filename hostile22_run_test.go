@@ -225,3 +225,95 @@ func TestRunMixedFailuresDeadLetter(t *testing.T) {
 		t.Fatalf("dead letter %+v, want x, String, attempts 3", dl)
 	}
 }
+
+// heapAfterGC is the live heap after two collections, in bytes.
+func heapAfterGC() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestIdleConsumersHoldNoPayload: once a consumer has acked a large
+// record and the broker has removed it, nothing of the consumer's keeps
+// the payload alive while it waits for more: not a Run waiting in its
+// poll (its kept record buffer), nor a consumer between polls (AppendPoll
+// and TryAppendPoll keep theirs cleared).
+func TestIdleConsumersHoldNoPayload(t *testing.T) {
+	const size = 32 << 20
+	for _, how := range []string{"Run", "AppendPoll", "TryAppendPoll", "Messages"} {
+		t.Run(how, func(t *testing.T) {
+			c := testCluster(t, 10)
+			tp := testTopic(t, c, "t", 1, tributary.Bytes())
+			pr := testProducer[[]byte](t, c, "p", tributary.Manual())
+			cons := testConsumer(t, tp, "g", "m")
+			base := heapAfterGC()
+			big := make([]byte, size)
+			sendOK(t, pr, tp, tributary.Message[[]byte]{Value: big})
+			big = nil
+			ctx, cancel := context.WithCancel(guardCtx(t))
+			defer cancel()
+			acked := make(chan struct{})
+			done := make(chan error, 1)
+			switch how {
+			case "Run":
+				go func() {
+					done <- cons.Run(ctx, func(context.Context, tributary.Message[[]byte]) error {
+						defer close(acked)
+						return nil
+					})
+				}()
+			case "Messages":
+				go func() {
+					for m, err := range cons.Messages(ctx) {
+						if err != nil {
+							break
+						}
+						if err := cons.Ack(m); err != nil {
+							t.Error(err)
+						}
+						close(acked)
+					}
+					done <- nil
+				}()
+			default:
+				var buf []tributary.Message[[]byte]
+				var err error
+				if how == "AppendPoll" {
+					buf, err = cons.AppendPoll(ctx, buf, 1)
+				} else {
+					buf, err = cons.TryAppendPoll(buf, 1)
+				}
+				if err != nil || len(buf) != 1 {
+					t.Fatalf("poll: %d, %v", len(buf), err)
+				}
+				if err := cons.Ack(buf[0]); err != nil {
+					t.Fatal(err)
+				}
+				clear(buf)
+				close(acked)
+				done <- nil
+			}
+			<-acked
+			// The record is acked: the broker has let it go. Wait for
+			// the consumer to be back in its poll, then measure.
+			deadline := time.Now().Add(guard)
+			for {
+				time.Sleep(5 * time.Millisecond)
+				if d := describeTopic(t, c, "t"); d.Groups[0].Partitions[0].Committed == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("not acked")
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+			if held := heapAfterGC() - base; held > size/2 {
+				t.Errorf("%s: %d MiB still live after the %d MiB record was acked and removed", how, held>>20, size>>20)
+			}
+			cancel()
+			<-done
+		})
+	}
+}
