@@ -1207,27 +1207,38 @@ func (r *runner[T]) handled() bool {
 
 // call runs the handler on m's copy (its changes never reach a dead
 // letter), turning a panic into an error that holds the panic value and
-// the stack. A handler that calls runtime.Goexit fails its record the
-// same way; that goroutine cannot be kept, so call hands the record and
-// the rest of the loop to a new worker (resume) as the goroutine ends.
-func (r *runner[T]) call(rec *engine.Record, m *Message[T]) (err error) {
+// the stack (recovered by handle). A handler that calls runtime.Goexit
+// fails its record the same way; that goroutine cannot be kept, so call
+// hands the record and the rest of the loop to a new worker (resume) as
+// the goroutine ends. The goroutine ends so too when a panic raised while
+// the handler's goroutine was already ending is recovered: the runtime
+// then goes on ending it, so whether handle returned, not whether it
+// recovered, tells the two apart.
+func (r *runner[T]) call(rec *engine.Record, m *Message[T]) error {
 	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			err = newPanicError("handler", p)
-		} else if !returned {
+		if !returned {
 			go r.resume(rec, *m)
 		}
 	}()
-	if m.Headers == nil {
-		err = r.h(r.ctx, *m) // a copy already: nothing of it is shared with m
-	} else {
-		hm := *m
-		hm.Headers = slices.Clone(m.Headers)
-		err = r.h(r.ctx, hm)
-	}
+	err := r.handle(m)
 	returned = true
 	return err
+}
+
+// handle runs the handler on m's copy, its panic recovered as an error.
+func (r *runner[T]) handle(m *Message[T]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError("handler", p)
+		}
+	}()
+	if m.Headers == nil {
+		return r.h(r.ctx, *m) // a copy already: nothing of it is shared with m
+	}
+	hm := *m
+	hm.Headers = slices.Clone(m.Headers)
+	return r.h(r.ctx, hm)
 }
 
 // resume is the worker that follows one whose handler called

@@ -317,3 +317,42 @@ func TestIdleConsumersHoldNoPayload(t *testing.T) {
 		})
 	}
 }
+
+// TestRunHandlerPanicsThenGoexits: a handler whose panic is followed by a
+// deferred runtime.Goexit, and one whose Goexit is followed by a deferred
+// panic, each fail their attempt: Run goes on with the next attempt, and a
+// cancel ends it.
+func TestRunHandlerPanicsThenGoexits(t *testing.T) {
+	c := testCluster(t, 10)
+	tp := testTopic(t, c, "t", 1, tributary.String())
+	pr := testProducer[string](t, c, "p", tributary.Manual())
+	cons := testConsumer(t, tp, "g", "m", tributary.WithBackoff(time.Millisecond, time.Millisecond))
+	sendOK(t, pr, tp, tributary.Message[string]{Value: "x"})
+	ctx, cancel := context.WithCancel(guardCtx(t))
+	var attempts []int32
+	err := runGuarded(t, ctx, cons, func(_ context.Context, m tributary.Message[string]) error {
+		attempts = append(attempts, m.Attempt)
+		switch m.Attempt {
+		case 1:
+			defer runtime.Goexit()
+			panic("then Goexit")
+		case 2:
+			defer func() { panic("after Goexit") }()
+			runtime.Goexit()
+		case 3:
+			defer func() { recover(); runtime.Goexit() }()
+			panic("recovered, then Goexit")
+		}
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	if len(attempts) != 4 {
+		t.Fatalf("attempts %v, want 1..4", attempts)
+	}
+	if off, _ := committed(t, c, "t", "g"); off != 1 {
+		t.Fatalf("committed %d, want 1", off)
+	}
+}
