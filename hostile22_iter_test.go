@@ -265,3 +265,38 @@ func TestConcurrentPollsOnOneConsumer(t *testing.T) {
 	}
 	_ = strings.Repeat
 }
+
+// TestMessagesSameIteratorAgainAfterBreak: one iterator value ranged
+// again after a break starts afresh: it polls, and yields what the first
+// loop released and everything after, none twice.
+func TestMessagesSameIteratorAgainAfterBreak(t *testing.T) {
+	c := testCluster(t, 10)
+	tp := testTopic(t, c, "t", 4, tributary.String())
+	pr := testProducer[string](t, c, "p", tributary.Manual())
+	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(4))
+	for p := range int32(4) {
+		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: strconv.Itoa(int(p))})
+	}
+	seq := cons.Messages(guardCtx(t))
+	got := map[string]int{}
+	for round := range 3 {
+		for m, err := range seq {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[m.Value]++
+			if err := cons.Ack(m); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			break
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("three loops of one message each got %v, want three distinct values", got)
+	}
+	for _, n := range got {
+		if n != 1 {
+			t.Fatalf("got %v: a value twice", got)
+		}
+	}
+}
