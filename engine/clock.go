@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,4 +57,87 @@ func (c *wallClock) resync() *clockBase {
 	b := &clockBase{wall: time.Now().UnixNano(), mono: nanotime()}
 	c.base.Store(b)
 	return b
+}
+
+// coarseTick is how often the coarse clock's refresher re-reads the wall
+// clock while the broker has traffic: the resolution of the default clock's
+// record times (SPEC rule 15).
+const coarseTick = time.Millisecond
+
+// coarseIdleTicks is how many ticks without a reading the refresher waits
+// before it stops, so that an idle broker runs no goroutine and uses no CPU.
+const coarseIdleTicks = 8
+
+// The coarse clock's states.
+const (
+	coarseStopped  int32 = iota // no refresher; the next reading starts one
+	coarseStarting              // a reader is storing the first reading
+	coarseIdle                  // a refresher runs; no reading since its last tick
+	coarseUsed                  // a refresher runs; read since its last tick
+)
+
+// coarseClock is the default clock's reading for record times (SPEC rule
+// 15): the wall clock as wallClock gives it, re-read every coarseTick by a
+// refresher goroutine that runs only while readings come and stops
+// coarseIdleTicks ticks after the last one. A reading is then two loads,
+// where wallClock.now costs a monotonic clock read. It lags the wall clock
+// by the time since the refresher's last tick: coarseTick, more only while
+// the process has no CPU for the refresher. Readings are non-decreasing in
+// real time as wallClock's are: while a refresher runs it is the only
+// writer of now and stores fresh readings; the one reader that starts a
+// refresher stores its own fresh reading before any reader can use now,
+// and readers that come meanwhile wait for it.
+//
+// Ack and session timeouts (SPEC rules 22 and 24) do not read it: they read
+// wallClock, so that they never fire early.
+//
+// The zero coarseClock is ready to use once run is set.
+type coarseClock struct {
+	_     [64]byte // keep the words off the Broker's read-mostly fields
+	state atomic.Int32
+	now   atomic.Int64 // Unix ns, the last reading stored
+	run   func()       // the refresher, set by New: go run() allocates nothing
+	_     [64]byte
+}
+
+// read returns the coarse wall-clock time in Unix nanoseconds, starting the
+// refresher if none runs; w is the clock it reads.
+func (c *coarseClock) read(w *wallClock) int64 {
+	for {
+		switch c.state.Load() {
+		case coarseUsed:
+			return c.now.Load()
+		case coarseIdle:
+			if c.state.CompareAndSwap(coarseIdle, coarseUsed) {
+				return c.now.Load()
+			}
+		case coarseStopped:
+			if c.state.CompareAndSwap(coarseStopped, coarseStarting) {
+				n := w.now()
+				c.now.Store(n)
+				c.state.Store(coarseUsed)
+				go c.run()
+				return n
+			}
+		default: // coarseStarting: the first reading is a store away
+			runtime.Gosched()
+		}
+	}
+}
+
+// refresh is the refresher: every coarseTick it stores a fresh reading of
+// w, and it returns once coarseIdleTicks ticks in a row saw no reading.
+func (c *coarseClock) refresh(w *wallClock) {
+	idle := 0
+	for {
+		time.Sleep(coarseTick)
+		c.now.Store(w.now())
+		if c.state.CompareAndSwap(coarseUsed, coarseIdle) {
+			idle = 0
+			continue
+		}
+		if idle++; idle >= coarseIdleTicks && c.state.CompareAndSwap(coarseIdle, coarseStopped) {
+			return
+		}
+	}
 }

@@ -144,6 +144,14 @@
 //     taken with no other lock held (every call reads the clock before it
 //     locks anything).
 //
+//   - coarseClock.state and coarseClock.now (clock.go): the default
+//     clock's copy for record times, written by its refresher goroutine
+//     (and by the one reader that starts it) and read by Publish before
+//     any lock. Neither is a lock: they take part in no lock order, and a
+//     record's time is not part of any call's linearization (a publish
+//     linearizes at its append; its time is a value read before, as with
+//     the exact clock, only up to 1 ms older).
+//
 //   - With WithSessionTimeout (rule 24), session.seen: one atomic word per
 //     member, on a 128-byte padding unit of its own, holding the member's
 //     last-seen instant (broker clock, Unix ns) or sessionGone. It is

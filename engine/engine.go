@@ -90,6 +90,7 @@ type Broker struct {
 	maxBytes   int              // WithMaxMessageBytes; 0: no limit
 	session    int64            // WithSessionTimeout, in nanoseconds; 0: members never expire
 	wall       wallClock        // the default clock
+	coarse     coarseClock      // the default clock's record times
 	faults     faultSet         // empty unless built with tributary_faults (faults.go)
 
 	// createMu serialises Create: it guards the write side of topics.
@@ -309,14 +310,16 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 	if err := cfg.check(capacityPerPartition); err != nil {
 		return nil, err
 	}
-	return &Broker{
+	b := &Broker{
 		capacity:   capacityPerPartition,
 		window:     int64(cfg.window),
 		clock:      cfg.clock,
 		ackTimeout: int64(cfg.ackTimeout),
 		maxBytes:   cfg.maxBytes,
 		session:    int64(cfg.session),
-	}, nil
+	}
+	b.coarse.run = func() { b.coarse.refresh(&b.wall) }
+	return b, nil
 }
 
 // errZeroBroker is the error of every call on a Broker not made by New.
@@ -332,6 +335,16 @@ func (b *Broker) nowNanos() int64 {
 		return b.clock().UnixNano()
 	}
 	return b.wall.now()
+}
+
+// stampNanos reads the broker clock for a record's time (SPEC rule 15), in
+// Unix nanoseconds: WithClock's, or the default coarseClock. A call that
+// also needs its instant for rule 24 reads nowNanos once for both.
+func (b *Broker) stampNanos() int64 {
+	if b.clock != nil {
+		return b.clock().UnixNano()
+	}
+	return b.coarse.read(&b.wall)
 }
 
 // Create creates topic with partitionCount empty partitions (SPEC rule 2) and
@@ -485,9 +498,12 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 	if b.maxBytes > 0 && len(payload) > b.maxBytes {
 		return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, len(payload), b.maxBytes)
 	}
-	now := b.nowNanos()
+	var now int64
 	if b.session > 0 {
+		now = b.nowNanos()
 		t.expire(now) // one load of the topic's deadline unless it has come (rule 24)
+	} else {
+		now = b.stampNanos()
 	}
 	return t.append(p, entry{payload: payload, ts: now}), nil
 }
@@ -527,14 +543,14 @@ func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error
 	if m.Key != "" || len(m.Headers) > 0 || !m.Time.IsZero() {
 		e.meta = &entryMeta{key: m.Key, headers: cloneHeaders(m.Headers), time: m.Time}
 	}
-	if m.Time.IsZero() || b.session > 0 {
+	if b.session > 0 {
 		now := b.nowNanos() // one reading: the record's time and the expiry's instant
 		if m.Time.IsZero() {
 			e.ts = now
 		}
-		if b.session > 0 {
-			t.expire(now)
-		}
+		t.expire(now)
+	} else if m.Time.IsZero() {
+		e.ts = b.stampNanos()
 	}
 	return t.append(p, e), e.ts, nil
 }
