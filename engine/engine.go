@@ -491,6 +491,12 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 	if err != nil {
 		return -1, err
 	}
+	return t.publish(partition, payload)
+}
+
+// publish is Publish on t.
+func (t *topic) publish(partition int32, payload string) (int64, error) {
+	b := t.b
 	p, err := t.partition(partition)
 	if err != nil {
 		return -1, err
