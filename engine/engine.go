@@ -238,14 +238,23 @@ type entryMeta struct {
 // record returns e as the Record at (t, p, off) for its attempt-th delivery;
 // the headers are copied.
 func (e *entry) record(t *topic, p int32, off int64, attempt int32) Record {
-	r := Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Attempt: attempt}
-	if m := e.meta; m != nil {
-		r.Key, r.Headers, r.Time = m.key, cloneHeaders(m.headers), m.time
-	}
-	if r.Time.IsZero() {
-		r.Time = time.Unix(0, e.ts)
-	}
+	var r Record
+	e.recordInto(&r, t, p, off, attempt)
 	return r
+}
+
+// recordInto is record writing into *r, so that a poll fills its result's
+// element in place instead of copying a Record through the stack.
+func (e *entry) recordInto(r *Record, t *topic, p int32, off int64, attempt int32) {
+	if m := e.meta; m != nil {
+		tm := m.time
+		if tm.IsZero() {
+			tm = time.Unix(0, e.ts)
+		}
+		*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Key: m.key, Headers: cloneHeaders(m.headers), Time: tm, Attempt: attempt}
+		return
+	}
+	*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Time: time.Unix(0, e.ts), Attempt: attempt}
 }
 
 // partitionState is a partition's log and retention state.
@@ -901,7 +910,11 @@ func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int6
 		c.inFlight = true
 		c.attempts++
 		c.deliveredAt = now
-		dst = append(dst, e.record(t, p, off, c.attempts))
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, 1)
+		}
+		dst = dst[:len(dst)+1]
+		e.recordInto(&dst[len(dst)-1], t, p, off, c.attempts)
 	}
 	return dst
 }
