@@ -98,10 +98,11 @@ func WithReplayWindow(records int32) Option {
 // early. A record's time (SPEC rule 15) without a session timeout reads a
 // coarse copy of it, refreshed every millisecond by a goroutine that runs
 // while the broker publishes and exits within about 10 ms of the last
-// publish: it is at most 1 ms behind the wall clock (more only while the
-// process has no CPU for the refresher) and never ahead of it, and the
-// times of records published one after another are non-decreasing unless
-// the system clock is set back. With WithSessionTimeout a publish reads
+// publish: it is at most 1 ms behind the exact reading (more only while
+// the process has no CPU for the refresher) and never ahead of it, so a
+// record's time may be up to 1 ms before a time.Now taken just before the
+// publish; the times of records published one after another are
+// non-decreasing unless the system clock is set back. With WithSessionTimeout a publish reads
 // the clock exactly, once, for the record's time and the call's instant.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock, c.clockSet = now, true }
