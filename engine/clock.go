@@ -64,6 +64,12 @@ func (c *wallClock) resync() *clockBase {
 // record times (SPEC rule 15).
 const coarseTick = time.Millisecond
 
+// coarseExactEvery is how often, in appends to one partition, a record's
+// time is read exactly instead of from the coarse clock (append): a busy
+// publisher thus bounds the lag itself when the refresher waits for CPU,
+// as at GOMAXPROCS 1, where it runs only when the publisher is preempted.
+const coarseExactEvery = 64
+
 // coarseIdleTicks is how many ticks without a reading the refresher waits
 // before it stops, so that an idle broker runs no goroutine and uses no CPU.
 const coarseIdleTicks = 8
@@ -79,14 +85,17 @@ const (
 // coarseClock is the default clock's reading for record times (SPEC rule
 // 15): the wall clock as wallClock gives it, re-read every coarseTick by a
 // refresher goroutine that runs only while readings come and stops
-// coarseIdleTicks ticks after the last one. A reading is then two loads,
-// where wallClock.now costs a monotonic clock read. It lags the wall clock
-// by the time since the refresher's last tick: coarseTick, more only while
-// the process has no CPU for the refresher. Readings are non-decreasing in
-// real time as wallClock's are: while a refresher runs it is the only
-// writer of now and stores fresh readings; the one reader that starts a
-// refresher stores its own fresh reading before any reader can use now,
-// and readers that come meanwhile wait for it.
+// coarseIdleTicks ticks after the last one, and by every
+// coarseExactEvery-th append to a partition (exact). A reading is then two
+// loads, where wallClock.now costs a monotonic clock read. It lags the
+// wall clock by the time since the last refresh: coarseTick while the
+// refresher gets CPU, and a partition's record times lag by at most the
+// time its last coarseExactEvery appends took. Readings are non-decreasing
+// in real time as wallClock's are: every store goes through advance, which
+// never lowers now by less than wallClockResync (an exact reading older
+// than now loses to it; a system clock set back by more is followed); the
+// one reader that starts a refresher stores its fresh reading before any
+// reader can use now, and readers that come meanwhile wait for it.
 //
 // Ack and session timeouts (SPEC rules 22 and 24) do not read it: they read
 // wallClock, so that they never fire early.
@@ -113,8 +122,7 @@ func (c *coarseClock) read(w *wallClock) int64 {
 			}
 		case coarseStopped:
 			if c.state.CompareAndSwap(coarseStopped, coarseStarting) {
-				n := w.now()
-				c.now.Store(n)
+				n := c.advance(w.now())
 				c.state.Store(coarseUsed)
 				go c.run()
 				return n
@@ -131,13 +139,32 @@ func (c *coarseClock) refresh(w *wallClock) {
 	idle := 0
 	for {
 		time.Sleep(coarseTick)
-		c.now.Store(w.now())
+		c.advance(w.now())
 		if c.state.CompareAndSwap(coarseUsed, coarseIdle) {
 			idle = 0
 			continue
 		}
 		if idle++; idle >= coarseIdleTicks && c.state.CompareAndSwap(coarseIdle, coarseStopped) {
 			return
+		}
+	}
+}
+
+// exact stores an exact reading of w and returns the coarse clock's
+// reading after it: the exact one, or a later one already stored.
+func (c *coarseClock) exact(w *wallClock) int64 { return c.advance(w.now()) }
+
+// advance stores n, a fresh reading of the wall clock, unless now holds a
+// later one less than wallClockResync later (n was read before it), and
+// returns what now holds.
+func (c *coarseClock) advance(n int64) int64 {
+	for {
+		old := c.now.Load()
+		if n <= old && old-n < int64(wallClockResync) {
+			return old
+		}
+		if c.now.CompareAndSwap(old, n) {
+			return n
 		}
 	}
 }

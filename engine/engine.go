@@ -273,6 +273,9 @@ type partitionState struct {
 	// is free, every cursor at low is pinned, and atLow counts them.
 	low   int64
 	atLow int
+	// stamps counts the appends stamped by the coarse clock; every
+	// coarseExactEvery-th reads the clock exactly (coarseClock).
+	stamps uint32
 	// room wakes producers waiting for space: notified, under mu, whenever
 	// retention removes records (trimLocked). It needs no lock of its own.
 	room signal
@@ -347,13 +350,14 @@ func (b *Broker) nowNanos() int64 {
 }
 
 // stampNanos reads the broker clock for a record's time (SPEC rule 15), in
-// Unix nanoseconds: WithClock's, or the default coarseClock. A call that
-// also needs its instant for rule 24 reads nowNanos once for both.
-func (b *Broker) stampNanos() int64 {
+// Unix nanoseconds: WithClock's, or the default coarseClock, and says
+// which (coarse). A call that also needs its instant for rule 24 reads
+// nowNanos once for both.
+func (b *Broker) stampNanos() (ns int64, coarse bool) {
 	if b.clock != nil {
-		return b.clock().UnixNano()
+		return b.clock().UnixNano(), false
 	}
-	return b.coarse.read(&b.wall)
+	return b.coarse.read(&b.wall), true
 }
 
 // Create creates topic with partitionCount empty partitions (SPEC rule 2) and
@@ -513,14 +517,15 @@ func (t *topic) publish(partition int32, payload string) (int64, error) {
 	if b.maxBytes > 0 && len(payload) > b.maxBytes {
 		return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, len(payload), b.maxBytes)
 	}
-	var now int64
+	e := entry{payload: payload}
+	coarse := false
 	if b.session > 0 {
-		now = b.nowNanos()
-		t.expire(now) // one load of the topic's deadline unless it has come (rule 24)
+		e.ts = b.nowNanos()
+		t.expire(e.ts) // one load of the topic's deadline unless it has come (rule 24)
 	} else {
-		now = b.stampNanos()
+		e.ts, coarse = b.stampNanos()
 	}
-	return t.append(p, entry{payload: payload, ts: now}), nil
+	return t.append(p, &e, coarse), nil
 }
 
 // PublishMessage appends m to partition of topic and returns the offset it
@@ -564,22 +569,34 @@ func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error
 			e.ts = now
 		}
 		t.expire(now)
-	} else if m.Time.IsZero() {
-		e.ts = b.stampNanos()
+		return t.append(p, &e, false), e.ts, nil
 	}
-	return t.append(p, e), e.ts, nil
+	coarse := false
+	if m.Time.IsZero() {
+		e.ts, coarse = b.stampNanos()
+	}
+	off := t.append(p, &e, coarse)
+	return off, e.ts, nil
 }
 
-// append is the locked part of a publish: it appends e to p and returns its
-// offset, or -1 when p is full and has no fully committed record the replay
-// window may give up. The new log end offset is published to polls (p.end)
-// before the partition lock is let go.
-func (t *topic) append(p *partition, e entry) int64 {
+// append is the locked part of a publish: it appends *e to p and returns
+// its offset, or -1 when p is full and has no fully committed record the
+// replay window may give up. The new log end offset is published to polls
+// (p.end) before the partition lock is let go. coarse says e.ts is a
+// reading of the coarse clock; every coarseExactEvery-th such append to p
+// replaces it with an exact reading, which bounds the coarse clock's lag
+// while the refresher gets no CPU.
+func (t *topic) append(p *partition, e *entry, coarse bool) int64 {
 	p.mu.Lock()
+	if coarse {
+		if p.stamps++; p.stamps%coarseExactEvery == 0 {
+			e.ts = t.b.coarse.exact(&t.b.wall)
+		}
+	}
 	if p.log.Full() && (t.evictableLocked(p) || t.b.window > 0 && p.low != noLow && t.faults.on(faultWindowEvictsNeeded)) {
 		p.log.TrimTo(p.log.StartOffset() + 1) // the oldest fully committed record (rule 21)
 	}
-	off, ok := p.log.Append(e)
+	off, ok := p.log.Append(*e)
 	if ok {
 		p.end.Store(off + 1)
 	}

@@ -98,8 +98,10 @@ func WithReplayWindow(records int32) Option {
 // early. A record's time (SPEC rule 15) without a session timeout reads a
 // coarse copy of it, refreshed every millisecond by a goroutine that runs
 // while the broker publishes and exits within about 10 ms of the last
-// publish: it is at most 1 ms behind the exact reading (more only while
-// the process has no CPU for the refresher) and never ahead of it, so a
+// publish, and read exactly by every 64th publish to a partition: it is
+// at most 1 ms behind the exact reading while the refresher gets CPU, and
+// at most the time the partition's last 64 publishes took while it does
+// not (a busy publisher at GOMAXPROCS 1), and never ahead of it, so a
 // record's time may be up to 1 ms before a time.Now taken just before the
 // publish; the times of records published one after another are
 // non-decreasing unless the system clock is set back. With WithSessionTimeout a publish reads
