@@ -100,12 +100,15 @@ const (
 // Ack and session timeouts (SPEC rules 22 and 24) do not read it: they read
 // wallClock, so that they never fire early.
 //
-// The zero coarseClock is ready to use once run is set.
+// The zero coarseClock is ready to use once run and timer are set. At most
+// one refresher runs: one starts only from coarseStopped, which the last
+// one stores as its last use of the clock.
 type coarseClock struct {
 	_     [64]byte // keep the words off the Broker's read-mostly fields
 	state atomic.Int32
 	now   atomic.Int64 // Unix ns, the last reading stored
 	run   func()       // the refresher, set by New: go run() allocates nothing
+	timer *time.Timer  // the refresher's, made stopped by New: a tick allocates nothing
 	_     [64]byte
 }
 
@@ -138,7 +141,8 @@ func (c *coarseClock) read(w *wallClock) int64 {
 func (c *coarseClock) refresh(w *wallClock) {
 	idle := 0
 	for {
-		time.Sleep(coarseTick)
+		c.timer.Reset(coarseTick)
+		<-c.timer.C
 		c.advance(w.now())
 		if c.state.CompareAndSwap(coarseUsed, coarseIdle) {
 			idle = 0

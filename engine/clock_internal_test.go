@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -69,4 +70,36 @@ func TestCoarseClockReadings(t *testing.T) {
 		t.Error(e)
 	}
 	require.Eventually(t, func() bool { return b.coarse.state.Load() == coarseStopped }, 10*time.Second, time.Millisecond)
+}
+
+// TestCoarseClockStartAllocatesNothing checks that a publish that starts
+// the refresher allocates nothing (Publish's allocation guarantee holds
+// after an idle spell too), nor does the refresher's first tick.
+// testing.AllocsPerRun's warm-up call would start it, so the count is read
+// around the one call and that tick, at GOMAXPROCS 1 so that
+// no other goroutine allocates meanwhile and the goroutine the publish
+// starts can reuse the one the last refresher left (with several Ps it
+// may be on another P's free list, and the runtime makes a new one).
+func TestCoarseClockStartAllocatesNothing(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	b, err := New(1000)
+	require.NoError(t, err)
+	_, err = b.Create("t", 1)
+	require.NoError(t, err)
+	_, err = b.Publish("t", 0, "x") // warm-up: the first publish of a topic
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	for round := range 3 {
+		require.Eventually(t, func() bool { return b.coarse.state.Load() == coarseStopped }, 10*time.Second, time.Millisecond)
+		runtime.ReadMemStats(&before)
+		_, err := b.Publish("t", 0, "x")
+		started := b.coarse.state.Load() != coarseStopped
+		for b.coarse.state.Load() == coarseUsed {
+			runtime.Gosched() // until the refresher's first tick, which is counted too
+		}
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err)
+		require.True(t, started, "round %d: the publish started no refresher", round)
+		require.Zero(t, after.Mallocs-before.Mallocs, "round %d: allocations of a publish that starts the refresher", round)
+	}
 }

@@ -331,6 +331,8 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 		session:    int64(cfg.session),
 	}
 	b.coarse.run = func() { b.coarse.refresh(&b.wall) }
+	b.coarse.timer = time.NewTimer(time.Hour)
+	b.coarse.timer.Stop()
 	return b, nil
 }
 
