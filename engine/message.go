@@ -114,7 +114,10 @@ func WithClock(now func() time.Time) Option {
 // broker clock stop blocking its partition: the owner's next Poll delivers
 // it again with Attempt + 1 (SPEC rule 22). Until then it stays in flight
 // and Ack and Retry of it work. It is evaluated lazily by Poll: no timers,
-// no goroutines. d must be > 0; the default is no timeout.
+// no goroutines. A delivery's age is read on the exact broker clock, never
+// the coarse copy that stamps records (WithClock), so on the default clock
+// a delivery is redelivered no earlier than d after its Poll. d must be >
+// 0; the default is no timeout.
 func WithAckTimeout(d time.Duration) Option {
 	return func(c *config) { c.ackTimeout, c.ackSet = d, true }
 }
