@@ -793,22 +793,29 @@ func (c *Consumer[T]) putRecords(b *recordBuf, recs []engine.Record) {
 // name holds the record; only an Ack racing with Close itself can land on
 // the successor.
 func (c *Consumer[T]) Ack(m Message[T]) error {
-	return c.settle(m, c.m.Ack)
+	return c.settle(m.Partition, m.Offset, false)
 }
 
 // Retry releases m, which must be in flight to this consumer, without
 // committing it: the next poll delivers it again with Attempt + 1 (SPEC
 // rules 12, 16). Errors: as Ack.
 func (c *Consumer[T]) Retry(m Message[T]) error {
-	return c.settle(m, c.m.Retry)
+	return c.settle(m.Partition, m.Offset, true)
 }
 
-// settle is Ack (with the member's Ack) and Retry (with its Retry).
-func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int64) (bool, error)) error {
+// settle is Ack (retry false: the member's Ack) and Retry (its Retry) of
+// the record at (partition, offset).
+func (c *Consumer[T]) settle(partition int32, offset int64, retry bool) error {
 	if c.closed() {
 		return c.closedNotInFlight()
 	}
-	ok, err := call(m.Partition, m.Offset)
+	var ok bool
+	var err error
+	if retry {
+		ok, err = c.m.Retry(partition, offset)
+	} else {
+		ok, err = c.m.Ack(partition, offset)
+	}
 	if errors.Is(err, ErrFenced) {
 		c.noteErr(err)
 		return c.closedNotInFlight()
@@ -817,7 +824,7 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 		return c.noteErr(err)
 	}
 	if !ok {
-		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
+		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), partition, offset)
 	}
 	return err
 }
