@@ -580,7 +580,9 @@ func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error)
 // poll allocates nothing of its own but its messages' IDs (from a shared
 // block, about one allocation per 200 messages) and what the codec's
 // Decode allocates. The messages' IDs and payloads stay valid after dst
-// is reused. Errors: as Poll.
+// is reused. Errors: ErrInvalidArgument (a nil ctx, max outside 1..64);
+// ctx.Err() when ctx ends; ErrClosed when the consumer is closed (or
+// removed, or superseded: with ErrFenced); the backend's.
 func (c *Consumer[T]) AppendPoll(ctx context.Context, dst []Message[T], max int32) ([]Message[T], error) {
 	if ctx == nil {
 		return dst, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
@@ -614,9 +616,12 @@ func (c *Consumer[T]) AppendPoll(ctx context.Context, dst []Message[T], max int3
 }
 
 // TryPoll is Poll without waiting: it returns at once, with no messages
-// when none is deliverable. With a session timeout, a TryPoll that finds
-// nothing also heartbeats, and a consumer that finds it has expired joins
-// again and polls once more (ConsumerStats.Expired).
+// (an empty slice) when none is deliverable. With a session timeout, a
+// TryPoll that finds nothing also heartbeats, and a consumer that finds it
+// has expired joins again and polls once more (ConsumerStats.Expired).
+// Errors: ErrInvalidArgument (max outside 1..64); ErrClosed when the
+// consumer is closed (or removed, or superseded: with ErrFenced); the
+// backend's.
 func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 	out, err := c.TryAppendPoll(nil, max)
 	if err != nil {
@@ -630,7 +635,9 @@ func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 
 // TryAppendPoll is TryPoll appending the messages to dst, as AppendPoll is
 // Poll's: dst extended by the messages polled, dst unchanged when there is
-// none or with an error. Errors: as TryPoll.
+// none or with an error. Errors: ErrInvalidArgument (max outside 1..64);
+// ErrClosed when the consumer is closed (or removed, or superseded: with
+// ErrFenced); the backend's.
 func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], error) {
 	if err := c.checkPoll(max); err != nil {
 		return dst, err
@@ -667,7 +674,9 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 // ErrClosed once the consumer is closed or fenced, ErrInvalidArgument for a
 // nil ctx) and stops. Messages it had polled but not yielded when the loop
 // ends (a break, or the error) are released as by Retry (delivered again,
-// Attempt + 1), so none is left in flight to nobody. With a session
+// Attempt + 1: each counts as a delivery, which a dead-letter policy's
+// maximum attempts counts too; a loop that often breaks early should use a
+// small WithBatch), so none is left in flight to nobody. With a session
 // timeout (SPEC rule 24) the consumer heartbeats for as long as the loop
 // runs, its body working or its poll waiting, as under Run. The iterator
 // polls nothing until a loop starts; it may be ranged over again, and by
