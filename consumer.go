@@ -580,7 +580,9 @@ func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error)
 // poll allocates nothing of its own but its messages' IDs (from a shared
 // block, about one allocation per 200 messages) and what the codec's
 // Decode allocates. The messages' IDs and payloads stay valid after dst
-// is reused. Errors: as Poll.
+// is reused. Errors: ErrInvalidArgument (a nil ctx, max outside 1..64);
+// ctx.Err() when ctx ends; ErrClosed when the consumer is closed (or
+// removed, or superseded: with ErrFenced); the backend's.
 func (c *Consumer[T]) AppendPoll(ctx context.Context, dst []Message[T], max int32) ([]Message[T], error) {
 	if ctx == nil {
 		return dst, fmt.Errorf("%w: nil Context", ErrInvalidArgument)
@@ -614,9 +616,12 @@ func (c *Consumer[T]) AppendPoll(ctx context.Context, dst []Message[T], max int3
 }
 
 // TryPoll is Poll without waiting: it returns at once, with no messages
-// when none is deliverable. With a session timeout, a TryPoll that finds
-// nothing also heartbeats, and a consumer that finds it has expired joins
-// again and polls once more (ConsumerStats.Expired).
+// (an empty slice) when none is deliverable. With a session timeout, a
+// TryPoll that finds nothing also heartbeats, and a consumer that finds it
+// has expired joins again and polls once more (ConsumerStats.Expired).
+// Errors: ErrInvalidArgument (max outside 1..64); ErrClosed when the
+// consumer is closed (or removed, or superseded: with ErrFenced); the
+// backend's.
 func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 	out, err := c.TryAppendPoll(nil, max)
 	if err != nil {
@@ -630,7 +635,9 @@ func (c *Consumer[T]) TryPoll(max int32) ([]Message[T], error) {
 
 // TryAppendPoll is TryPoll appending the messages to dst, as AppendPoll is
 // Poll's: dst extended by the messages polled, dst unchanged when there is
-// none or with an error. Errors: as TryPoll.
+// none or with an error. Errors: ErrInvalidArgument (max outside 1..64);
+// ErrClosed when the consumer is closed (or removed, or superseded: with
+// ErrFenced); the backend's.
 func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], error) {
 	if err := c.checkPoll(max); err != nil {
 		return dst, err
@@ -669,7 +676,9 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 // yields ErrClosed so, even while messages of the last poll remain: the
 // close released them to the group's other members. Messages it had polled but not yielded when the loop
 // ends (a break, or the error) are released as by Retry (delivered again,
-// Attempt + 1), so none is left in flight to nobody. With a session
+// Attempt + 1: each counts as a delivery, which a dead-letter policy's
+// maximum attempts counts too; a loop that often breaks early should use a
+// small WithBatch), so none is left in flight to nobody. With a session
 // timeout (SPEC rule 24) the consumer heartbeats for as long as the loop
 // runs, its body working or its poll waiting, as under Run. The iterator
 // polls nothing until a loop starts; it may be ranged over again, and by
@@ -803,22 +812,29 @@ func (c *Consumer[T]) putRecords(b *recordBuf, recs []engine.Record) {
 // name holds the record; only an Ack racing with Close itself can land on
 // the successor.
 func (c *Consumer[T]) Ack(m Message[T]) error {
-	return c.settle(m, c.m.Ack)
+	return c.settle(m.Partition, m.Offset, false)
 }
 
 // Retry releases m, which must be in flight to this consumer, without
 // committing it: the next poll delivers it again with Attempt + 1 (SPEC
 // rules 12, 16). Errors: as Ack.
 func (c *Consumer[T]) Retry(m Message[T]) error {
-	return c.settle(m, c.m.Retry)
+	return c.settle(m.Partition, m.Offset, true)
 }
 
-// settle is Ack (with the member's Ack) and Retry (with its Retry).
-func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int64) (bool, error)) error {
+// settle is Ack (retry false: the member's Ack) and Retry (its Retry) of
+// the record at (partition, offset).
+func (c *Consumer[T]) settle(partition int32, offset int64, retry bool) error {
 	if c.closed() {
 		return c.closedNotInFlight()
 	}
-	ok, err := call(m.Partition, m.Offset)
+	var ok bool
+	var err error
+	if retry {
+		ok, err = c.m.Retry(partition, offset)
+	} else {
+		ok, err = c.m.Ack(partition, offset)
+	}
 	if errors.Is(err, ErrFenced) {
 		c.noteErr(err)
 		return c.closedNotInFlight()
@@ -827,7 +843,7 @@ func (c *Consumer[T]) settle(m Message[T], call func(partition int32, offset int
 		return c.noteErr(err)
 	}
 	if !ok {
-		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), m.Partition, m.Offset)
+		err = fmt.Errorf("%w: %s partition %d offset %d", ErrNotInFlight, c.t.Name(), partition, offset)
 	}
 	return err
 }

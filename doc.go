@@ -3,7 +3,7 @@
 // and consumers in consumer groups that block, run handlers, retry with
 // backoff and dead-letter what keeps failing — Kafka's consumer-group
 // semantics inside one process. The broker underneath is package engine
-// (SPEC rules 1–23); a second backend slots in through the Backend
+// (SPEC rules 1–25, docs/contract.md); a second backend slots in through the Backend
 // interface.
 //
 // # Usage
@@ -54,7 +54,7 @@
 // payload does not decode) the record goes to the dead-letter topic with
 // headers naming its origin and the last error, then is acked. A full
 // dead-letter topic makes Run wait: a record is never lost. Delivery is at
-// least once: a record whose delivery a rebalance or an ack timeout
+// least once: a record whose delivery a rebalance, a Seek or an ack timeout
 // cancelled is processed again, by its new owner.
 //
 // A handler may call anything on the cluster — publish to its own topic,

@@ -45,8 +45,9 @@ type Message[T any] struct {
 	Offset    int64 // the record's offset in its partition
 	Key       string
 	Headers   []Header // user headers, in order; HeaderPayloadType is not among them
-	// Time is the creation time; zero when sending: the broker stamps the
-	// record with its clock as it appends it, and Send returns that time.
+	// Time is the creation time. Sending, the caller may set it; left zero,
+	// the broker stamps the record with its clock as it appends it, and
+	// Send returns that time.
 	Time time.Time
 	// PayloadType is the topic's payload type (Topic.PayloadType; a dead
 	// letter's HeaderPayloadType), set when the message is sent and

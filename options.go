@@ -90,7 +90,7 @@ func (f consumerOption) applyConsumer(c *consumerConfig) { f(c) }
 const (
 	DefaultBackoff    = 100 * time.Millisecond // first retry delay of Run
 	DefaultMaxBackoff = 10 * time.Second       // cap of Run's doubling retry delay
-	DefaultBatch      = 16                     // records per poll in Run
+	DefaultBatch      = 16                     // records per poll in Run and Messages
 	DefaultStopGrace  = 5 * time.Second        // Run's wait for a running handler once its context ends
 )
 
@@ -139,8 +139,9 @@ func WithStart(start engine.GroupStart) GroupOption {
 	return groupOption(func(g *GroupConfig) { g.Start = start })
 }
 
-// WithBatch sets how many records Run reserves per poll, 1..64 (at most one
-// per partition is in flight at a time). Default DefaultBatch.
+// WithBatch sets how many records Run and the Messages iterator reserve per
+// poll, 1..64 (at most one per partition is in flight at a time). Default
+// DefaultBatch.
 func WithBatch(n int32) ConsumerOption {
 	return consumerOption(func(c *consumerConfig) { c.batch = n })
 }

@@ -140,9 +140,20 @@
 //     retention; a stale pin (on a cursor above low) only sends its next
 //     Ack the slow way, which clears it.
 //
-//   - wallClock.mu serialises the default clock's resync; a leaf lock,
-//     taken with no other lock held (every call reads the clock before it
-//     locks anything).
+//   - wallClock.mu serialises the default clock's resync; a leaf lock:
+//     nothing is locked while it is held. Every call reads the clock
+//     before it locks anything, except a publish's exact reading for the
+//     coarse clock (below), taken under partition.mu.
+//
+//   - coarseClock.state and coarseClock.now (clock.go): the default
+//     clock's copy for record times, written by its refresher goroutine
+//     (and by the one reader that starts it, and, under partition.mu, by
+//     every coarseExactEvery-th append to the partition) and read by
+//     Publish before any lock. partition.stamps, the count of those
+//     appends, is guarded by partition.mu. Neither is a lock: they take part in no lock order, and a
+//     record's time is not part of any call's linearization (a publish
+//     linearizes at its append; its time is a value read before, as with
+//     the exact clock, only up to 1 ms older).
 //
 //   - With WithSessionTimeout (rule 24), session.seen: one atomic word per
 //     member, on a 128-byte padding unit of its own, holding the member's

@@ -90,6 +90,7 @@ type Broker struct {
 	maxBytes   int              // WithMaxMessageBytes; 0: no limit
 	session    int64            // WithSessionTimeout, in nanoseconds; 0: members never expire
 	wall       wallClock        // the default clock
+	coarse     coarseClock      // the default clock's record times
 	faults     faultSet         // empty unless built with tributary_faults (faults.go)
 
 	// createMu serialises Create: it guards the write side of topics.
@@ -237,14 +238,23 @@ type entryMeta struct {
 // record returns e as the Record at (t, p, off) for its attempt-th delivery;
 // the headers are copied.
 func (e *entry) record(t *topic, p int32, off int64, attempt int32) Record {
-	r := Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Attempt: attempt}
-	if m := e.meta; m != nil {
-		r.Key, r.Headers, r.Time = m.key, cloneHeaders(m.headers), m.time
-	}
-	if r.Time.IsZero() {
-		r.Time = time.Unix(0, e.ts)
-	}
+	var r Record
+	e.recordInto(&r, t, p, off, attempt)
 	return r
+}
+
+// recordInto is record writing into *r, so that a poll fills its result's
+// element in place instead of copying a Record through the stack.
+func (e *entry) recordInto(r *Record, t *topic, p int32, off int64, attempt int32) {
+	if m := e.meta; m != nil {
+		tm := m.time
+		if tm.IsZero() {
+			tm = time.Unix(0, e.ts)
+		}
+		*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Key: m.key, Headers: cloneHeaders(m.headers), Time: tm, Attempt: attempt}
+		return
+	}
+	*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Time: time.Unix(0, e.ts), Attempt: attempt}
 }
 
 // partitionState is a partition's log and retention state.
@@ -263,6 +273,9 @@ type partitionState struct {
 	// is free, every cursor at low is pinned, and atLow counts them.
 	low   int64
 	atLow int
+	// stamps counts the appends stamped by the coarse clock; every
+	// coarseExactEvery-th reads the clock exactly (coarseClock).
+	stamps uint32
 	// room wakes producers waiting for space: notified, under mu, whenever
 	// retention removes records (trimLocked). It needs no lock of its own.
 	room signal
@@ -309,14 +322,18 @@ func New(capacityPerPartition int32, opts ...Option) (*Broker, error) {
 	if err := cfg.check(capacityPerPartition); err != nil {
 		return nil, err
 	}
-	return &Broker{
+	b := &Broker{
 		capacity:   capacityPerPartition,
 		window:     int64(cfg.window),
 		clock:      cfg.clock,
 		ackTimeout: int64(cfg.ackTimeout),
 		maxBytes:   cfg.maxBytes,
 		session:    int64(cfg.session),
-	}, nil
+	}
+	b.coarse.run = func() { b.coarse.refresh(&b.wall) }
+	b.coarse.timer = time.NewTimer(time.Hour)
+	b.coarse.timer.Stop()
+	return b, nil
 }
 
 // errZeroBroker is the error of every call on a Broker not made by New.
@@ -332,6 +349,17 @@ func (b *Broker) nowNanos() int64 {
 		return b.clock().UnixNano()
 	}
 	return b.wall.now()
+}
+
+// stampNanos reads the broker clock for a record's time (SPEC rule 15), in
+// Unix nanoseconds: WithClock's, or the default coarseClock, and says
+// which (coarse). A call that also needs its instant for rule 24 reads
+// nowNanos once for both.
+func (b *Broker) stampNanos() (ns int64, coarse bool) {
+	if b.clock != nil {
+		return b.clock().UnixNano(), false
+	}
+	return b.coarse.read(&b.wall), true
 }
 
 // Create creates topic with partitionCount empty partitions (SPEC rule 2) and
@@ -478,6 +506,12 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 	if err != nil {
 		return -1, err
 	}
+	return t.publish(partition, payload)
+}
+
+// publish is Publish on t.
+func (t *topic) publish(partition int32, payload string) (int64, error) {
+	b := t.b
 	p, err := t.partition(partition)
 	if err != nil {
 		return -1, err
@@ -485,11 +519,15 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 	if b.maxBytes > 0 && len(payload) > b.maxBytes {
 		return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, len(payload), b.maxBytes)
 	}
-	now := b.nowNanos()
+	e := entry{payload: payload}
+	coarse := false
 	if b.session > 0 {
-		t.expire(now) // one load of the topic's deadline unless it has come (rule 24)
+		e.ts = b.nowNanos()
+		t.expire(e.ts) // one load of the topic's deadline unless it has come (rule 24)
+	} else {
+		e.ts, coarse = b.stampNanos()
 	}
-	return t.append(p, entry{payload: payload, ts: now}), nil
+	return t.append(p, &e, coarse), nil
 }
 
 // PublishMessage appends m to partition of topic and returns the offset it
@@ -527,28 +565,40 @@ func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error
 	if m.Key != "" || len(m.Headers) > 0 || !m.Time.IsZero() {
 		e.meta = &entryMeta{key: m.Key, headers: cloneHeaders(m.Headers), time: m.Time}
 	}
-	if m.Time.IsZero() || b.session > 0 {
+	if b.session > 0 {
 		now := b.nowNanos() // one reading: the record's time and the expiry's instant
 		if m.Time.IsZero() {
 			e.ts = now
 		}
-		if b.session > 0 {
-			t.expire(now)
-		}
+		t.expire(now)
+		return t.append(p, &e, false), e.ts, nil
 	}
-	return t.append(p, e), e.ts, nil
+	coarse := false
+	if m.Time.IsZero() {
+		e.ts, coarse = b.stampNanos()
+	}
+	off := t.append(p, &e, coarse)
+	return off, e.ts, nil
 }
 
-// append is the locked part of a publish: it appends e to p and returns its
-// offset, or -1 when p is full and has no fully committed record the replay
-// window may give up. The new log end offset is published to polls (p.end)
-// before the partition lock is let go.
-func (t *topic) append(p *partition, e entry) int64 {
+// append is the locked part of a publish: it appends *e to p and returns
+// its offset, or -1 when p is full and has no fully committed record the
+// replay window may give up. The new log end offset is published to polls
+// (p.end) before the partition lock is let go. coarse says e.ts is a
+// reading of the coarse clock; every coarseExactEvery-th such append to p
+// replaces it with an exact reading, which bounds the coarse clock's lag
+// while the refresher gets no CPU.
+func (t *topic) append(p *partition, e *entry, coarse bool) int64 {
 	p.mu.Lock()
+	if coarse {
+		if p.stamps++; p.stamps%coarseExactEvery == 0 {
+			e.ts = t.b.coarse.exact(&t.b.wall)
+		}
+	}
 	if p.log.Full() && (t.evictableLocked(p) || t.b.window > 0 && p.low != noLow && t.faults.on(faultWindowEvictsNeeded)) {
 		p.log.TrimTo(p.log.StartOffset() + 1) // the oldest fully committed record (rule 21)
 	}
-	off, ok := p.log.Append(e)
+	off, ok := p.log.Append(*e)
 	if ok {
 		p.end.Store(off + 1)
 	}
@@ -879,7 +929,11 @@ func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int6
 		c.inFlight = true
 		c.attempts++
 		c.deliveredAt = now
-		dst = append(dst, e.record(t, p, off, c.attempts))
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, 1)
+		}
+		dst = dst[:len(dst)+1]
+		e.recordInto(&dst[len(dst)-1], t, p, off, c.attempts)
 	}
 	return dst
 }

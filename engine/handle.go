@@ -92,12 +92,13 @@ func (h *TopicHandle) Partitions() int32 { return h.t.count.Load() }
 // Publish is Broker.Publish on this topic (SPEC rules 5, 15): the offset, or
 // -1 when the partition is full. It allocates nothing.
 func (h *TopicHandle) Publish(partition int32, payload string) (int64, error) {
-	return h.t.b.Publish(h.t.name, partition, payload)
+	return h.t.publish(partition, payload)
 }
 
 // PublishMessage is Broker.PublishMessage on this topic (SPEC rules 5, 15).
 func (h *TopicHandle) PublishMessage(partition int32, m Message) (int64, error) {
-	return h.t.b.PublishMessage(h.t.name, partition, m)
+	off, _, err := h.t.publishMessage(partition, &m)
+	return off, err
 }
 
 // PublishStamped is PublishMessage that also returns the record's time, as

@@ -16,7 +16,8 @@ type Message struct {
 	Headers []Header // user headers, in order; the broker keeps its own copy
 	Payload string   // the record's value, possibly empty
 	// Time is the message's creation time; the zero Time means "now": the
-	// broker's clock (WithClock, default time.Now) read during the publish.
+	// broker's clock read during the publish (WithClock's; by default the
+	// wall clock to a resolution of 1 ms, see WithClock).
 	Time time.Time
 }
 
@@ -87,9 +88,24 @@ func WithReplayWindow(records int32) Option {
 // WithClock sets the broker clock, read for a message's Time when it has
 // none, with WithAckTimeout for delivery ages and with WithSessionTimeout
 // for members' last-seen instants. now must not be nil and
-// must not call the broker; the default is the wall clock. Its readings are
-// kept as Unix nanoseconds, so they must lie between the years 1678 and 2262
-// (time.Time.UnixNano's range). Tests use it to control time.
+// must not call the broker; its readings are kept as Unix nanoseconds, so
+// they must lie between the years 1678 and 2262 (time.Time.UnixNano's
+// range). Tests use it to control time. With WithClock every reading is a
+// call of now.
+//
+// The default is the wall clock. Delivery ages and last-seen instants read
+// it exactly, to the nanosecond, so ack and session timeouts never fire
+// early. A record's time (SPEC rule 15) without a session timeout reads a
+// coarse copy of it, refreshed every millisecond by a goroutine that runs
+// while the broker publishes and exits within about 10 ms of the last
+// publish, and read exactly by every 64th publish to a partition: it is
+// at most 1 ms behind the exact reading while the refresher gets CPU, and
+// at most the time the partition's last 64 publishes took while it does
+// not (a busy publisher at GOMAXPROCS 1), and never ahead of it, so a
+// record's time may be up to 1 ms before a time.Now taken just before the
+// publish; the times of records published one after another are
+// non-decreasing unless the system clock is set back. With WithSessionTimeout a publish reads
+// the clock exactly, once, for the record's time and the call's instant.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock, c.clockSet = now, true }
 }
@@ -98,7 +114,10 @@ func WithClock(now func() time.Time) Option {
 // broker clock stop blocking its partition: the owner's next Poll delivers
 // it again with Attempt + 1 (SPEC rule 22). Until then it stays in flight
 // and Ack and Retry of it work. It is evaluated lazily by Poll: no timers,
-// no goroutines. d must be > 0; the default is no timeout.
+// no goroutines. A delivery's age is read on the exact broker clock, never
+// the coarse copy that stamps records (WithClock), so on the default clock
+// a delivery is redelivered no earlier than d after its Poll. d must be >
+// 0; the default is no timeout.
 func WithAckTimeout(d time.Duration) Option {
 	return func(c *config) { c.ackTimeout, c.ackSet = d, true }
 }

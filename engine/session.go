@@ -27,7 +27,10 @@ import (
 // call, if valid and on the member's topic, first removes it from its group
 // exactly as Leave would (one rebalance per group, its in-flight deliveries
 // cancelled, committed offsets kept), then acts. Expiry is lazy: no
-// goroutine or timer runs. d must be > 0; the default is none (members
+// goroutine or timer runs. Last-seen instants and calls' readings are of
+// the exact broker clock, never the coarse copy that stamps records
+// (WithClock), so on the default clock a member expires no earlier than d
+// after it was last seen; with the option every publish reads it exactly. d must be > 0; the default is none (members
 // never expire, and rules 1–23 hold exactly).
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.session, c.sessionSet = d, true }
