@@ -672,13 +672,14 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 // ascending by partition within each). When a poll fails the iterator
 // yields the zero Message with the error (ctx.Err() when ctx ends,
 // ErrClosed once the consumer is closed or fenced, ErrInvalidArgument for a
-// nil ctx) and stops. A step after the consumer was closed or fenced
-// yields ErrClosed so, even while messages of the last poll remain: the
-// close released them to the group's other members. Messages it had polled but not yielded when the loop
-// ends (a break, or the error) are released as by Retry (delivered again,
-// Attempt + 1: each counts as a delivery, which a dead-letter policy's
-// maximum attempts counts too; a loop that often breaks early should use a
-// small WithBatch), so none is left in flight to nobody. With a session
+// nil ctx) and stops; a step after the consumer was closed or fenced
+// yields ErrClosed so even while messages of the last poll remain (the
+// close released them to the group's other members). Messages it had
+// polled but not yielded when the loop ends (a break, or the error) are
+// released as by Retry (delivered again, Attempt + 1: each counts as a
+// delivery, which a dead-letter policy's maximum attempts counts too; a
+// loop that often breaks early should use a small WithBatch), so none is
+// left in flight to nobody. With a session
 // timeout (SPEC rule 24) the consumer heartbeats for as long as the loop
 // runs, its body working or its poll waiting, as under Run. The iterator
 // polls nothing until a loop starts; it may be ranged over again, and by
