@@ -578,7 +578,7 @@ func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error)
 // reuses one buffer: it returns dst extended by the messages polled (dst
 // itself, unchanged, with the error). With cap(dst) − len(dst) ≥ max a
 // poll allocates nothing of its own but its messages' IDs (from a shared
-// block, about one allocation per 200 messages) and what the codec's
+// block, about one allocation per 50 messages) and what the codec's
 // Decode allocates. The messages' IDs and payloads stay valid after dst
 // is reused. Errors: ErrInvalidArgument (a nil ctx, max outside 1..64);
 // ctx.Err() when ctx ends; ErrClosed when the consumer is closed (or
@@ -669,8 +669,9 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 // loop: each step waits as Poll does and yields one message (in flight to
 // the consumer until Ack or Retry, which the loop's body calls) with a nil
 // error, in the order of Poll (batches of up to the consumer's WithBatch,
-// ascending by partition within each). When a poll fails the iterator
-// yields the zero Message with the error (ctx.Err() when ctx ends,
+// ascending by partition within each). When a poll fails, or before a step
+// once ctx has ended or the consumer was closed, the iterator yields the
+// zero Message with the error (ctx.Err() when ctx ends,
 // ErrClosed once the consumer is closed or fenced, ErrInvalidArgument for a
 // nil ctx) and stops; a step after the consumer was closed or fenced
 // yields ErrClosed so even while messages of the last poll remain (the
@@ -710,6 +711,12 @@ func (c *Consumer[T]) Messages(ctx context.Context) iter.Seq2[Message[T], error]
 					// the rest of the batch to its other members: a step
 					// now fails as a Poll would.
 					yield(Message[T]{}, c.closedErr())
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					// As Run: once ctx ends no further message is
+					// handed out; the rest are released.
+					yield(Message[T]{}, err)
 					return
 				}
 				m := batch[next]

@@ -300,3 +300,37 @@ func TestMessagesSameIteratorAgainAfterBreak(t *testing.T) {
 		}
 	}
 }
+
+// TestMessagesStopsAtCancelMidBatch: a body that cancels the loop's ctx
+// gets no further message of the batch: the next step yields ctx's error
+// and the rest are released (delivered again at once, Attempt 2).
+func TestMessagesStopsAtCancelMidBatch(t *testing.T) {
+	c := testCluster(t, 10)
+	tp := testTopic(t, c, "t", 3, tributary.String())
+	pr := testProducer[string](t, c, "p", tributary.Manual())
+	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(3))
+	for p := range int32(3) {
+		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: string(rune('a' + p))})
+	}
+	ctx, cancel := context.WithCancel(guardCtx(t))
+	var got []string
+	var errs []error
+	for m, err := range cons.Messages(ctx) {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		got = append(got, m.Value)
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	if len(got) != 1 || got[0] != "a" || len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+		t.Fatalf("yielded %v then errors %v; want a, then context.Canceled once", got, errs)
+	}
+	ms, err := cons.TryPoll(3)
+	if err != nil || len(ms) != 2 || ms[0].Attempt != 2 || ms[1].Attempt != 2 {
+		t.Fatalf("after the cancel TryPoll = %+v, %v; want b and c released, attempt 2", ms, err)
+	}
+}

@@ -120,15 +120,14 @@ func TestIDArenaLongIDsAcrossManyBlocks(t *testing.T) {
 	}
 }
 
-// TestIDArenaRetention: an ID kept alone keeps its whole 4 KiB block
-// alive. A consumer that keeps one ID in every few hundred (the IDs of
-// the messages that failed, say) holds about 4 KiB per kept ID where a
-// string of its own would hold 16 bytes: 100,000 kept IDs of 2,000 per
-// partition hold about 400 MiB. Skipped: whether that trade (one
-// allocation per ~200 IDs) is documented on Message.ID or changed (a
-// smaller block, copying IDs a caller keeps) is a decision of the API's.
+// TestIDArenaRetention: an ID kept alone keeps its whole block alive, and
+// no more: a caller that keeps one ID in every few hundred (the IDs of the
+// messages that failed, say) holds at most idBlockSize (1 KiB) per kept ID,
+// as Message.ID documents, where a string of its own would hold 16 bytes.
 func TestIDArenaRetention(t *testing.T) {
-	t.Skip("an ID keeps its 4 KiB block alive (idBlockSize); for the coordinator: document on Message.ID, or shrink the block")
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory distorts heap figures")
+	}
 	var a idArena
 	const keep, every = 2000, 512
 	kept := make([]string, 0, keep)
@@ -143,9 +142,12 @@ func TestIDArenaRetention(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
+	// The documented bound (Message.ID): a kept ID holds at most its
+	// block; a 4 KiB block would hold about 4,000 bytes per ID here.
 	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / keep
-	if per > 256 {
-		t.Fatalf("each kept ID holds %d bytes of heap (want ≤ 256)", per)
+	const bound = 1024 + 256 // the documented 1 KiB block, and slack
+	if per > bound {
+		t.Fatalf("each kept ID holds %d bytes of heap (want ≤ %d, its block)", per, bound)
 	}
 	runtime.KeepAlive(kept)
 }
