@@ -313,6 +313,7 @@ func TestMessagesStopsAtCancelMidBatch(t *testing.T) {
 		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: string(rune('a' + p))})
 	}
 	ctx, cancel := context.WithCancel(guardCtx(t))
+	defer cancel()
 	var got []string
 	var errs []error
 	for m, err := range cons.Messages(ctx) {
