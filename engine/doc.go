@@ -129,7 +129,7 @@
 //     ringlog's grow-publishes-early fault, a directory stored before it is
 //     filled: ringlog/faults_test.go).
 //
-//   - The pin: cursor.state holds committed<<1 | pinned, read atomically by
+//   - The pin: cursor.state holds committed<<2 | sole | pinned, read atomically by
 //     retention without the cursor's lock. Retention (retainLocked, under
 //     partition.mu) computes low and pins every cursor at it, with a
 //     compare-and-swap that fails if the cursor moved meanwhile, so that
@@ -144,9 +144,9 @@
 //
 //   - The sole cursor: on a partition of a ring log (a capacity up to
 //     1,024 records) without a replay window whose only cursor is one
-//     group's (one group on the topic), an Ack that commits
-//     that cursor under the partition lock sets a second bit of
-//     cursor.state, sole, with the pin, and partition.sole to the cursor.
+//     group's (one group on the topic), an Ack that commits that cursor
+//     under the partition lock sets a second bit of cursor.state, sole,
+//     with the pin, and partition.sole to the cursor.
 //     Its later commits are a compare-and-swap under the cursor lock
 //     alone (then a notify of room): the swap that moves committed from
 //     offset to offset+1 also raises the partition's least committed
@@ -167,9 +167,9 @@
 //     still reads its record. Until the catch-up the removed records'
 //     payloads stay reachable from the ring (never more than its capacity,
 //     which a full partition holds anyway); a paged log, which gives its
-//     pages up as it trims, never has a sole cursor. Fault (x) catch-up-skips-trim, a catch-up
-//     that raises low but removes nothing, is caught by the checker and
-//     the differential test.
+//     pages up as it trims, never has a sole cursor. Fault (x)
+//     catch-up-skips-trim, a catch-up that raises low but removes
+//     nothing, is caught by the checker and the differential test.
 //
 //   - wallClock.mu serialises the default clock's resync; a leaf lock:
 //     nothing is locked while it is held. Every call reads the clock

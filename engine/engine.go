@@ -1268,8 +1268,10 @@ func (t *topic) catchUpLocked(part *partition, c *cursor) {
 // partition lock again: it clears the cursor's sole bit (an Ack racing it
 // then fails its compare-and-swap and takes the partition lock) and
 // catches up with the cursor's last lock-free commit. Every holder of
-// part.mu but a publish calls it before it reads or changes part's
-// cursors, low or log start. The caller holds part.mu.
+// part.mu that changes part's cursors, pins or low (a slow Ack, Seek, and
+// through lockAll CreateGroup, DeleteGroup and a creating Join) calls it
+// first; a publish, Describe and logOffsets only catch up. The caller
+// holds part.mu.
 func (t *topic) unsoleLocked(part *partition) {
 	c := part.sole
 	if c == nil {
