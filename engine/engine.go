@@ -1475,9 +1475,10 @@ func (t *topic) cancelMoved(a *assignment, m shard.Mask) {
 	}
 }
 
-// lockAll locks every partition of t in ascending order (the lock order)
-// and returns how many it locked, for unlockAll. The caller holds t.mu, so
-// the partition count cannot change meanwhile.
+// lockAll locks every partition of t in ascending order (the lock order),
+// unsoling each (its callers change the partitions' cursors), and returns
+// how many it locked, for unlockAll. The caller holds t.mu, so the
+// partition count cannot change meanwhile.
 func (t *topic) lockAll() int {
 	n := int(t.count.Load())
 	for _, p := range t.parts[:n] {
