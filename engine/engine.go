@@ -280,9 +280,13 @@ type partitionState struct {
 	// low is the least committed offset of the topic's groups on this
 	// partition, noLow when it has none. Records below low are fully
 	// committed; retention keeps at most Broker.window of them. Whenever mu
-	// is free, every cursor at low is pinned, and atLow counts them.
+	// is free, every cursor at low is pinned, and atLow counts them (an
+	// int32, with stamps, so that the state fits one 128-byte padding unit).
 	low   int64
-	atLow int
+	atLow int32
+	// stamps counts the appends stamped by the coarse clock; every
+	// coarseExactEvery-th reads the clock exactly (coarseClock).
+	stamps uint32
 	// sole is the partition's only cursor while it commits without the
 	// partition lock (cursorState.state's sole bit, set on it exactly
 	// while sole points at it); nil otherwise. Set, with the bit, only by
@@ -292,9 +296,6 @@ type partitionState struct {
 	// and the log's start lag the cursor's committed offset until a holder
 	// of mu catches up (catchUpLocked).
 	sole *cursor
-	// stamps counts the appends stamped by the coarse clock; every
-	// coarseExactEvery-th reads the clock exactly (coarseClock).
-	stamps uint32
 	// room wakes producers waiting for space: notified, under mu, whenever
 	// retention removes records (trimLocked). It needs no lock of its own.
 	room signal
@@ -1226,7 +1227,7 @@ func (t *topic) retainLocked(part *partition) {
 		if low == noLow {
 			break
 		}
-		atLow := 0
+		atLow := int32(0)
 		for _, c := range part.cursors {
 			if c == nil {
 				continue
