@@ -347,6 +347,7 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 	defer c.mu.Unlock()
 	part.mu.Lock()
 	defer part.mu.Unlock()
+	t.unsoleLocked(part)
 	if start, end := part.log.StartOffset(), part.log.EndOffset(); offset < start || offset > end {
 		return false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", ErrOffsetOutOfRange, t.name, partition, offset, start, end)
 	}
@@ -426,6 +427,9 @@ func (b *Broker) snapshot(topicName string, records bool) (TopicSnapshot, error)
 		}
 		part.mu.Lock()
 		defer part.mu.Unlock()
+		if c := part.sole; c != nil {
+			t.catchUpLocked(part, c) // its lock is held: it cannot move
+		}
 	}
 	if b.session > 0 {
 		// Every refresh runs under topic.mu or under a cursor of the

@@ -43,6 +43,7 @@ var (
 		engine.FaultHeartbeatRejoins,
 		engine.FaultSettleSkipsRefresh,
 		engine.FaultJoinKeepsDeadline,
+		engine.FaultCatchUpSkipsTrim,
 	}
 	raceFaults = []engine.Fault{
 		engine.FaultPollReleasesEach,

@@ -97,14 +97,16 @@
 //     attempts, delivery time and buffer slot on that partition and every
 //     write of its committed offset. Poll, Ack and Retry lock cursors, never
 //     a partition, except that an Ack of a pinned cursor also takes the
-//     partition lock (below). Groups reading one partition (fan-out) thus
+//     partition lock unless the cursor is its partition's sole cursor
+//     (below). Groups reading one partition (fan-out) thus
 //     share no lock with each other, nor with Publish.
 //
 //   - partition.mu (sync.Mutex, padded to its own cache lines) guards the
 //     partition's log, its slice of cursors (one per group slot) and low,
 //     the least committed offset of the topic's groups there (noLow with no
-//     group), and every write of a pinned cursor's committed offset.
-//     Publish takes it to append and to check capacity against retention.
+//     group), partition.sole, and every write of a pinned cursor's
+//     committed offset but a sole cursor's (below). Publish takes it to
+//     append and to check capacity against retention.
 //
 //   - partition.end: the log end offset, an atomic on a cache line of its
 //     own, stored under partition.mu after each append. Poll reads it
@@ -127,7 +129,7 @@
 //     ringlog's grow-publishes-early fault, a directory stored before it is
 //     filled: ringlog/faults_test.go).
 //
-//   - The pin: cursor.state holds committed<<1 | pinned, read atomically by
+//   - The pin: cursor.state holds committed<<2 | sole | pinned, read atomically by
 //     retention without the cursor's lock. Retention (retainLocked, under
 //     partition.mu) computes low and pins every cursor at it, with a
 //     compare-and-swap that fails if the cursor moved meanwhile, so that
@@ -139,6 +141,35 @@
 //     start pinned; a Seek stores its cursor unpinned and re-applies
 //     retention; a stale pin (on a cursor above low) only sends its next
 //     Ack the slow way, which clears it.
+//
+//   - The sole cursor: on a partition of a ring log (a capacity up to
+//     1,024 records) without a replay window whose only cursor is one
+//     group's (one group on the topic), an Ack that commits that cursor
+//     under the partition lock sets a second bit of cursor.state, sole,
+//     with the pin, and partition.sole to the cursor.
+//     Its later commits are a compare-and-swap under the cursor lock
+//     alone (then a notify of room): the swap that moves committed from
+//     offset to offset+1 also raises the partition's least committed
+//     offset to offset+1 and, with no window, removes the record at
+//     offset. partition.low and the log's start lag it until a holder of
+//     the partition lock catches up (catchUpLocked: low becomes the
+//     cursor's committed offset, the log is trimmed to it). Publish
+//     catches up first thing under its lock; Describe, holding the
+//     cursor, catches up; every other holder of a partition lock (a slow
+//     Ack, Seek, CreateGroup, DeleteGroup, a creating Join: the calls
+//     that change a partition's cursors, pins or low) first unsoles it
+//     (unsoleLocked: a compare-and-swap clears the bit, then it catches
+//     up), after which the cursor commits under the partition lock again
+//     until an Ack makes it sole again. An Ack racing an unsole fails its
+//     swap (the bit is part of the word it swaps) and takes the partition
+//     lock, behind the unsole, where low is exact. A catch-up trims only
+//     below the cursor's committed offset, so a poll holding the cursor
+//     still reads its record. Until the catch-up the removed records'
+//     payloads stay reachable from the ring (never more than its capacity,
+//     which a full partition holds anyway); a paged log, which gives its
+//     pages up as it trims, never has a sole cursor. Fault (x)
+//     catch-up-skips-trim, a catch-up that raises low but removes
+//     nothing, is caught by the checker and the differential test.
 //
 //   - wallClock.mu serialises the default clock's resync; a leaf lock:
 //     nothing is locked while it is held. Every call reads the clock
@@ -225,7 +256,11 @@
 // DeleteGroup, a publish giving up a replay-window record), and each of
 // those ends in trimLocked, which notifies room whenever a publish refused
 // before could now succeed (engine/room_test.go and the differential
-// test's Room check hold it to that). The ack timeout
+// test's Room check hold it to that), except by the commit of a sole
+// cursor: its compare-and-swap is the change (it removes a record, no
+// replay window) and it notifies room after it, so a producer that took
+// the channel before the swap is woken and one that took it after sees
+// the swap in its publish's catch-up. The ack timeout
 // notifies nobody; MemberHandle.NextTimeout tells a waiter when to look
 // again.
 //
@@ -263,9 +298,14 @@
 //   - Ack, Retry: the same loads, one cursor lock and, for a commit, one
 //     compare-and-swap on the cursor; an Ack of the group at the partition's
 //     least committed offset also takes the partition lock and scans the
-//     partition's G cursors (retention). With one group every commit is
-//     such an Ack; with G groups at the same pace, about one in G.
-//   - Publish: the partition lock, an append, one store of the log end.
+//     partition's G cursors (retention), but for the sole cursor's. With
+//     G groups at the same pace, about one commit in G takes it; with one
+//     group and no replay window, only the first after each unsole (a
+//     Seek, a group created or deleted), and every commit then also loads
+//     the room signal.
+//   - Publish: the partition lock, an append, one store of the log end;
+//     with a sole cursor, one load of its state and, when it moved, a
+//     trim.
 //   - Write (Join, Leave, SetAssignor): the topic's membership mutex, the
 //     assignor's run (O(P + M) for the built-ins), the group's cursor locks
 //     of the moved partitions in ascending order, and a new assignment: one
@@ -288,7 +328,11 @@
 //
 //   - Publish: while holding its partition lock, at the store of the new
 //     log end; a publish refused as full, at its capacity check (low is
-//     exact under the lock: the pin).
+//     exact under the lock: the pin), or, with a sole cursor, at its
+//     catch-up's load of that cursor's committed offset: only the sole
+//     cursor's commits change the partition meanwhile, and they only raise
+//     low, so a publish that fits then fits at its store too, and one
+//     refused was full at that load.
 //   - Poll: it locks the member's cursors in ascending order, inspecting
 //     each (in-flight state under the lock; records by a load of the log
 //     end, which only grows), then checks the assignment is still current
@@ -308,7 +352,10 @@
 //     against the assignment verified current under that lock; a commit at
 //     the compare-and-swap or, for a pinned cursor, at the store under the
 //     partition lock, where retention is applied in the same critical
-//     section.
+//     section. A sole cursor's commit, at its compare-and-swap, is also
+//     the instant its partition's low rises and the record at the offset
+//     is removed; no holder of the partition lock reads low or the log's
+//     start without catching up first.
 //   - PublishMessage: as Publish. The record's broker timestamp is read just
 //     before the partition lock, so it lies within the call's interval.
 //   - CreateGroup, CreateGroupAt, DeleteGroup: while holding every partition

@@ -180,13 +180,18 @@ type cursorState struct {
 	// state. It is the lock of one (group, partition) pair: Poll, Ack and
 	// Retry of different groups never share one.
 	mu sync.Mutex
-	// state is committed<<1 | pinned. committed is the next offset the
-	// group will be given. pinned is set by retention (retainLocked), under
-	// the partition lock, on a cursor at the partition's least committed
-	// offset; while it is set, committed changes only under the partition
-	// lock too. A cursor's state is read without mu by its partition's
-	// retention and written atomically for that reason (package doc: the
-	// pin).
+	// state is committed<<stateShift | sole | pinned. committed is the
+	// next offset the group will be given. pinned is set by retention
+	// (retainLocked), under the partition lock, on a cursor at the
+	// partition's least committed offset; while it is set and sole is not,
+	// committed changes only under the partition lock too. sole is set,
+	// with pinned, under the partition lock on the only cursor of a
+	// partition without a replay window (partitionState.sole): its commits
+	// move the partition's least committed offset with a compare-and-swap
+	// under mu alone, and every holder of the partition lock catches up
+	// (catchUpLocked). A cursor's state is read without mu by its
+	// partition's retention and written atomically for that reason
+	// (package doc: the pin).
 	state       atomic.Int64
 	deliveredAt int64 // broker clock, Unix ns, of the in-flight delivery (with an ack timeout)
 	attempts    int32 // deliveries of the record at committed so far (SPEC rule 16)
@@ -202,13 +207,18 @@ type cursor struct {
 	_ [(shard.CacheLineSize - unsafe.Sizeof(cursorState{})%shard.CacheLineSize) % shard.CacheLineSize]byte
 }
 
-// pinned is the pin bit of cursorState.state.
-const pinned = 1
+// pinned and sole are the flag bits of cursorState.state; stateShift is
+// the shift of its committed offset.
+const (
+	pinned     = 1
+	sole       = 2
+	stateShift = 2
+)
 
 // place puts a cursor that nobody else can reach yet, or whose lock and
 // partition lock the caller holds, at committed, pinned or not.
 func (c *cursor) place(committed int64, pin bool) {
-	s := committed << 1
+	s := committed << stateShift
 	if pin {
 		s |= pinned
 	}
@@ -218,7 +228,7 @@ func (c *cursor) place(committed int64, pin bool) {
 // committed returns the cursor's committed offset. Any goroutine may call
 // it; the caller holding c.mu or the partition lock of an unpinned cursor
 // gets a value that cannot change under it.
-func (c *cursor) committed() int64 { return c.state.Load() >> 1 }
+func (c *cursor) committed() int64 { return c.state.Load() >> stateShift }
 
 // entry is what a partition log stores per record: 32 bytes, the rarely
 // used parts of a message behind one pointer.
@@ -270,12 +280,22 @@ type partitionState struct {
 	// low is the least committed offset of the topic's groups on this
 	// partition, noLow when it has none. Records below low are fully
 	// committed; retention keeps at most Broker.window of them. Whenever mu
-	// is free, every cursor at low is pinned, and atLow counts them.
+	// is free, every cursor at low is pinned, and atLow counts them (an
+	// int32, with stamps, so that the state fits one 128-byte padding unit).
 	low   int64
-	atLow int
+	atLow int32
 	// stamps counts the appends stamped by the coarse clock; every
 	// coarseExactEvery-th reads the clock exactly (coarseClock).
 	stamps uint32
+	// sole is the partition's only cursor while it commits without the
+	// partition lock (cursorState.state's sole bit, set on it exactly
+	// while sole points at it); nil otherwise. Set, with the bit, only by
+	// an Ack under mu on a partition of a ring log (capacity up to
+	// ringlog.PageLen) without a replay window whose cursor is its only
+	// one; cleared, with the bit, by unsoleLocked. While it is set, low
+	// and the log's start lag the cursor's committed offset until a holder
+	// of mu catches up (catchUpLocked).
+	sole *cursor
 	// room wakes producers waiting for space: notified, under mu, whenever
 	// retention removes records (trimLocked). It needs no lock of its own.
 	room signal
@@ -590,6 +610,9 @@ func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error
 // while the refresher gets no CPU.
 func (t *topic) append(p *partition, e *entry, coarse bool) int64 {
 	p.mu.Lock()
+	if c := p.sole; c != nil {
+		t.catchUpLocked(p, c)
+	}
 	if coarse {
 		if p.stamps++; p.stamps%coarseExactEvery == 0 {
 			e.ts = t.b.coarse.exact(&t.b.wall)
@@ -1112,7 +1135,7 @@ func (t *topic) settleHeld(g *group, member string, h *MemberHandle, part *parti
 // pinned cursor commits under the partition lock and applies retention.
 func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64, commit bool) bool {
 	s := c.state.Load()
-	if !c.inFlight || s>>1 != offset {
+	if !c.inFlight || s>>stateShift != offset {
 		return false
 	}
 	c.inFlight = false
@@ -1120,7 +1143,18 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 		return true
 	}
 	c.attempts = 0
-	next := (offset + 1) << 1
+	next := (offset + 1) << stateShift
+	if s&sole != 0 {
+		// The partition's only cursor, no replay window: the commit moves
+		// low to offset+1 and (logically) removes the record at offset,
+		// which the next holder of the partition lock catches up with.
+		// Unsoling (under the partition lock) makes the swap fail.
+		if c.state.CompareAndSwap(s, next|sole|pinned) {
+			part.room.notify()
+			return true
+		}
+		s = c.state.Load()
+	}
 	if s&pinned == 0 || t.faults.on(faultAckIgnoresPin) {
 		// Retention may pin c meanwhile, under the partition lock: then
 		// the swap fails and the commit takes the partition lock below.
@@ -1129,6 +1163,7 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 		}
 	}
 	part.mu.Lock()
+	t.unsoleLocked(part)
 	switch {
 	case t.faults.on(faultTrimIgnoresMemberless):
 		c.state.Store(next)
@@ -1142,8 +1177,16 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 	default:
 		// c was the last at low: low moves, to offset+1 if no other cursor
 		// is that low (one group: always), which c keeps pinned.
-		if t.leastOther(part, c) > offset+1 {
-			c.state.Store(next | pinned)
+		if other := t.leastOther(part, c); other > offset+1 {
+			if other == noLow && t.b.window == 0 && t.b.capacity <= ringlog.PageLen {
+				// c is the partition's only cursor, and the log a ring
+				// (a paged log gives up pages only as it trims): its
+				// next commits need no partition lock.
+				c.state.Store(next | sole | pinned)
+				part.sole = c
+			} else {
+				c.state.Store(next | pinned)
+			}
 			part.low, part.atLow = offset+1, 1
 			t.trimLocked(part)
 		} else {
@@ -1184,14 +1227,14 @@ func (t *topic) retainLocked(part *partition) {
 		if low == noLow {
 			break
 		}
-		atLow := 0
+		atLow := int32(0)
 		for _, c := range part.cursors {
 			if c == nil {
 				continue
 			}
 			for {
 				s := c.state.Load()
-				if s>>1 != low {
+				if s>>stateShift != low {
 					break
 				}
 				if s&pinned != 0 || c.state.CompareAndSwap(s, s|pinned) {
@@ -1206,6 +1249,43 @@ func (t *topic) retainLocked(part *partition) {
 		}
 	}
 	t.trimLocked(part)
+}
+
+// catchUpLocked brings part.low and the log's start up to the committed
+// offset of part's sole cursor, which its Acks move without the partition
+// lock: the records below it are fully committed and, with no replay
+// window, removed. The Acks notified room themselves. The caller holds
+// part.mu; c is part.sole, or was until the caller cleared it.
+func (t *topic) catchUpLocked(part *partition, c *cursor) {
+	if low := c.committed(); low != part.low {
+		part.low = low
+		if !t.faults.on(faultCatchUpSkipsTrim) {
+			part.log.TrimTo(low)
+		}
+	}
+}
+
+// unsoleLocked makes part's sole cursor, if any, commit under the
+// partition lock again: it clears the cursor's sole bit (an Ack racing it
+// then fails its compare-and-swap and takes the partition lock) and
+// catches up with the cursor's last lock-free commit. Every holder of
+// part.mu that changes part's cursors, pins or low (a slow Ack, Seek, and
+// through lockAll CreateGroup, DeleteGroup and a creating Join) calls it
+// first; a publish, Describe and logOffsets only catch up. The caller
+// holds part.mu.
+func (t *topic) unsoleLocked(part *partition) {
+	c := part.sole
+	if c == nil {
+		return
+	}
+	for {
+		s := c.state.Load()
+		if c.state.CompareAndSwap(s, s&^sole) {
+			break
+		}
+	}
+	part.sole = nil
+	t.catchUpLocked(part, c)
 }
 
 // trimLocked removes the fully committed records beyond the replay window
@@ -1396,13 +1476,15 @@ func (t *topic) cancelMoved(a *assignment, m shard.Mask) {
 	}
 }
 
-// lockAll locks every partition of t in ascending order (the lock order)
-// and returns how many it locked, for unlockAll. The caller holds t.mu, so
-// the partition count cannot change meanwhile.
+// lockAll locks every partition of t in ascending order (the lock order),
+// unsoling each (its callers change the partitions' cursors), and returns
+// how many it locked, for unlockAll. The caller holds t.mu, so the
+// partition count cannot change meanwhile.
 func (t *topic) lockAll() int {
 	n := int(t.count.Load())
 	for _, p := range t.parts[:n] {
 		p.mu.Lock()
+		t.unsoleLocked(p)
 	}
 	return n
 }

@@ -93,5 +93,10 @@ const (
 	// so the new member can outlive its session until some other member's
 	// deadline comes (for the topic's first member: for ever).
 	faultJoinKeepsDeadline
+	// (x) Catching up with the commits a partition's sole cursor made
+	// without the partition lock raises the partition's least committed
+	// offset but removes no record, so the records the only group
+	// committed stay, filling the partition.
+	faultCatchUpSkipsTrim
 	faultCount
 )

@@ -116,6 +116,13 @@ const (
 	// topic's deadline as it is, so the topic's first member never expires
 	// ("join-keeps-deadline").
 	FaultJoinKeepsDeadline = Fault(faultJoinKeepsDeadline)
+	// FaultCatchUpSkipsTrim (x): catching up with the commits that a
+	// partition's sole cursor (its only group's, no replay window) made
+	// without the partition lock raises the least committed offset but
+	// removes no record, so the records stay, the log start does not move
+	// and a partition the group has emptied is refused as full
+	// ("catch-up-skips-trim").
+	FaultCatchUpSkipsTrim = Fault(faultCatchUpSkipsTrim)
 )
 
 var faultNames = [faultCount]string{
@@ -143,6 +150,7 @@ var faultNames = [faultCount]string{
 	"heartbeat-rejoins",
 	"settle-skips-refresh",
 	"join-keeps-deadline",
+	"catch-up-skips-trim",
 }
 
 // String returns the fault's name, as ParseFault accepts it.

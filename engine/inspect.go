@@ -48,6 +48,9 @@ func (b *Broker) logOffsets(topicName string, partition int32) (start, end int64
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if c := p.sole; c != nil {
+		t.catchUpLocked(p, c)
+	}
 	return p.log.StartOffset(), p.log.EndOffset(), nil
 }
 

@@ -28,6 +28,11 @@ func TestHotStateIsPadded(t *testing.T) {
 	if sz := unsafe.Sizeof(cursor{}); sz%line != 0 {
 		t.Errorf("unsafe.Sizeof(cursor{}) = %d, want a multiple of %d", sz, line)
 	}
+	// The package doc's memory figure: 256 bytes per partition, one
+	// padding unit of state and one for the log end.
+	if sz := unsafe.Sizeof(p); sz != 2*line {
+		t.Errorf("unsafe.Sizeof(partition{}) = %d, want %d (package doc: memory per topic)", sz, 2*line)
+	}
 }
 
 // packedPartition is partitionState without the padding, for the benchmark.

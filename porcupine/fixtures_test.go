@@ -47,6 +47,7 @@ var wantFixtures = []string{
 	"illegal-heartbeat-rejoins.json",
 	"illegal-settle-skips-refresh.json",
 	"illegal-join-keeps-deadline.json",
+	"illegal-catch-up-skips-trim.json",
 }
 
 // TestFixtures replays every recorded history in testdata/ and requires the

@@ -276,6 +276,7 @@ var faultMixes = map[string]string{
 	"heartbeat-rejoins":             "session",
 	"settle-skips-refresh":          "session",
 	"join-keeps-deadline":           "session",
+	"catch-up-skips-trim":           "ackretry",
 }
 
 // FaultMix returns the name of the mix that exposes the deliberate engine
