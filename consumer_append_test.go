@@ -106,13 +106,7 @@ func TestSendReportsTheRecordTime(t *testing.T) {
 // but not yielded (delivered again at once, Attempt + 1); a cancelled ctx
 // yields its error once and ends the loop.
 func TestMessagesIterates(t *testing.T) {
-	c := testCluster(t, 10)
-	tp := testTopic(t, c, "t", 4, tributary.String())
-	pr := testProducer[string](t, c, "p", tributary.Manual())
-	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(4))
-	for p := range int32(4) {
-		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: string(rune('a' + p))})
-	}
+	_, cons := onePerPartition(t, 4, letters)
 	var got []string
 	for m, err := range cons.Messages(guardCtx(t)) {
 		if err != nil {

@@ -19,13 +19,7 @@ import (
 // polled with it and not yielded are released (delivered again at once,
 // Attempt 2), and the one the body had is still in flight to it.
 func TestMessagesBodyPanicReleasesTheRest(t *testing.T) {
-	c := testCluster(t, 10)
-	tp := testTopic(t, c, "t", 4, tributary.String())
-	pr := testProducer[string](t, c, "p", tributary.Manual())
-	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(4))
-	for p := range int32(4) {
-		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: strconv.Itoa(int(p))})
-	}
+	_, cons := onePerPartition(t, 4, digits)
 	var held tributary.Message[string]
 	func() {
 		defer func() {
@@ -59,13 +53,7 @@ func TestMessagesBodyPanicReleasesTheRest(t *testing.T) {
 // breaks leaves nothing in flight: its message and the batch's rest come
 // again, each once.
 func TestMessagesBodyRetriesThenBreaks(t *testing.T) {
-	c := testCluster(t, 10)
-	tp := testTopic(t, c, "t", 4, tributary.String())
-	pr := testProducer[string](t, c, "p", tributary.Manual())
-	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(4))
-	for p := range int32(4) {
-		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: strconv.Itoa(int(p))})
-	}
+	_, cons := onePerPartition(t, 4, digits)
 	for m, err := range cons.Messages(guardCtx(t)) {
 		if err != nil {
 			t.Fatal(err)
@@ -92,13 +80,7 @@ func TestMessagesBodyRetriesThenBreaks(t *testing.T) {
 // would hand the body messages that are no longer its own (another
 // consumer of the group gets all of them at once).
 func TestMessagesBodyClosesTheConsumer(t *testing.T) {
-	c := testCluster(t, 10)
-	tp := testTopic(t, c, "t", 4, tributary.String())
-	pr := testProducer[string](t, c, "p", tributary.Manual())
-	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(4))
-	for p := range int32(4) {
-		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: strconv.Itoa(int(p))})
-	}
+	tp, cons := onePerPartition(t, 4, digits)
 	steps, errs := 0, 0
 	for _, err := range cons.Messages(guardCtx(t)) {
 		steps++
@@ -270,13 +252,7 @@ func TestConcurrentPollsOnOneConsumer(t *testing.T) {
 // again after a break starts afresh: it polls, and yields what the first
 // loop released and everything after, none twice.
 func TestMessagesSameIteratorAgainAfterBreak(t *testing.T) {
-	c := testCluster(t, 10)
-	tp := testTopic(t, c, "t", 4, tributary.String())
-	pr := testProducer[string](t, c, "p", tributary.Manual())
-	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(4))
-	for p := range int32(4) {
-		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: strconv.Itoa(int(p))})
-	}
+	_, cons := onePerPartition(t, 4, digits)
 	seq := cons.Messages(guardCtx(t))
 	got := map[string]int{}
 	for round := range 3 {
@@ -305,13 +281,7 @@ func TestMessagesSameIteratorAgainAfterBreak(t *testing.T) {
 // gets no further message of the batch: the next step yields ctx's error
 // and the rest are released (delivered again at once, Attempt 2).
 func TestMessagesStopsAtCancelMidBatch(t *testing.T) {
-	c := testCluster(t, 10)
-	tp := testTopic(t, c, "t", 3, tributary.String())
-	pr := testProducer[string](t, c, "p", tributary.Manual())
-	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(3))
-	for p := range int32(3) {
-		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: string(rune('a' + p))})
-	}
+	_, cons := onePerPartition(t, 3, letters)
 	ctx, cancel := context.WithCancel(guardCtx(t))
 	defer cancel()
 	var got []string
@@ -335,3 +305,22 @@ func TestMessagesStopsAtCancelMidBatch(t *testing.T) {
 		t.Fatalf("after the cancel TryPoll = %+v, %v; want b and c released, attempt 2", ms, err)
 	}
 }
+
+// onePerPartition is the iterator tests' setup: a String topic "t" of n
+// partitions on a cluster of capacity 10, one message on each partition p
+// (sent by a Manual producer, its value name(p): digits gives "0", "1", …,
+// letters "a", "b", …), and consumer "m" of group "g" polling batches of n.
+func onePerPartition(t *testing.T, n int32, name func(p int32) string) (*tributary.Topic[string], *tributary.Consumer[string]) {
+	t.Helper()
+	c := testCluster(t, 10)
+	tp := testTopic(t, c, "t", n, tributary.String())
+	pr := testProducer[string](t, c, "p", tributary.Manual())
+	cons := testConsumer(t, tp, "g", "m", tributary.WithBatch(n))
+	for p := range n {
+		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: name(p)})
+	}
+	return tp, cons
+}
+
+func digits(p int32) string  { return strconv.Itoa(int(p)) }
+func letters(p int32) string { return string(rune('a' + p)) }
