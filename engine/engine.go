@@ -264,7 +264,16 @@ func (e *entry) recordInto(r *Record, t *topic, p int32, off int64, attempt int3
 		*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Key: m.key, Headers: cloneHeaders(m.headers), Time: tm, Attempt: attempt}
 		return
 	}
-	*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Time: time.Unix(0, e.ts), Attempt: attempt}
+	// Field by field: a composite literal is built on the stack and then
+	// copied into *r, 120 bytes zeroed and moved twice.
+	r.Topic = t.name
+	r.Partition = p
+	r.Offset = off
+	r.Payload = e.payload
+	r.Key = ""
+	r.Headers = nil
+	r.Time = time.Unix(0, e.ts)
+	r.Attempt = attempt
 }
 
 // partitionState is a partition's log and retention state.
