@@ -698,6 +698,10 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 // allPartitions is poll's filter for Poll: every partition the member owns.
 const allPartitions = ^shard.Mask(0)
 
+// bit is shard.Mask(0).With(p) for a p known to be in [0, 64), such as one
+// from Mask.First: it inlines, and has no range check to panic on.
+func bit(p int32) shard.Mask { return 1 << (uint(p) & 63) }
+
 // poll is the part of Poll after the lookups: it reserves up to maxRecords
 // (already checked) records of g's partitions owned by member and in only,
 // appending them to dst. member is validated only when g does not know it.
@@ -745,16 +749,16 @@ retry:
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
 		c := a.cursors[p]
 		c.mu.Lock()
-		locked = locked.With(p)
+		locked |= bit(p)
 		last = p
 		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
 			continue
 		}
 		if c.committed() < t.parts[p].end.Load() {
-			picked = picked.With(p)
+			picked |= bit(p)
 			taken++
 		} else {
-			empty = empty.With(p)
+			empty |= bit(p)
 			if t.faults.on(faultPollSkipsRecheck) {
 				t.faultYield() // widen (n)'s window: let a publish land now
 			}
@@ -779,7 +783,7 @@ retry:
 	// empty, so that the instant after the last inspection is one at which
 	// the poll saw every partition as it was.
 	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
-		recheck := empty &^ shard.Mask(0).With(last) // empty ≠ 0: some partition was inspected
+		recheck := empty &^ bit(last) // empty ≠ 0: some partition was inspected
 		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
 			if t.parts[p].end.Load() > a.cursors[p].committed() {
 				unlockCursors(a, locked)
@@ -847,16 +851,16 @@ retry:
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
 		c := a.cursors[p]
 		c.mu.Lock()
-		locked = locked.With(p)
+		locked |= bit(p)
 		last = p
 		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
 			continue
 		}
 		if c.committed() < t.parts[p].end.Load() {
-			picked = picked.With(p)
+			picked |= bit(p)
 			taken++
 		} else {
-			empty = empty.With(p)
+			empty |= bit(p)
 			if t.faults.on(faultPollSkipsRecheck) {
 				t.faultYield() // widen (n)'s window: let a publish land now
 			}
@@ -881,7 +885,7 @@ retry:
 	// empty, so that the instant after the last inspection is one at which
 	// the poll saw every partition as it was.
 	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
-		recheck := empty &^ shard.Mask(0).With(last) // empty ≠ 0: some partition was inspected
+		recheck := empty &^ bit(last) // empty ≠ 0: some partition was inspected
 		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
 			if t.parts[p].end.Load() > a.cursors[p].committed() {
 				unlockCursors(a, locked)
