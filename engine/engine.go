@@ -795,7 +795,9 @@ retry:
 		t.faultYield() // widen (g)'s window: hold the locks a while
 	}
 	dst = t.reserve(dst, a, picked, now, maxRecords)
-	unlockCursors(a, locked)
+	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
+		a.cursors[p].mu.Unlock() // unlockCursors, inlined
+	}
 	return dst, nil
 }
 
@@ -969,7 +971,20 @@ func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int6
 			dst = slices.Grow(dst, 1)
 		}
 		dst = dst[:len(dst)+1]
-		e.recordInto(&dst[len(dst)-1], t, p, off, c.attempts)
+		r := &dst[len(dst)-1]
+		if e.meta != nil {
+			e.recordInto(r, t, p, off, c.attempts)
+			continue
+		}
+		// recordInto of a payload-only entry, inlined.
+		r.Topic = t.name
+		r.Partition = p
+		r.Offset = off
+		r.Payload = e.payload
+		r.Key = ""
+		r.Headers = nil
+		r.Time = time.Unix(0, e.ts)
+		r.Attempt = c.attempts
 	}
 	return dst
 }
