@@ -581,9 +581,9 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 // broker-clock stamp (Unix ns) when m.Time is zero, else 0.
 func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error) {
 	b := t.b
-	p, err := t.partition(partition)
-	if err != nil {
-		return -1, 0, err
+	p, n := t.partAt(partition)
+	if p == nil {
+		return -1, 0, t.partitionError(partition, n)
 	}
 	if b.maxBytes > 0 {
 		if n := messageSize(m); n > b.maxBytes {
@@ -604,7 +604,11 @@ func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error
 	}
 	coarse := false
 	if m.Time.IsZero() {
-		e.ts, coarse = b.stampNanos()
+		if b.clock == nil && b.coarse.state.Load() == coarseUsed {
+			e.ts, coarse = b.coarse.now.Load(), true // stampNanos and coarseClock.read's first case, inlined
+		} else {
+			e.ts, coarse = b.stampNanos()
+		}
 	}
 	off := t.append(p, &e, coarse)
 	return off, e.ts, nil
@@ -1541,10 +1545,28 @@ func (b *Broker) lookup(name string) (*topic, error) {
 // partition returns partition p, or ErrInvalidArgument unless p is in
 // [0, partitionCount).
 func (t *topic) partition(p int32) (*partition, error) {
-	if n := t.count.Load(); p < 0 || p >= n {
-		return nil, fmt.Errorf("%w: topic %q: partition %d outside [0,%d)", ErrInvalidArgument, t.name, p, n)
+	part, n := t.partAt(p)
+	if part == nil {
+		return nil, t.partitionError(p, n)
 	}
-	return t.parts[p], nil
+	return part, nil
+}
+
+// partAt returns partition p and the partition count n it was checked
+// against; nil when p is outside [0, n). It is partition without the
+// error, small enough to inline into the publish and settle paths, whose
+// callers make the error with partitionError(p, n).
+func (t *topic) partAt(p int32) (*partition, int32) {
+	n := t.count.Load()
+	if uint32(p) >= uint32(n) { // p < 0 or p >= n
+		return nil, n
+	}
+	return t.parts[p], n
+}
+
+// partitionError is partition's error for p outside [0, n).
+func (t *topic) partitionError(p, n int32) error {
+	return fmt.Errorf("%w: topic %q: partition %d outside [0,%d)", ErrInvalidArgument, t.name, p, n)
 }
 
 // checkGroupMember returns the first ErrInvalidArgument error of the group
