@@ -264,7 +264,16 @@ func (e *entry) recordInto(r *Record, t *topic, p int32, off int64, attempt int3
 		*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Key: m.key, Headers: cloneHeaders(m.headers), Time: tm, Attempt: attempt}
 		return
 	}
-	*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Time: time.Unix(0, e.ts), Attempt: attempt}
+	// Field by field: a composite literal is built on the stack and then
+	// copied into *r, 120 bytes zeroed and moved twice.
+	r.Topic = t.name
+	r.Partition = p
+	r.Offset = off
+	r.Payload = e.payload
+	r.Key = ""
+	r.Headers = nil
+	r.Time = time.Unix(0, e.ts)
+	r.Attempt = attempt
 }
 
 // partitionState is a partition's log and retention state.
@@ -572,9 +581,9 @@ func (b *Broker) PublishMessage(topicName string, partition int32, m Message) (i
 // broker-clock stamp (Unix ns) when m.Time is zero, else 0.
 func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error) {
 	b := t.b
-	p, err := t.partition(partition)
-	if err != nil {
-		return -1, 0, err
+	p, n := t.partAt(partition)
+	if p == nil {
+		return -1, 0, t.partitionError(partition, n)
 	}
 	if b.maxBytes > 0 {
 		if n := messageSize(m); n > b.maxBytes {
@@ -595,7 +604,11 @@ func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error
 	}
 	coarse := false
 	if m.Time.IsZero() {
-		e.ts, coarse = b.stampNanos()
+		if b.clock == nil && b.coarse.state.Load() == coarseUsed {
+			e.ts, coarse = b.coarse.now.Load(), true // stampNanos and coarseClock.read's first case, inlined
+		} else {
+			e.ts, coarse = b.stampNanos()
+		}
 	}
 	off := t.append(p, &e, coarse)
 	return off, e.ts, nil
@@ -689,6 +702,10 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 // allPartitions is poll's filter for Poll: every partition the member owns.
 const allPartitions = ^shard.Mask(0)
 
+// bit is shard.Mask(0).With(p) for a p known to be in [0, 64), such as one
+// from Mask.First: it inlines, and has no range check to panic on.
+func bit(p int32) shard.Mask { return 1 << (uint(p) & 63) }
+
 // poll is the part of Poll after the lookups: it reserves up to maxRecords
 // (already checked) records of g's partitions owned by member and in only,
 // appending them to dst. member is validated only when g does not know it.
@@ -736,16 +753,16 @@ retry:
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
 		c := a.cursors[p]
 		c.mu.Lock()
-		locked = locked.With(p)
+		locked |= bit(p)
 		last = p
 		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
 			continue
 		}
 		if c.committed() < t.parts[p].end.Load() {
-			picked = picked.With(p)
+			picked |= bit(p)
 			taken++
 		} else {
-			empty = empty.With(p)
+			empty |= bit(p)
 			if t.faults.on(faultPollSkipsRecheck) {
 				t.faultYield() // widen (n)'s window: let a publish land now
 			}
@@ -770,7 +787,7 @@ retry:
 	// empty, so that the instant after the last inspection is one at which
 	// the poll saw every partition as it was.
 	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
-		recheck := empty &^ shard.Mask(0).With(last) // empty ≠ 0: some partition was inspected
+		recheck := empty &^ bit(last) // empty ≠ 0: some partition was inspected
 		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
 			if t.parts[p].end.Load() > a.cursors[p].committed() {
 				unlockCursors(a, locked)
@@ -782,7 +799,9 @@ retry:
 		t.faultYield() // widen (g)'s window: hold the locks a while
 	}
 	dst = t.reserve(dst, a, picked, now, maxRecords)
-	unlockCursors(a, locked)
+	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
+		a.cursors[p].mu.Unlock() // unlockCursors, inlined
+	}
 	return dst, nil
 }
 
@@ -838,16 +857,16 @@ retry:
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
 		c := a.cursors[p]
 		c.mu.Lock()
-		locked = locked.With(p)
+		locked |= bit(p)
 		last = p
 		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
 			continue
 		}
 		if c.committed() < t.parts[p].end.Load() {
-			picked = picked.With(p)
+			picked |= bit(p)
 			taken++
 		} else {
-			empty = empty.With(p)
+			empty |= bit(p)
 			if t.faults.on(faultPollSkipsRecheck) {
 				t.faultYield() // widen (n)'s window: let a publish land now
 			}
@@ -872,7 +891,7 @@ retry:
 	// empty, so that the instant after the last inspection is one at which
 	// the poll saw every partition as it was.
 	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
-		recheck := empty &^ shard.Mask(0).With(last) // empty ≠ 0: some partition was inspected
+		recheck := empty &^ bit(last) // empty ≠ 0: some partition was inspected
 		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
 			if t.parts[p].end.Load() > a.cursors[p].committed() {
 				unlockCursors(a, locked)
@@ -956,7 +975,20 @@ func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int6
 			dst = slices.Grow(dst, 1)
 		}
 		dst = dst[:len(dst)+1]
-		e.recordInto(&dst[len(dst)-1], t, p, off, c.attempts)
+		r := &dst[len(dst)-1]
+		if e.meta != nil {
+			e.recordInto(r, t, p, off, c.attempts)
+			continue
+		}
+		// recordInto of a payload-only entry, inlined.
+		r.Topic = t.name
+		r.Partition = p
+		r.Offset = off
+		r.Payload = e.payload
+		r.Key = ""
+		r.Headers = nil
+		r.Time = time.Unix(0, e.ts)
+		r.Attempt = c.attempts
 	}
 	return dst
 }
@@ -1513,10 +1545,28 @@ func (b *Broker) lookup(name string) (*topic, error) {
 // partition returns partition p, or ErrInvalidArgument unless p is in
 // [0, partitionCount).
 func (t *topic) partition(p int32) (*partition, error) {
-	if n := t.count.Load(); p < 0 || p >= n {
-		return nil, fmt.Errorf("%w: topic %q: partition %d outside [0,%d)", ErrInvalidArgument, t.name, p, n)
+	part, n := t.partAt(p)
+	if part == nil {
+		return nil, t.partitionError(p, n)
 	}
-	return t.parts[p], nil
+	return part, nil
+}
+
+// partAt returns partition p and the partition count n it was checked
+// against; nil when p is outside [0, n). It is partition without the
+// error, small enough to inline into the publish and settle paths, whose
+// callers make the error with partitionError(p, n).
+func (t *topic) partAt(p int32) (*partition, int32) {
+	n := t.count.Load()
+	if uint32(p) >= uint32(n) { // p < 0 or p >= n
+		return nil, n
+	}
+	return t.parts[p], n
+}
+
+// partitionError is partition's error for p outside [0, n).
+func (t *topic) partitionError(p, n int32) error {
+	return fmt.Errorf("%w: topic %q: partition %d outside [0,%d)", ErrInvalidArgument, t.name, p, n)
 }
 
 // checkGroupMember returns the first ErrInvalidArgument error of the group

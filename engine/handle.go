@@ -261,9 +261,9 @@ func (m *MemberHandle) Retry(partition int32, offset int64) (bool, error) {
 }
 
 func (m *MemberHandle) settle(partition int32, offset int64, commit bool) (bool, error) {
-	part, err := m.t.partition(partition)
-	if err != nil {
-		return false, err
+	part, n := m.t.partAt(partition)
+	if part == nil {
+		return false, m.t.partitionError(partition, n)
 	}
 	if offset < 0 {
 		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
