@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,7 +244,6 @@ func TestConcurrentPollsOnOneConsumer(t *testing.T) {
 	if n := count.Load(); n != parts*perPart {
 		t.Fatalf("received %d messages, want %d", n, parts*perPart)
 	}
-	_ = strings.Repeat
 }
 
 // TestMessagesSameIteratorAgainAfterBreak: one iterator value ranged
