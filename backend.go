@@ -139,8 +139,29 @@ type BackendMember interface {
 // (m.Time, or the broker clock's reading when m.Time is zero). Producer.Send
 // then leaves a zero Message.Time to the broker, which reads its clock once
 // and stores no per-record metadata for a message with only a payload;
-// on other backends Send stamps time.Now itself.
+// on other backends clockStamped stamps time.Now itself.
 type stampedPublisher interface {
 	tryPublishStamped(partition int32, m engine.Message) (int64, time.Time, error)
 	publishStamped(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, time.Time, error)
+}
+
+// clockStamped is the stampedPublisher of a BackendTopic that does not
+// report record times: a message with a zero Time is sent with time.Now,
+// which is the time it reports.
+type clockStamped struct{ bt BackendTopic }
+
+func (s clockStamped) tryPublishStamped(partition int32, m engine.Message) (int64, time.Time, error) {
+	if m.Time.IsZero() {
+		m.Time = time.Now()
+	}
+	off, err := s.bt.TryPublish(partition, m)
+	return off, m.Time, err
+}
+
+func (s clockStamped) publishStamped(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, time.Time, error) {
+	if m.Time.IsZero() {
+		m.Time = time.Now()
+	}
+	off, err := s.bt.Publish(ctx, stop, partition, m)
+	return off, m.Time, err
 }

@@ -643,24 +643,22 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 		return dst, err
 	}
 	buf := c.takeRecords()
-	defer func() { c.putRecords(buf, nil) }()
 	for tries := 0; ; tries++ {
 		recs, err := c.m.TryPoll(buf.recs[:0], max)
 		if err != nil {
+			c.putRecords(buf, recs)
 			return dst, c.noteErr(err)
-		}
-		if cap(recs) > cap(buf.recs) {
-			buf.recs = recs[:0]
 		}
 		if len(recs) == 0 && tries == 0 {
 			if again, err := c.ensureMember(); err != nil {
+				c.putRecords(buf, recs)
 				return dst, err
 			} else if again {
 				continue // once: it returns at once whatever it finds
 			}
 		}
 		dst = c.appendMessages(dst, recs)
-		clear(recs)
+		c.putRecords(buf, recs)
 		return dst, nil
 	}
 }

@@ -69,18 +69,11 @@ type Message[T any] struct {
 // messageID is the ID of the record at (partition, offset), allocated on
 // its own (a cold path: the ones that build many use an idArena).
 func messageID(partition int32, offset int64) string {
-	var b [maxIDLen]byte
-	return string(appendID(b[:0], partition, offset))
-}
-
-// maxIDLen bounds an ID's length: an int32, "-", an int64.
-const maxIDLen = 11 + 1 + 20
-
-// appendID appends the ID of (partition, offset) to b.
-func appendID(b []byte, partition int32, offset int64) []byte {
-	b = strconv.AppendInt(b, int64(partition), 10)
-	b = append(b, '-')
-	return strconv.AppendInt(b, offset, 10)
+	var b [32]byte
+	s := strconv.AppendInt(b[:0], int64(partition), 10)
+	s = append(s, '-')
+	s = strconv.AppendInt(s, offset, 10)
+	return string(s)
 }
 
 // idBlockSize is the size of one idArena block, in bytes: about 50 IDs of

@@ -142,34 +142,17 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m *Message[T], wait
 	// The broker keeps its own copy of the headers (engine.Message).
 	em := engine.Message{Key: m.Key, Headers: m.Headers, Payload: payload, Time: m.Time}
 	var off int64
-	if t.sp != nil {
-		var ts time.Time
-		if wait {
-			off, ts, err = t.sp.publishStamped(ctx, p.stop, part, em)
-		} else {
-			off, ts, err = t.sp.tryPublishStamped(part, em)
-		}
-		if err == nil {
-			m.Time = ts
-		}
+	var ts time.Time
+	if wait {
+		off, ts, err = t.sp.publishStamped(ctx, p.stop, part, em)
 	} else {
-		if em.Time.IsZero() {
-			em.Time = time.Now()
-		}
-		if wait {
-			off, err = t.bt.Publish(ctx, p.stop, part, em)
-		} else {
-			off, err = t.bt.TryPublish(part, em)
-		}
-		if err == nil {
-			m.Time = em.Time
-		}
+		off, ts, err = t.sp.tryPublishStamped(part, em)
 	}
 	if err != nil {
 		m.Partition = part
 		return err
 	}
-	m.ID, m.Topic, m.Partition, m.Offset = p.ids.id(part, off), t.Name(), part, off
+	m.ID, m.Topic, m.Partition, m.Offset, m.Time = p.ids.id(part, off), t.Name(), part, off, ts
 	m.PayloadType, m.Payload, m.Attempt, m.Err = t.pt, payload, 0, nil
 	return nil
 }

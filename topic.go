@@ -15,13 +15,16 @@ import (
 type Topic[T any] struct {
 	c     *Cluster
 	bt    BackendTopic
-	sp    stampedPublisher // bt, when the backend stamps record times; else nil
+	sp    stampedPublisher // bt, or bt stamped by clockStamped when its backend does not report record times
 	codec Codec[T]
 	pt    string // the payload type, codec.Name()
 }
 
 func newTopic[T any](c *Cluster, bt BackendTopic, codec Codec[T], pt string) *Topic[T] {
-	sp, _ := bt.(stampedPublisher)
+	sp, ok := bt.(stampedPublisher)
+	if !ok {
+		sp = clockStamped{bt}
+	}
 	return &Topic[T]{c: c, bt: bt, sp: sp, codec: codec, pt: pt}
 }
 
