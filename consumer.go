@@ -963,8 +963,8 @@ func (c *Consumer[T]) Seek(partition int32, offset int64) error {
 //
 // While the backend is unavailable (an error wrapping
 // ErrUnavailable: a networked backend's server restarting, say) Run waits,
-// doubling from 50 ms to 2 s, and polls, acks, retries or dead-letters
-// again (the dead-letter publish and its ack alike); an ack
+// doubling from 50 ms to 2 s, and polls, acks, retries, rejoins or
+// dead-letters again (the dead-letter publish and its ack alike); an ack
 // that may have been lost is tried again, so a record is at worst
 // delivered twice. On a consumer already closed, Run returns nil at once
 // (the fencing error, wrapping ErrFenced, on a fenced one),
@@ -1175,7 +1175,18 @@ func (r *runner[T]) drive() error {
 		}
 		if c.expiredErr(r.ctx, err) {
 			r.buf = r.buf[:0]
-			if err := c.rejoin(); err != nil {
+			err := c.rejoin()
+			if errors.Is(err, ErrUnavailable) {
+				// The rejoin met an outage: waited out as a poll's is;
+				// the next poll finds the consumer still expired and
+				// rejoins then.
+				if err := c.waitOutage(r.ctx, outage); err != nil {
+					return c.runEnd(r.ctx, err)
+				}
+				outage++
+				continue
+			}
+			if err != nil {
 				return c.runEnd(r.ctx, err)
 			}
 			continue
