@@ -138,6 +138,15 @@ type Consumer[T any] struct {
 	// recs is a record buffer kept between polls (takeRecords).
 	recs atomic.Pointer[recordBuf]
 
+	// unreleasedMu guards unreleased: the records a Messages loop could
+	// not release as it ended (its Retry met ErrUnavailable), which the
+	// consumer's next poll releases first (releaseUnreleased).
+	// unreleasedN is len(unreleased), stored under the lock and read
+	// without it, so that a poll with nothing to release takes no lock.
+	unreleasedMu sync.Mutex
+	unreleased   []recordRef
+	unreleasedN  atomic.Int32
+
 	handled, acked, retried, deadLettered, heartbeats, expired atomic.Int64
 }
 
@@ -590,6 +599,9 @@ func (c *Consumer[T]) AppendPoll(ctx context.Context, dst []Message[T], max int3
 	if err := c.checkPoll(max); err != nil {
 		return dst, err
 	}
+	if c.unreleasedN.Load() > 0 {
+		c.releaseUnreleased()
+	}
 	c.busy.Add(1)
 	defer c.busy.Add(-1)
 	buf := c.takeRecords()
@@ -642,6 +654,9 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 	if err := c.checkPoll(max); err != nil {
 		return dst, err
 	}
+	if c.unreleasedN.Load() > 0 {
+		c.releaseUnreleased()
+	}
 	buf := c.takeRecords()
 	for tries := 0; ; tries++ {
 		recs, err := c.m.TryPoll(buf.recs[:0], max)
@@ -678,7 +693,8 @@ func (c *Consumer[T]) TryAppendPoll(dst []Message[T], max int32) ([]Message[T], 
 // released as by Retry (delivered again, Attempt + 1: each counts as a
 // delivery, which a dead-letter policy's maximum attempts counts too; a
 // loop that often breaks early should use a small WithBatch), so none is
-// left in flight to nobody. With a session
+// left in flight to nobody; a release that meets an outage
+// (ErrUnavailable) is made by the consumer's next poll. With a session
 // timeout (SPEC rule 24) the consumer heartbeats for as long as the loop
 // runs, its body working or its poll waiting, as under Run. The iterator
 // polls nothing until a loop starts; it may be ranged over again, and by
@@ -691,7 +707,11 @@ func (c *Consumer[T]) Messages(ctx context.Context) iter.Seq2[Message[T], error]
 		next := 0
 		defer func() { // release what was polled and not yielded
 			for _, m := range batch[next:] {
-				c.Retry(m) //nolint:errcheck // not in flight any more (closed, rebalanced): nothing to release
+				// An error other than an outage: not in flight any more
+				// (closed, rebalanced), nothing to release.
+				if err := c.Retry(m); errors.Is(err, ErrUnavailable) {
+					c.keepUnreleased(m.Partition, m.Offset)
+				}
 			}
 		}()
 		for {
@@ -784,6 +804,38 @@ func (c *Consumer[T]) message(r *engine.Record) Message[T] {
 	var m Message[T]
 	c.t.fill(&m, r, c.ids.id(r.Partition, r.Offset))
 	return m
+}
+
+// recordRef names a record of the consumer's topic.
+type recordRef struct {
+	partition int32
+	offset    int64
+}
+
+// releaseUnreleased releases, as by Retry, the records a Messages loop
+// could not release; those that still meet ErrUnavailable are kept for
+// the next poll, the others (released, or no longer in flight to the
+// consumer) are dropped.
+func (c *Consumer[T]) releaseUnreleased() {
+	c.unreleasedMu.Lock()
+	defer c.unreleasedMu.Unlock()
+	kept := c.unreleased[:0]
+	for _, r := range c.unreleased {
+		if err := c.settle(r.partition, r.offset, true); errors.Is(err, ErrUnavailable) {
+			kept = append(kept, r)
+		}
+	}
+	clear(c.unreleased[len(kept):])
+	c.unreleased = kept
+	c.unreleasedN.Store(int32(len(kept)))
+}
+
+// keepUnreleased adds a record whose release met ErrUnavailable.
+func (c *Consumer[T]) keepUnreleased(partition int32, offset int64) {
+	c.unreleasedMu.Lock()
+	c.unreleased = append(c.unreleased, recordRef{partition, offset})
+	c.unreleasedN.Store(int32(len(c.unreleased)))
+	c.unreleasedMu.Unlock()
 }
 
 // recordBuf is a record buffer kept between polls (takeRecords).
