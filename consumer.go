@@ -792,9 +792,14 @@ func (c *Consumer[T]) checkPoll(max int32) error {
 func (c *Consumer[T]) appendMessages(dst []Message[T], recs []engine.Record) []Message[T] {
 	n := len(dst)
 	dst = slices.Grow(dst, len(recs))[:n+len(recs)]
-	for i := range recs {
-		r := &recs[i]
-		c.t.fill(&dst[n+i], r, c.ids.id(r.Partition, r.Offset))
+	if len(recs) == 1 {
+		r := &recs[0]
+		c.t.fill(&dst[n], r, c.ids.id(r.Partition, r.Offset))
+		return dst
+	}
+	var ids [engine.MaxPollRecords]string
+	for i, id := range c.ids.appendIDs(ids[:0], recs) {
+		c.t.fill(&dst[n+i], &recs[i], id)
 	}
 	return dst
 }
@@ -1120,9 +1125,12 @@ type runner[T any] struct {
 	// it so ends without entering the handler or applying its result.
 	state atomic.Int32
 
-	// The worker's: the records of the last poll, and the next to process.
-	// A handler that ends its goroutine hands them to a new worker (call).
+	// The worker's: the records of the last poll, their message IDs (built
+	// for the whole poll at once, idArena.appendIDs), and the next to
+	// process. A handler that ends its goroutine hands them to a new worker
+	// (call).
 	buf  []engine.Record
+	ids  []string
 	next int
 
 	mu      sync.Mutex
@@ -1205,15 +1213,16 @@ func (r *runner[T]) drive() error {
 				return c.runEnd(r.ctx, r.ctx.Err())
 			default:
 			}
-			rec := &r.buf[r.next]
+			rec, id := &r.buf[r.next], r.ids[r.next]
 			r.next++
-			if err := r.process(rec); err != nil {
+			if err := r.process(rec, id); err != nil {
 				return c.runEnd(r.ctx, err)
 			}
 		}
 		// The records done with are cleared first: a Run that waits
-		// for more must not keep their payloads alive.
+		// for more must not keep their payloads (or IDs' blocks) alive.
 		clear(r.buf)
+		clear(r.ids)
 		var err error
 		r.buf, err = c.m.Poll(r.ctx, c.stop, r.buf[:0], c.cfg.batch)
 		r.next = 0
@@ -1247,6 +1256,7 @@ func (r *runner[T]) drive() error {
 			return c.runEnd(r.ctx, err)
 		}
 		outage = 0
+		r.ids = c.ids.appendIDs(r.ids[:0], r.buf)
 	}
 }
 
@@ -1254,14 +1264,15 @@ func (r *runner[T]) drive() error {
 // (runtime.Goexit, as testing's FailNow does) instead of returning.
 var errHandlerExit = errors.New("handler ended its goroutine (runtime.Goexit) without returning")
 
-// process handles one reserved record: the handler (unless it does not
+// process handles one reserved record, whose message ID is id: the handler (unless it does not
 // decode), then its result applied (settleRecord). errRunAbandoned when
 // Run gave up the record, or the consumer was closed while the handler
 // ran; then nothing is applied.
-func (r *runner[T]) process(rec *engine.Record) error {
+func (r *runner[T]) process(rec *engine.Record, id string) error {
 	c := r.c
 	r.cancelPending(rec.Partition)
-	m := c.message(rec)
+	var m Message[T]
+	c.t.fill(&m, rec, id)
 	herr := m.Err
 	if herr == nil {
 		c.handled.Add(1)

@@ -1,6 +1,7 @@
 package tributary
 
 import (
+	"math/bits"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -105,36 +106,107 @@ func (a *idArena) id(partition int32, offset int64) string {
 	if partition < 0 || offset < 0 {
 		return messageID(partition, offset)
 	}
-	p, o := uint64(partition), uint64(offset)
-	np, no := decimalLen(p), decimalLen(o)
-	n := int64(np + 1 + no)
+	return putID(a.reserve(idLen(partition, offset)), partition, offset)
+}
+
+// appendIDs appends the IDs of recs, in order, to dst and returns it: as
+// id, with one reservation for as many of them as the current block's
+// free tail holds, so that a batch of records costs one atomic add (or a
+// few, across a block's end), not one each, and fills blocks as fully as
+// id does.
+func (a *idArena) appendIDs(dst []string, recs []engine.Record) []string {
+	for len(recs) > 0 {
+		blk := a.cur.Load()
+		free := 0
+		if blk != nil {
+			free = len(blk.buf) - int(min(blk.used.Load(), int64(len(blk.buf))))
+		}
+		n, k := 0, 0
+		for ; k < len(recs); k++ {
+			l := idLen(recs[k].Partition, recs[k].Offset)
+			if n+l > free {
+				break
+			}
+			n += l
+		}
+		if k == 0 { // not even the first fits: the next block holds it
+			a.cur.CompareAndSwap(blk, new(idBlock)) // lost: another caller's block serves
+			continue
+		}
+		var buf []byte
+		if n > 0 { // else only IDs left to messageID
+			end := blk.used.Add(int64(n))
+			if end > int64(len(blk.buf)) {
+				continue // another caller took part of the tail: this range is abandoned
+			}
+			buf = blk.buf[end-int64(n) : end : end]
+		}
+		for _, r := range recs[:k] {
+			if r.Partition < 0 || r.Offset < 0 {
+				dst = append(dst, messageID(r.Partition, r.Offset))
+				continue
+			}
+			l := idLen(r.Partition, r.Offset)
+			dst = append(dst, putID(buf[:l:l], r.Partition, r.Offset))
+			buf = buf[l:]
+		}
+		recs = recs[k:]
+	}
+	return dst
+}
+
+// idLen is the length of the arena's ID of (partition, offset): 0 for the
+// negative values id leaves to messageID.
+func idLen(partition int32, offset int64) int {
+	if partition < 0 || offset < 0 {
+		return 0
+	}
+	return decimalLen(uint64(partition)) + 1 + decimalLen(uint64(offset))
+}
+
+// putID writes the ID of (partition, offset), both non-negative, into all
+// of dst, whose length is idLen(partition, offset), and returns it as a
+// string over dst's bytes, which must never be written again.
+func putID(dst []byte, partition int32, offset int64) string {
+	np := decimalLen(uint64(partition))
+	putDecimal(dst[:np], uint64(partition))
+	dst[np] = '-'
+	putDecimal(dst[np+1:], uint64(offset))
+	return unsafe.String(&dst[0], len(dst))
+}
+
+// reserve returns n fresh bytes (0 ≤ n ≤ idBlockSize) of the arena, never
+// handed out before: the unused tail of the current block, reserved by an
+// atomic add, or of a new block.
+func (a *idArena) reserve(n int) []byte {
+	if n == 0 {
+		return nil
+	}
 	for {
 		blk := a.cur.Load()
 		if blk != nil {
-			if end := blk.used.Add(n); end <= int64(len(blk.buf)) {
-				dst := blk.buf[end-n : end : end]
-				putDecimal(dst[:np], p)
-				dst[np] = '-'
-				putDecimal(dst[np+1:], o)
-				return unsafe.String(&dst[0], len(dst))
+			if end := blk.used.Add(int64(n)); end <= int64(len(blk.buf)) {
+				return blk.buf[end-int64(n) : end : end]
 			}
 		}
 		a.cur.CompareAndSwap(blk, new(idBlock)) // lost: another caller's block serves
 	}
 }
 
-// decimalLen is the number of decimal digits of v (1 for 0).
+// decimalLen is the number of decimal digits of v (1 for 0): from its bit
+// length, log10(2) ≈ 1233/4096, corrected by one comparison.
 func decimalLen(v uint64) int {
-	n := 1
-	for v >= 100 {
-		v /= 100
-		n += 2
+	v |= 1 // the same digits; 0 as 1
+	t := bits.Len64(v) * 1233 >> 12
+	if v < pow10[t] {
+		return t
 	}
-	if v >= 10 {
-		n++
-	}
-	return n
+	return t + 1
 }
+
+// pow10 holds 10^0 to 10^19.
+var pow10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
 // putDecimal writes v in decimal into all of dst, whose length is
 // decimalLen(v).

@@ -54,10 +54,21 @@ func (c *wallClock) resync() *clockBase {
 	if b := c.base.Load(); b != nil && m-b.mono < int64(wallClockResync) {
 		return b // another caller resynced meanwhile
 	}
-	b := &clockBase{wall: time.Now().UnixNano(), mono: nanotime()}
+	sec, nsec, mono := timeNow()
+	b := &clockBase{wall: sec*int64(time.Second) + int64(nsec), mono: mono}
 	c.base.Store(b)
 	return b
 }
+
+// timeNow is the runtime's reading behind time.Now: the wall clock and
+// the monotonic clock (nanotime's, not time's process-relative one) read
+// back to back inside the runtime, where no goroutine preemption can fall
+// between them. Two separate calls could be preempted between their reads,
+// and the base would then be off by the pause: every reading until the
+// next resync that much early, the one after it that much later.
+//
+//go:linkname timeNow time.now
+func timeNow() (sec int64, nsec int32, mono int64)
 
 // coarseTick is how often the coarse clock's refresher re-reads the wall
 // clock while the broker has traffic: the resolution of the default clock's
@@ -97,8 +108,13 @@ const (
 // one reader that starts a refresher stores its fresh reading before any
 // reader can use now, and readers that come meanwhile wait for it.
 //
-// Ack and session timeouts (SPEC rules 22 and 24) do not read it: they read
-// wallClock, so that they never fire early.
+// Ack and session timeouts (SPEC rules 22 and 24) do not read it for the
+// instants they keep (delivery and last-seen instants), nor for the calls
+// that name a member: they read wallClock, so that they never fire early. A
+// publish compares its record's coarse time with the topic's earliest
+// session deadline, and expires at an exact reading only when that looks
+// due (topic.expireBy): the coarse clock can run ahead of wallClock too,
+// after the wall clock stepped back (advance).
 //
 // The zero coarseClock is ready to use once run and timer are set. At most
 // one refresher runs: one starts only from coarseStopped, which the last

@@ -103,3 +103,28 @@ func TestCoarseClockStartAllocatesNothing(t *testing.T) {
 		require.Zero(t, after.Mallocs-before.Mallocs, "round %d: allocations of a publish that starts the refresher", round)
 	}
 }
+
+// TestTimeNowIsOnePairedReading: the runtime's paired reading that
+// wallClock's resync takes its base from gives nanotime's monotonic clock
+// (between two nanotime reads around it) and the wall clock (within a
+// second of time.Now's); a monotonic value of another origin, such as
+// time's process-relative one, would put every reading of the broker
+// clock off by the process's age.
+func TestTimeNowIsOnePairedReading(t *testing.T) {
+	for range 1000 {
+		before := nanotime()
+		sec, nsec, mono := timeNow()
+		after := nanotime()
+		if mono < before || mono > after {
+			t.Fatalf("timeNow's monotonic reading %d outside nanotime's [%d, %d]", mono, before, after)
+		}
+		wall := time.Unix(sec, int64(nsec))
+		if d := time.Since(wall); d < -time.Second || d > time.Second {
+			t.Fatalf("timeNow's wall reading %v is %v from time.Now", wall, d)
+		}
+	}
+	var c wallClock
+	if d := time.Duration(c.now() - time.Now().UnixNano()); d < -time.Second || d > time.Second {
+		t.Fatalf("wallClock reads %v from time.Now", d)
+	}
+}

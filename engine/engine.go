@@ -562,12 +562,12 @@ func (t *topic) publish(partition int32, payload string) (int64, error) {
 		return -1, fmt.Errorf("%w: topic %q: message of %d bytes exceeds the limit of %d", ErrInvalidArgument, t.name, len(payload), b.maxBytes)
 	}
 	e := entry{payload: payload}
-	coarse := false
-	if b.session > 0 {
-		e.ts = b.nowNanos()
-		t.expire(e.ts) // one load of the topic's deadline unless it has come (rule 24)
-	} else if e.ts, coarse = b.coarseNow(); !coarse {
+	var coarse bool
+	if e.ts, coarse = b.coarseNow(); !coarse {
 		e.ts, coarse = b.stampNanos()
+	}
+	if b.session > 0 {
+		t.expireBy(e.ts, coarse) // one load of the topic's deadline unless it has come (rule 24)
 	}
 	return t.append(p, &e, coarse), nil
 }
@@ -607,18 +607,20 @@ func (t *topic) publishMessage(partition int32, m *Message) (int64, int64, error
 	if m.Key != "" || len(m.Headers) > 0 || !m.Time.IsZero() {
 		e.meta = &entryMeta{key: m.Key, headers: cloneHeaders(m.Headers), time: m.Time}
 	}
-	if b.session > 0 {
-		now := b.nowNanos() // one reading: the record's time and the expiry's instant
+	coarse := false
+	if m.Time.IsZero() || b.session > 0 {
+		// One reading: the record's time and the expiry's instant.
+		var now int64
+		if now, coarse = b.coarseNow(); !coarse {
+			now, coarse = b.stampNanos()
+		}
 		if m.Time.IsZero() {
 			e.ts = now
+		} else {
+			coarse = false // e.ts is not a clock reading: nothing to correct
 		}
-		t.expire(now)
-		return t.append(p, &e, false), e.ts, nil
-	}
-	coarse := false
-	if m.Time.IsZero() {
-		if e.ts, coarse = b.coarseNow(); !coarse {
-			e.ts, coarse = b.stampNanos()
+		if b.session > 0 {
+			t.expireBy(now, coarse)
 		}
 	}
 	off := t.append(p, &e, coarse)

@@ -95,17 +95,19 @@ func WithReplayWindow(records int32) Option {
 //
 // The default is the wall clock. Delivery ages and last-seen instants read
 // it exactly, to the nanosecond, so ack and session timeouts never fire
-// early. A record's time (SPEC rule 15) without a session timeout reads a
-// coarse copy of it, refreshed every millisecond by a goroutine that runs
+// early. A record's time (SPEC rule 15) reads a coarse copy of it, refreshed every millisecond by a goroutine that runs
 // while the broker publishes and exits within about 10 ms of the last
 // publish, and read exactly by every 64th publish to a partition: it is
 // at most 1 ms behind the exact reading while the refresher gets CPU, and
 // at most the time the partition's last 64 publishes took while it does
-// not (a busy publisher at GOMAXPROCS 1), and never ahead of it, so a
-// record's time may be up to 1 ms before a time.Now taken just before the
-// publish; the times of records published one after another are
-// non-decreasing unless the system clock is set back. With WithSessionTimeout a publish reads
-// the clock exactly, once, for the record's time and the call's instant.
+// not (a busy publisher at GOMAXPROCS 1), and ahead of it only after the
+// system clock was set back by less than 100 ms (it keeps its later
+// reading until the exact one passes it), so a record's time may be up to
+// 1 ms before a time.Now taken just before the publish; the times of
+// records published one after another are non-decreasing unless the
+// system clock is set back by more. With WithSessionTimeout a publish
+// compares the same reading with the topic's earliest session deadline
+// and expires members only at an exact reading (WithSessionTimeout).
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock, c.clockSet = now, true }
 }

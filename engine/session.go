@@ -27,11 +27,17 @@ import (
 // call, if valid and on the member's topic, first removes it from its group
 // exactly as Leave would (one rebalance per group, its in-flight deliveries
 // cancelled, committed offsets kept), then acts. Expiry is lazy: no
-// goroutine or timer runs. Last-seen instants and calls' readings are of
-// the exact broker clock, never the coarse copy that stamps records
-// (WithClock), so on the default clock a member expires no earlier than d
-// after it was last seen; with the option every publish reads it exactly. d must be > 0; the default is none (members
-// never expire, and rules 1–23 hold exactly).
+// goroutine or timer runs. Last-seen instants, and the readings of the
+// calls that name a member, are of the exact broker clock, never the
+// coarse copy that stamps records (WithClock), so on the default clock a
+// member expires no earlier than d after it was last seen. A publish, which
+// names no member, compares its record's time with the topic's earliest
+// deadline: on the default clock a coarse reading, which may lag the exact
+// one (a session that has only just run out is then left to the next call)
+// and expires nobody by itself; when the deadline looks due, the expiry
+// runs at an exact reading, so a publish never expires a member early
+// either. d must be > 0; the default is none (members never expire, and
+// rules 1–23 hold exactly).
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.session, c.sessionSet = d, true }
 }
@@ -134,6 +140,26 @@ func (b *Broker) sessionNow() int64 {
 func (t *topic) expire(now int64) {
 	if now < t.deadline.Load() {
 		return
+	}
+	t.mu.Lock()
+	t.expireLocked(now)
+	t.mu.Unlock()
+}
+
+// expireBy is expire for a publish whose reading of the broker clock is
+// now, a coarse one when coarse. A coarse reading only filters: it is one
+// load and compare against the topic's deadline, and the expiry itself,
+// when the deadline looks due, runs at an exact reading. The coarse clock
+// may lag the exact one (the expiry then waits for a later call) and may
+// also run ahead of it, by up to wallClockResync after the wall clock
+// stepped back (coarseClock.advance keeps its later reading), so expiring
+// at the coarse reading itself could end a session early.
+func (t *topic) expireBy(now int64, coarse bool) {
+	if now < t.deadline.Load() {
+		return
+	}
+	if coarse {
+		now = t.b.nowNanos()
 	}
 	t.mu.Lock()
 	t.expireLocked(now)

@@ -51,12 +51,24 @@ const (
 	LoopBytes      = "typed-bytes"        // the same on a Bytes() topic
 	LoopJSON       = "typed-json"         // the same on a JSON[Record]() topic
 	LoopHandleJSON = "engine-handle+json" // LoopHandle with json.Marshal before and json.Unmarshal after
+	// LoopFloor is LoopHandle plus what the typed calls' result types
+	// force on any implementation: TrySend's Message returned by value,
+	// and TryPoll's new []Message of one, both filled from the records
+	// (no message ID built: a lower bound).
+	LoopFloor = "engine-handle+results"
 	// LoopCalibration is LoopHandle again, a second instance: its paired
 	// ratio to LoopHandle, ideally 1, shows the noise of the run.
 	LoopCalibration = "engine-handle-again"
 
 	LoopEngineDirect = "engine-direct" // N goroutines, each a member: AppendPoll(64), Ack per record, Ready when empty
 	LoopRun          = "typed-run"     // N Consumers in Consumer.Run, a handler that counts
+	// LoopRunFloor is LoopEngineDirect on the typed cluster's engine
+	// configuration (DefaultSessionTimeout) plus, per record, what Run's
+	// promises force on any implementation: a Message filled from the
+	// record (no ID built: a lower bound), handed by value to a handler
+	// through a func value, between the two compare-and-swaps that let a
+	// cancelled Run abandon a handler that ignores its context.
+	LoopRunFloor = "engine-direct+handoff"
 )
 
 // ConsumerCounts are the consumer counts of the ConsumerRun families.
@@ -86,6 +98,7 @@ func Families() []cputime.Family {
 			{Name: LoopString, Doc: "typed String(): Producer.TrySend (Manual), Consumer.TryPoll(1), Consumer.Ack", Start: startTyped(tributary.String(), bench.Payload, func(v string) bool { return v == bench.Payload })},
 			{Name: LoopBytes, Doc: "typed Bytes(): the same with a []byte value", Start: startTyped(tributary.Bytes(), []byte(bench.Payload), func(v []byte) bool { return string(v) == bench.Payload })},
 			{Name: LoopJSON, Doc: "typed JSON[Record]() (a two-field struct): the same", Start: startTyped(tributary.JSON[Record](), record, func(v Record) bool { return v == record })},
+			{Name: LoopFloor, Doc: "engine-handle plus a tributary.Message[string] filled as TrySend returns it and a new []tributary.Message[string] of one filled from the polled record, as TryPoll returns it (no ID built): a lower bound of the typed String round trip on this API", Start: startFloor},
 			{Name: LoopHandleJSON, Doc: "engine-handle with json.Marshal of the same Record before the publish and json.Unmarshal of the polled payload", Start: startHandle(true)},
 			{Name: LoopCalibration, Doc: "calibration: engine-handle again, on an engine of its own; its ratio to engine-handle shows the run's noise", Start: startHandle(false)},
 		},
@@ -97,6 +110,7 @@ func Families() []cputime.Family {
 			Loops: []cputime.Loop{
 				{Name: LoopEngineDirect, Doc: fmt.Sprintf("%d goroutine(s), each a member: AppendPoll(buf, %d), Ack per record; on an empty poll TopicHandle.Ready and MemberHandle.Ready, a second poll, then a wait", n, engine.MaxPollRecords), Start: startEngineDirect(n)},
 				{Name: LoopRun, Doc: fmt.Sprintf("%d String() Consumer(s) in Consumer.Run, a handler that counts and returns nil", n), Start: startRun(n)},
+				{Name: LoopRunFloor, Doc: fmt.Sprintf("engine-direct with a session timeout of %v, and per record a Message[string] filled from it (no ID) passed by value to a handler func between two compare-and-swaps of a state word: a lower bound of typed-run", tributary.DefaultSessionTimeout), Start: startEngineFloor(n)},
 			},
 		})
 	}
@@ -128,10 +142,10 @@ func startChan() (cputime.Instance, error) {
 	}}, nil
 }
 
-// newHandles returns an engine with topic "t" of partitions partitions and
-// its handle.
-func newHandles(partitions int32) (*engine.Broker, *engine.TopicHandle, error) {
-	e, err := engine.New(bench.Capacity)
+// newHandles returns an engine with opts and topic "t" of partitions
+// partitions, and the topic's handle.
+func newHandles(partitions int32, opts ...engine.Option) (*engine.Broker, *engine.TopicHandle, error) {
+	e, err := engine.New(bench.Capacity, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,6 +205,65 @@ func startHandle(withJSON bool) func() (cputime.Instance, error) {
 			return int64(n), nil
 		}}, nil
 	}
+}
+
+// startFloor is the engine handle round trip plus the results the typed
+// String round trip's calls return: TrySend's Message by value and
+// TryPoll's new []Message of one, each filled from its record (LoopFloor).
+func startFloor() (cputime.Instance, error) {
+	e, th, err := newHandles(1)
+	if err != nil {
+		return cputime.Instance{}, err
+	}
+	if _, err := e.Join("t", "g", "m"); err != nil {
+		return cputime.Instance{}, err
+	}
+	mh, err := th.Member("g", "m")
+	if err != nil {
+		return cputime.Instance{}, err
+	}
+	buf := make([]engine.Record, 0, 1)
+	return cputime.Instance{Run: func(m *cputime.Meter, n int) (int64, error) {
+		m.Start()
+		for range n {
+			off, ts, err := th.PublishStamped(0, engine.Message{Payload: bench.Payload})
+			if err != nil || off < 0 {
+				return errStop(m, "PublishStamped = %d, %v", off, err)
+			}
+			sent := floorSent(th.Name(), off, ts)
+			buf, err = mh.AppendPoll(buf[:0], 1)
+			if err != nil || len(buf) != 1 || buf[0].Offset != sent.Offset {
+				return errStop(m, "AppendPoll = %v, %v; want offset %d", buf, err, off)
+			}
+			ms := floorPolled(&buf[0])
+			if len(ms) != 1 || ms[0].Value != bench.Payload {
+				return errStop(m, "floorPolled = %+v", ms)
+			}
+			if ok, err := mh.Ack(0, ms[0].Offset); err != nil || !ok {
+				return errStop(m, "Ack(0, %d) = %v, %v", off, ok, err)
+			}
+		}
+		m.Stop()
+		return int64(n), nil
+	}}, nil
+}
+
+// floorSent is the Message a TrySend of bench.Payload returns, without
+// its ID.
+//
+//go:noinline
+func floorSent(topic string, off int64, ts time.Time) tributary.Message[string] {
+	return tributary.Message[string]{Topic: topic, Offset: off, Time: ts, Value: bench.Payload, Payload: bench.Payload}
+}
+
+// floorPolled is the []Message a TryPoll(1) returns for r, without its ID.
+//
+//go:noinline
+func floorPolled(r *engine.Record) []tributary.Message[string] {
+	ms := make([]tributary.Message[string], 1)
+	ms[0] = tributary.Message[string]{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Headers: r.Headers,
+		Time: r.Time, Value: r.Payload, Attempt: r.Attempt, Payload: r.Payload}
+	return ms
 }
 
 // startTyped is the typed round trip of v on a one-partition topic of
@@ -339,8 +412,24 @@ func memberName(i int) string { return fmt.Sprintf("c%02d", i) }
 
 // startEngineDirect is the engine drained by n member goroutines.
 func startEngineDirect(n int) func() (cputime.Instance, error) {
+	return startDrained(n, false)
+}
+
+// startEngineFloor is LoopRunFloor: startEngineDirect on an engine with
+// the typed cluster's session timeout, each record handed off as Run must.
+func startEngineFloor(n int) func() (cputime.Instance, error) {
+	return startDrained(n, true)
+}
+
+// startDrained is the engine drained by n member goroutines, with handoff
+// as LoopRunFloor.
+func startDrained(n int, handoff bool) func() (cputime.Instance, error) {
 	return func() (cputime.Instance, error) {
-		e, th, err := newHandles(Partitions)
+		var opts []engine.Option
+		if handoff {
+			opts = append(opts, engine.WithSessionTimeout(tributary.DefaultSessionTimeout))
+		}
+		e, th, err := newHandles(Partitions, opts...)
 		if err != nil {
 			return cputime.Instance{}, err
 		}
@@ -359,7 +448,7 @@ func startEngineDirect(n int) func() (cputime.Instance, error) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for _, mh := range members {
-			wg.Go(func() { drainMember(d, th, mh, stop) })
+			wg.Go(func() { drainMember(d, th, mh, stop, handoff) })
 		}
 		next := 0
 		fill := func(k int) error {
@@ -379,6 +468,21 @@ func startEngineDirect(n int) func() (cputime.Instance, error) {
 	}
 }
 
+// handOff hands r to h as a Message, as Run does, between the two
+// compare-and-swaps of its state word (0 idle, 1 handling).
+func handOff(ctx context.Context, state *atomic.Int32, h tributary.Handler[string], r *engine.Record) error {
+	m := tributary.Message[string]{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Headers: r.Headers,
+		Time: r.Time, Value: r.Payload, Attempt: r.Attempt, Payload: r.Payload}
+	if !state.CompareAndSwap(0, 1) {
+		return errors.New("handOff: not idle")
+	}
+	err := h(ctx, m)
+	if !state.CompareAndSwap(1, 0) {
+		return errors.New("handOff: not handling")
+	}
+	return err
+}
+
 // drainMember is one engine-direct goroutine: past the gate, it polls up to
 // engine.MaxPollRecords into its buffer and acks each record. On an empty
 // poll it takes the topic's and the member's Ready signals, polls again (a
@@ -386,8 +490,19 @@ func startEngineDirect(n int) func() (cputime.Instance, error) {
 // empty, waits for either. Taking the signals only when a poll came back
 // empty keeps the busy path free of them: every Ack closes a taken group
 // signal, and taking a fresh one after that allocates it.
-func drainMember(d *drainer, th *engine.TopicHandle, mh *engine.MemberHandle, stop <-chan struct{}) {
+//
+// With handoff (LoopRunFloor) each record is first handed to a handler as
+// a Message between two compare-and-swaps of a state word (handOff).
+func drainMember(d *drainer, th *engine.TopicHandle, mh *engine.MemberHandle, stop <-chan struct{}, handoff bool) {
 	buf := make([]engine.Record, 0, engine.MaxPollRecords)
+	var state atomic.Int32
+	handler := func(_ context.Context, m tributary.Message[string]) error {
+		if m.Value != bench.Payload {
+			return fmt.Errorf("handler: value %q", m.Value)
+		}
+		return nil
+	}
+	ctx := context.Background()
 	for d.pass(stop) {
 		var err error
 		buf, err = mh.AppendPoll(buf[:0], engine.MaxPollRecords)
@@ -407,7 +522,14 @@ func drainMember(d *drainer, th *engine.TopicHandle, mh *engine.MemberHandle, st
 			d.fail(fmt.Errorf("%s: AppendPoll: %w", mh.Member(), err))
 			return
 		}
-		for _, r := range buf {
+		for i := range buf {
+			r := &buf[i]
+			if handoff {
+				if err := handOff(ctx, &state, handler, r); err != nil {
+					d.fail(err)
+					return
+				}
+			}
 			if ok, err := mh.Ack(r.Partition, r.Offset); err != nil || !ok {
 				d.fail(fmt.Errorf("%s: Ack(%d, %d) = %v, %v", mh.Member(), r.Partition, r.Offset, ok, err))
 				return

@@ -46,9 +46,9 @@ func TestLoops(t *testing.T) {
 
 // TestFamiliesNamed: the family and loop names the targets look up exist.
 func TestFamiliesNamed(t *testing.T) {
-	want := map[string][]string{FamilyRoundTrip: {LoopChan, LoopHandle, LoopString, LoopBytes, LoopJSON, LoopHandleJSON, LoopCalibration}}
+	want := map[string][]string{FamilyRoundTrip: {LoopChan, LoopHandle, LoopString, LoopBytes, LoopJSON, LoopFloor, LoopHandleJSON, LoopCalibration}}
 	for _, n := range ConsumerCounts {
-		want[ConsumerRunName(n)] = []string{LoopEngineDirect, LoopRun}
+		want[ConsumerRunName(n)] = []string{LoopEngineDirect, LoopRun, LoopRunFloor}
 	}
 	got := map[string][]string{}
 	for _, f := range Families() {

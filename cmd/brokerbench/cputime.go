@@ -175,6 +175,9 @@ func evaluateCPUTargets(rs []cputime.Result) []Target {
 		ratio(fmt.Sprintf("typed Run vs the engine used directly, %d consumer(s)", n),
 			"typed-run records per CPU-second ≥ 0.5× engine-direct's (engine CPU ns/record ÷ typed's)",
 			f, typed.LoopEngineDirect, typed.LoopRun, 0.5, false)
+		ratio(fmt.Sprintf("bound of goal 1 on this API, %d consumer(s)", n),
+			"report: engine-direct ÷ engine-direct+handoff, the most typed Run can reach with the default session timeout and Run's handoff",
+			f, typed.LoopEngineDirect, typed.LoopRunFloor, 0, false)
 	}
 	t := Target{Name: "typed Run allocations per record (String codec)",
 		Goal: fmt.Sprintf("typed-run allocs/record ≤ %g at 1, 4 and 16 consumers (0 in steady state; idle wake-ups amortized)", cpuRunAllocs)}
@@ -199,6 +202,8 @@ func evaluateCPUTargets(rs []cputime.Result) []Target {
 	rt := typed.FamilyRoundTrip
 	ratio("typed String round trip vs the engine handle", "typed-string CPU ns/record ≤ 2× engine-handle's", rt, typed.LoopString, typed.LoopHandle, 2, true)
 	allocs("typed String round-trip allocations", "typed-string allocs/record ≤ 2", rt, typed.LoopString, 2)
+	ratio("bound of goal 2 on this API", "report: engine-handle+results ÷ engine-handle, the least the typed String round trip can cost with its calls' result types", rt, typed.LoopFloor, typed.LoopHandle, 0, true)
+	ratio("typed String round trip vs that bound", "report: typed-string ÷ engine-handle+results, the library's own cost beyond its result types", rt, typed.LoopString, typed.LoopFloor, 0, true)
 	ratio("typed Bytes round trip vs the engine handle", "report: the String goal plus the copies that keep the broker's bytes private", rt, typed.LoopBytes, typed.LoopHandle, 0, true)
 	ratio("typed JSON round trip vs engine handle + encoding/json", "typed-json CPU ns/record ≤ 1.2× engine-handle+json's (the codec the only cost)", rt, typed.LoopJSON, typed.LoopHandleJSON, 1.2, true)
 	ratio("engine handle round trip vs a bare channel", "engine-handle CPU ns/record ≤ 2× chan send+receive", rt, typed.LoopHandle, typed.LoopChan, 2, true)

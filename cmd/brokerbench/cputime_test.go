@@ -35,6 +35,7 @@ func cpuFixture() []cputime.Result {
 		cpuLoop(typed.LoopJSON, 10, 1100, 1500, 1300),
 		cpuLoop(typed.LoopHandleJSON, 9, 1000, 1000, 1000), // 1.1, 1.5, 1.3 → 1.3
 		cpuLoop(typed.LoopCalibration, 0, 90, 110, 120),    // 0.9, 1.1, 1 → 1
+		cpuLoop(typed.LoopFloor, 1, 150, 150, 180),         // 1.5, 1.5, 1.5; typed-string ÷ it 1, 2, 1.333
 	}}
 	out := []cputime.Result{rt}
 	for i, n := range typed.ConsumerCounts {
@@ -42,6 +43,7 @@ func cpuFixture() []cputime.Result {
 		out = append(out, cputime.Result{Family: typed.ConsumerRunName(n), Unit: "record", Procs: 1, Base: typed.LoopEngineDirect, Loops: []cputime.LoopResult{
 			cpuLoop(typed.LoopEngineDirect, 0, 100, 100, 100),
 			cpuLoop(typed.LoopRun, 0.001*float64(i), run, run, run),
+			cpuLoop(typed.LoopRunFloor, 0, 125, 125, 125), // engine ÷ it 0.8
 		}})
 	}
 	return out
@@ -54,18 +56,23 @@ func cpuFixture() []cputime.Result {
 // measured".
 func TestCPUTargets(t *testing.T) {
 	ts := evaluateCPUTargets(cpuFixture())
-	require.Len(t, ts, 10)
+	require.Len(t, ts, 15)
 	want := []struct {
 		name  string
 		ratio float64
 		met   *bool
 	}{
 		{"1 consumer", 0.5, ptr(true)},
+		{"bound of goal 1 on this API, 1 consumer", 0.8, nil},
 		{"4 consumer", 0.25, ptr(false)},
+		{"bound of goal 1 on this API, 4 consumer", 0.8, nil},
 		{"16 consumer", 1.0 / 6, ptr(false)},
+		{"bound of goal 1 on this API, 16 consumer", 0.8, nil},
 		{"allocations per record", 0.002, ptr(true)},
 		{"String round trip", 2, ptr(true)},
 		{"String round-trip allocations", 2, ptr(true)},
+		{"bound of goal 2", 1.5, nil},
+		{"String round trip vs that bound", 4.0 / 3, nil},
 		{"Bytes", 3, nil},
 		{"JSON", 1.3, ptr(false)},
 		{"bare channel", 2.5, ptr(false)},
@@ -77,9 +84,9 @@ func TestCPUTargets(t *testing.T) {
 		require.InDelta(t, w.ratio, *ts[i].Ratio, 1e-9, ts[i].Name)
 		require.Equal(t, w.met, ts[i].Met, ts[i].Name)
 	}
-	verdict, _ := targetLine(ts[6])
+	verdict, _ := targetLine(ts[11])
 	require.Equal(t, "report", verdict)
-	require.Contains(t, ts[4].Measured, "median 2.000, range 1.500–3.000")
+	require.Contains(t, ts[7].Measured, "median 2.000, range 1.500–3.000")
 
 	// A calibration ratio off by more than 5 % either way is not met.
 	for _, c := range []struct {
@@ -89,17 +96,17 @@ func TestCPUTargets(t *testing.T) {
 		rs := cpuFixture()
 		rs[0].Loops[6] = cpuLoop(typed.LoopCalibration, 0, c.ns, c.ns, c.ns*1.2)
 		ts := evaluateCPUTargets(rs)
-		require.Equal(t, c.met, *ts[9].Met, "calibration at %.2f", c.ns/100)
+		require.Equal(t, c.met, *ts[14].Met, "calibration at %.2f", c.ns/100)
 	}
 
 	ts = evaluateCPUTargets(cpuFixture()[:1]) // no consumer families
-	for i := range 3 {
+	for i := range 6 {
 		require.Nil(t, ts[i].Met, ts[i].Name)
 		verdict, _ := targetLine(ts[i])
 		require.Equal(t, "not measured", verdict)
 	}
-	require.Nil(t, ts[3].Ratio)
-	require.NotNil(t, ts[4].Met)
+	require.Nil(t, ts[6].Ratio)
+	require.NotNil(t, ts[7].Met)
 }
 
 func ptr(b bool) *bool { return &b }
@@ -114,7 +121,7 @@ func TestCPUTables(t *testing.T) {
 	var text, md bytes.Buffer
 	rep := Report{Meta: Meta{Mode: "cputime", Rounds: 3, Chunk: "25ms"}, CPU: rs}
 	rep.Targets = targetsOf(rep)
-	require.Len(t, rep.Targets, 10, "a CPU-time report has only the CPU-time goals")
+	require.Len(t, rep.Targets, 15, "a CPU-time report has only the CPU-time goals")
 	writeText(&text, rep)
 	writeMarkdown(&md, rep)
 	for _, s := range []string{"-cputime -rounds 3 -chunk 25ms", "ConsumerRun/consumers=16", "typed-run", "NOT met", "report"} {
