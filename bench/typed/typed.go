@@ -156,18 +156,25 @@ func newHandles(partitions int32, opts ...engine.Option) (*engine.Broker, *engin
 	return e, th, err
 }
 
+// newRoundTrip returns the handles of the round-trip loops: topic "t" of
+// one partition, and member "m" of group "g", joined.
+func newRoundTrip() (*engine.TopicHandle, *engine.MemberHandle, error) {
+	e, th, err := newHandles(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := e.Join("t", "g", "m"); err != nil {
+		return nil, nil, err
+	}
+	mh, err := th.Member("g", "m")
+	return th, mh, err
+}
+
 // startHandle is the engine handle round trip, with withJSON the JSON
 // encoding and decoding of record around it.
 func startHandle(withJSON bool) func() (cputime.Instance, error) {
 	return func() (cputime.Instance, error) {
-		e, th, err := newHandles(1)
-		if err != nil {
-			return cputime.Instance{}, err
-		}
-		if _, err := e.Join("t", "g", "m"); err != nil {
-			return cputime.Instance{}, err
-		}
-		mh, err := th.Member("g", "m")
+		th, mh, err := newRoundTrip()
 		if err != nil {
 			return cputime.Instance{}, err
 		}
@@ -211,14 +218,7 @@ func startHandle(withJSON bool) func() (cputime.Instance, error) {
 // String round trip's calls return: TrySend's Message by value and
 // TryPoll's new []Message of one, each filled from its record (LoopFloor).
 func startFloor() (cputime.Instance, error) {
-	e, th, err := newHandles(1)
-	if err != nil {
-		return cputime.Instance{}, err
-	}
-	if _, err := e.Join("t", "g", "m"); err != nil {
-		return cputime.Instance{}, err
-	}
-	mh, err := th.Member("g", "m")
+	th, mh, err := newRoundTrip()
 	if err != nil {
 		return cputime.Instance{}, err
 	}
