@@ -33,7 +33,12 @@ func TestLoops(t *testing.T) {
 						require.LessOrEqual(t, units, int64(n))
 						require.Positive(t, units)
 					}
-					require.Positive(t, m.CPU, "n=%d", n)
+					// One op of a fast loop can take less than the process
+					// CPU clock's resolution: only the long run must show CPU.
+					if n > CycleRecords {
+						require.Positive(t, m.CPU, "n=%d", n)
+					}
+					require.GreaterOrEqual(t, m.CPU, time.Duration(0), "n=%d", n)
 					require.Positive(t, m.Wall, "n=%d", n)
 				}
 				if in.Stop != nil {
