@@ -595,6 +595,11 @@ type field struct {
 	value json.RawMessage
 }
 
+// jsonErr is the text of encoding/json's err, cut like clipped:
+// encoding/json repeats a literal it cannot take whole ("cannot unmarshal
+// number 4444…"), and the program's errors stay one short line.
+func jsonErr(err error) string { return clipped(err.Error()) }
+
 // jsonObject reads b as one JSON object, refusing a name given twice and
 // anything after the object.
 func jsonObject(b []byte) ([]field, error) {
@@ -603,13 +608,13 @@ func jsonObject(b []byte) ([]field, error) {
 		if err == nil || err == io.EOF {
 			return nil, errors.New("not a JSON object")
 		}
-		return nil, fmt.Errorf("not a JSON object: %v", err)
+		return nil, fmt.Errorf("not a JSON object: %s", jsonErr(err))
 	}
 	var out []field
 	for d.More() {
 		t, err := d.Token()
 		if err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
+			return nil, fmt.Errorf("not valid JSON: %s", jsonErr(err))
 		}
 		name, _ := t.(string)
 		for _, f := range out {
@@ -619,12 +624,12 @@ func jsonObject(b []byte) ([]field, error) {
 		}
 		var v json.RawMessage
 		if err := d.Decode(&v); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
+			return nil, fmt.Errorf("not valid JSON: %s", jsonErr(err))
 		}
 		out = append(out, field{name, v})
 	}
 	if _, err := d.Token(); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+		return nil, fmt.Errorf("not valid JSON: %s", jsonErr(err))
 	}
 	if _, err := d.Token(); err != io.EOF {
 		return nil, errors.New("more after the JSON object")
