@@ -1,7 +1,6 @@
 package tributary
 
 import (
-	"math/bits"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -135,11 +134,10 @@ func (a *idArena) appendIDs(dst []string, recs []engine.Record) []string {
 		}
 		var buf []byte
 		if n > 0 { // else only IDs left to messageID
-			end := blk.used.Add(int64(n))
-			if end > int64(len(blk.buf)) {
-				continue // another caller took part of the tail: this range is abandoned
+			var ok bool
+			if buf, ok = blk.take(n); !ok {
+				continue // another caller took part of the tail first
 			}
-			buf = blk.buf[end-int64(n) : end : end]
 		}
 		for _, r := range recs[:k] {
 			if r.Partition < 0 || r.Offset < 0 {
@@ -175,38 +173,44 @@ func putID(dst []byte, partition int32, offset int64) string {
 	return unsafe.String(&dst[0], len(dst))
 }
 
-// reserve returns n fresh bytes (0 ≤ n ≤ idBlockSize) of the arena, never
-// handed out before: the unused tail of the current block, reserved by an
-// atomic add, or of a new block.
+// reserve returns n fresh bytes (1 ≤ n ≤ idBlockSize) of the arena, never
+// handed out before: from the current block's unused tail, or a new
+// block's.
 func (a *idArena) reserve(n int) []byte {
-	if n == 0 {
-		return nil
-	}
 	for {
 		blk := a.cur.Load()
 		if blk != nil {
-			if end := blk.used.Add(int64(n)); end <= int64(len(blk.buf)) {
-				return blk.buf[end-int64(n) : end : end]
+			if b, ok := blk.take(n); ok {
+				return b
 			}
 		}
 		a.cur.CompareAndSwap(blk, new(idBlock)) // lost: another caller's block serves
 	}
 }
 
-// decimalLen is the number of decimal digits of v (1 for 0): from its bit
-// length, log10(2) ≈ 1233/4096, corrected by one comparison.
-func decimalLen(v uint64) int {
-	v |= 1 // the same digits; 0 as 1
-	t := bits.Len64(v) * 1233 >> 12
-	if v < pow10[t] {
-		return t
+// take reserves the next n bytes of b by an atomic add and returns them;
+// false when they would pass its end (the reservation is then abandoned,
+// and b serves no one again).
+func (b *idBlock) take(n int) ([]byte, bool) {
+	end := b.used.Add(int64(n))
+	if end > int64(len(b.buf)) {
+		return nil, false
 	}
-	return t + 1
+	return b.buf[end-int64(n) : end : end], true
 }
 
-// pow10 holds 10^0 to 10^19.
-var pow10 = [20]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
-	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+// decimalLen is the number of decimal digits of v (1 for 0).
+func decimalLen(v uint64) int {
+	n := 1
+	for v >= 100 {
+		v /= 100
+		n += 2
+	}
+	if v >= 10 {
+		n++
+	}
+	return n
+}
 
 // putDecimal writes v in decimal into all of dst, whose length is
 // decimalLen(v).

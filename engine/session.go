@@ -155,15 +155,10 @@ func (t *topic) expire(now int64) {
 // stepped back (coarseClock.advance keeps its later reading), so expiring
 // at the coarse reading itself could end a session early.
 func (t *topic) expireBy(now int64, coarse bool) {
-	if now < t.deadline.Load() {
-		return
-	}
-	if coarse {
+	if coarse && now >= t.deadline.Load() {
 		now = t.b.nowNanos()
 	}
-	t.mu.Lock()
-	t.expireLocked(now)
-	t.mu.Unlock()
+	t.expire(now)
 }
 
 // expireLocked removes every member of the topic that is expired at now,
