@@ -369,7 +369,8 @@ func (d *drainer) fail(err error) {
 // run does n ops: fills of at most CycleRecords records (fill(k) publishes
 // k, untimed), each drained inside m's window. It returns the records
 // handled inside the windows: n, less any that a consumer already past the
-// gate when it shut handled during a fill (possible above GOMAXPROCS 1).
+// gate when it shut handled during a fill (at most one poll each, at any
+// GOMAXPROCS: the untimed runtime.GC yields to them).
 func (d *drainer) run(m *cputime.Meter, n int, fill func(k int) error) (int64, error) {
 	timer := time.NewTimer(drainTimeout)
 	defer timer.Stop()
