@@ -970,3 +970,34 @@ func TestManyGroups(t *testing.T) {
 		t.Fatalf("partition 0 retains [%d,%d) after every group acked", d.Partitions[0].LogStartOffset, d.Partitions[0].LogEndOffset)
 	}
 }
+
+// TestPollDecodesIntoZeroValue: a payload that sets one field before
+// failing on another gives Err and the zero Value, not the half-set one,
+// and a message polled into a reused slot of an appended-to buffer holds
+// only its own payload's fields, not the slot's earlier message's.
+func TestPollDecodesIntoZeroValue(t *testing.T) {
+	c := testCluster(t, 10)
+	tp := testTopic[purchase](t, c, "orders", 1, nil)
+	publishRaw(t, c, "orders", 0, engine.Message{Payload: `{"item":"half","id":"not a number"}`})
+	publishRaw(t, c, "orders", 0, engine.Message{Payload: `{"id":7,"item":"full"}`})
+	publishRaw(t, c, "orders", 0, engine.Message{Payload: `{"id":8}`})
+	cons := testConsumer(t, tp, "g", "c1")
+	half := pollOK(t, cons, 1)
+	if !errors.Is(half[0].Err, tributary.ErrDecode) || half[0].Value != (purchase{}) {
+		t.Fatalf("poll = %+v, want the message undecodable with the zero Value", half)
+	}
+	if err := cons.Ack(half[0]); err != nil {
+		t.Fatal(err)
+	}
+	ms := pollOK(t, cons, 1)
+	if ms[0].Err != nil || ms[0].Value != (purchase{ID: 7, Item: "full"}) {
+		t.Fatalf("second message = %+v, want {7 full}", ms[0])
+	}
+	if err := cons.Ack(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	buf, err := cons.TryAppendPoll(ms[:0], 1) // the slot that holds {7 full}
+	if err != nil || len(buf) != 1 || buf[0].Err != nil || buf[0].Value != (purchase{ID: 8}) {
+		t.Fatalf("TryAppendPoll into a reused slot = %+v, %v; want {8 \"\"}", buf, err)
+	}
+}
