@@ -23,6 +23,7 @@ type outageBackend struct {
 	pollDown, ackDown, retryDown atomic.Bool
 	loseAck                      atomic.Bool
 	polls, acks, retries         atomic.Int64 // failed polls, acks and retries
+	lost                         atomic.Int64 // acks made whose reply was lost (loseAck)
 }
 
 func (b *outageBackend) OpenTopic(topic string) (tributary.BackendTopic, string, error) {
@@ -67,6 +68,7 @@ func (m outageMember) Ack(p int32, off int64) (bool, error) {
 		return false, errDown
 	}
 	if m.b.loseAck.CompareAndSwap(true, false) {
+		m.b.lost.Add(1)
 		_, _ = m.BackendMember.Ack(p, off)
 		return false, errDown
 	}
