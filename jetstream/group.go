@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -324,7 +325,7 @@ func (b *Backend) rebalance(t, g string, given engine.Assignor, change func(next
 		if err != nil {
 			return gv, false, err
 		}
-		next := groupVal{Inc: gv.Inc, Gen: gv.Gen, Assignor: gv.Assignor, Members: slices.Clone(gv.Members), Owners: gv.Owners, groupConfig: gv.groupConfig}
+		next := groupVal{Inc: gv.Inc, Gen: gv.Gen, Assignor: gv.Assignor, Members: slices.Clone(gv.Members), Owners: gv.Owners, Incs: maps.Clone(gv.Incs), groupConfig: gv.groupConfig}
 		ok, err := change(&next, exists, tv.Partitions)
 		if err != nil {
 			return gv, false, err

@@ -208,7 +208,9 @@ func TestRemoveMemberAcrossProcesses(t *testing.T) {
 // member, ack timeout or not (rule 22: only the owner's next Poll
 // redelivers it). Another process's RemoveMember frees it for the others,
 // attempt 2; a restart under the same member name rejoins with the same
-// partitions and gets it, attempt 2, once the ack timeout has passed.
+// partitions (rule 25: the dead incarnation fenced, its delivery
+// cancelled) and gets it, attempt 2 — at once, ack timeout or not
+// (TestConsumerCrashResumesAtOnce sets none).
 func TestDeadMemberInFlight(t *testing.T) {
 	for _, tt := range []struct {
 		name    string

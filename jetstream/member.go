@@ -2,9 +2,13 @@ package jetstream
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	tributary "github.com/f91dcac0/tributary"
@@ -12,38 +16,130 @@ import (
 	"github.com/f91dcac0/tributary/engine/assign"
 )
 
-// Member is a tributary.BackendMember: one (topic, group, member). It holds
-// no state of its own beyond names; everything is read from the state
-// stream on each call, so any number of handles, in any processes, may
-// name the same member.
+// Member is a tributary.BackendMember: one (topic, group, member). Its
+// state is read from the state stream on each call, so any number of
+// handles, in any processes, may name the same member; what a Member keeps
+// is the incarnation it joined. A member's incarnation is a random token
+// recorded in its group's state: Rejoin starts a new one (in any process),
+// superseding every Member of the earlier one; Join starts one for a
+// member not in its group and otherwise joins the current one (so Members
+// that only Join act together by name, as the engine's handles do). A
+// Member that has joined and finds another incarnation current, or its
+// member removed, is superseded for good: its calls return an error
+// wrapping tributary.ErrFenced and tributary.ErrClosed and change nothing,
+// and its Leave leaves nothing. A delivery belongs to the incarnation that
+// was current when it was polled: a superseded one's is taken again by the
+// current incarnation's next poll (Attempt + 1), never acked.
 type Member struct {
 	t     *Topic
 	b     *Backend
 	group string
 	name  string
+	inc   atomic.Pointer[string] // the incarnation it joined, once it has
+	state atomic.Int32           // memberFresh, memberJoined or memberFenced
+}
+
+// A Member's state: fresh until its first Join or Rejoin, joined after it
+// (fresh again after its own Leave), fenced for good once superseded.
+const (
+	memberFresh int32 = iota
+	memberJoined
+	memberFenced
+)
+
+// newIncarnation returns a fresh incarnation token: 16 random hex digits.
+func newIncarnation() string {
+	var b [8]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }
 
 // Group returns the member's group name.
 func (m *Member) Group() string { return m.group }
 
+// fencedErr is the error of a superseded Member's calls.
+func (m *Member) fencedErr() error {
+	return fmt.Errorf("%w: %w: member %q of group %q of topic %q: a newer incarnation joined, or it was removed",
+		tributary.ErrClosed, tributary.ErrFenced, m.name, m.group, m.t.name)
+}
+
+// check fences m, for good, when gv (ok: the group exists) shows it
+// superseded: it has joined, and its member is absent or another
+// incarnation is current.
+func (m *Member) check(gv *groupVal, ok bool) error {
+	switch m.state.Load() {
+	case memberFenced:
+		return m.fencedErr()
+	case memberFresh:
+		return nil
+	}
+	if ok && gv.isMember(m.name) {
+		if cur := gv.Incs[m.name]; cur == "" || cur == *m.inc.Load() {
+			return nil
+		}
+	}
+	m.state.Store(memberFenced)
+	return m.fencedErr()
+}
+
+// joined records a successful Join or Rejoin of incarnation inc, unless m
+// was fenced meanwhile.
+func (m *Member) joined(inc string) {
+	m.inc.Store(&inc)
+	m.state.CompareAndSwap(memberFresh, memberJoined)
+}
+
 // Join adds the member to its group, creating the group with RoundRobin at
 // the log start offsets if absent (SPEC rule 7), rebalances it and returns
 // the member's partitions ascending; joining twice changes nothing. It
 // returns after every moved partition's cursor was migrated (in-flight
-// deliveries of moved partitions cancelled, rule 9). Errors:
+// deliveries of moved partitions cancelled, rule 9). A Join of a member
+// already in its group makes m its current incarnation, with no rebalance.
+// Errors: an error wrapping tributary.ErrFenced once m is superseded;
 // engine.ErrInvalidArgument (unknown topic), engine.ErrInvalidAssignment,
 // ErrUnknownAssignor, ErrUnavailable.
 func (m *Member) Join() ([]int32, error) {
+	return m.join("")
+}
+
+// join is Join, and with inc set Rejoin's join of a member not in its
+// group: a member added to the group gets inc as its incarnation (a new
+// one when inc is empty); one already in it keeps the current one.
+func (m *Member) join(inc string) ([]int32, error) {
+	if m.state.Load() == memberFenced {
+		return nil, m.fencedErr()
+	}
 	gv, changed, err := m.b.rebalance(m.t.name, m.group, nil, func(next *groupVal, exists bool, parts int32) (bool, error) {
+		if err := m.check(next, exists); err != nil {
+			return false, err
+		}
+		fresh := inc
+		if fresh == "" {
+			fresh = newIncarnation()
+		}
 		if !exists {
 			next.Assignor, next.Members = assign.RoundRobin.Name(), []string{m.name}
+			next.Incs = map[string]string{m.name: fresh}
 			return true, nil
 		}
 		if next.isMember(m.name) {
+			if inc != "" && next.Incs[m.name] != inc {
+				// Rejoin, and the member joined since it looked.
+				next.Incs = maps.Clone(next.Incs)
+				if next.Incs == nil {
+					next.Incs = map[string]string{}
+				}
+				next.Incs[m.name] = inc
+				return true, nil
+			}
 			return len(next.Owners) < int(parts), nil
 		}
 		i, _ := slices.BinarySearch(next.Members, m.name)
 		next.Members = slices.Insert(next.Members, i, m.name)
+		if next.Incs == nil {
+			next.Incs = map[string]string{}
+		}
+		next.Incs[m.name] = fresh
 		return true, nil
 	})
 	if err != nil {
@@ -54,21 +150,75 @@ func (m *Member) Join() ([]int32, error) {
 			return nil, err
 		}
 	}
+	m.joined(gv.Incs[m.name])
 	return owned(&gv, m.name), nil
 }
 
+// supersede makes inc its member's current incarnation if the member is
+// in its group: a compare-and-set of the group's state that changes
+// nothing else (no rebalance). was reports whether the member was in the group;
+// gv is the group as written or read.
+func (m *Member) supersede(inc string) (gv groupVal, was bool, err error) {
+	for range maxRetries {
+		gv, rev, ok, err := m.b.readGroup(m.t.name, m.group)
+		if err != nil {
+			return gv, false, err
+		}
+		if err := m.check(&gv, ok); err != nil {
+			return gv, false, err
+		}
+		if !ok || !gv.isMember(m.name) {
+			return gv, false, nil
+		}
+		if gv.Incs[m.name] == inc {
+			return gv, true, nil
+		}
+		next := gv
+		next.Incs = maps.Clone(gv.Incs)
+		if next.Incs == nil {
+			next.Incs = map[string]string{}
+		}
+		next.Incs[m.name] = inc
+		_, ok, err = m.b.put(groupKey(m.t.name, m.group), next, rev)
+		if err != nil {
+			return gv, false, err
+		}
+		if ok {
+			return next, true, nil
+		}
+	}
+	return groupVal{}, false, fmt.Errorf("%w: joining %s/%s", ErrContention, m.t.name, m.group)
+}
+
 // Leave removes the member and rebalances (SPEC rule 8); false when the
-// group or the member is absent. A group left empty keeps its cursors and
-// counts for retention. Errors: as Join.
+// group or the member is absent, or when m is superseded (it leaves
+// nothing). A group left empty keeps its cursors and counts for retention.
+// Errors: as Join, but never ErrFenced.
 func (m *Member) Leave() (bool, error) {
+	if m.state.Load() == memberFenced {
+		return false, nil
+	}
+	superseded := false
 	_, changed, err := m.b.rebalance(m.t.name, m.group, nil, func(next *groupVal, exists bool, _ int32) (bool, error) {
+		superseded = false
+		if exists && m.check(next, true) != nil {
+			superseded = true
+			return false, nil
+		}
 		i, found := slices.BinarySearch(next.Members, m.name)
 		if !exists || !found {
 			return false, nil
 		}
 		next.Members = slices.Delete(next.Members, i, i+1)
+		delete(next.Incs, m.name)
 		return true, nil
 	})
+	if superseded {
+		return false, nil
+	}
+	if err == nil {
+		m.state.CompareAndSwap(memberJoined, memberFresh)
+	}
 	return changed, err
 }
 
@@ -137,6 +287,9 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 	out = dst
 	for range maxRetries {
 		gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+		if err == nil {
+			err = m.check(&gv, ok)
+		}
 		if err != nil || !ok || !gv.isMember(m.name) {
 			return out, false, 0, err
 		}
@@ -198,7 +351,12 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 				return r, true, 0, nil
 			}
 		}
-		if c.InFlight {
+		// A delivery to a superseded incarnation of this member (polled
+		// after its successor's Rejoin cancelled the others) is not in
+		// flight to anyone who can ack it: its successor takes it again,
+		// Attempt + 1.
+		orphan := c.InFlight && c.MemberInc != "" && c.MemberInc != gv.Incs[m.name]
+		if c.InFlight && !orphan {
 			to := int64(m.b.cfg.AckTimeout)
 			if to <= 0 {
 				return r, false, 0, nil
@@ -235,7 +393,7 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 			continue
 		}
 		n := c
-		n.InFlight, n.Attempts, n.DeliveredAt = true, c.Attempts+1, now
+		n.InFlight, n.Attempts, n.DeliveredAt, n.MemberInc = true, c.Attempts+1, now, gv.Incs[m.name]
 		_, ok, err = m.b.put(key, n, crev)
 		if err != nil {
 			// The write may have taken effect with its reply lost: the
@@ -375,6 +533,9 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 	key := cursorKey(m.t.name, m.group, partition)
 	for range maxRetries {
 		gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+		if err == nil {
+			err = m.check(&gv, ok)
+		}
 		if err != nil || !ok || !gv.isMember(m.name) || gv.owner(partition) != m.name {
 			return false, err
 		}
@@ -396,8 +557,8 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		if c.Owner != m.name || !c.InFlight || c.Committed != offset {
-			return false, nil
+		if c.Owner != m.name || !c.InFlight || c.Committed != offset || c.MemberInc != "" && c.MemberInc != gv.Incs[m.name] {
+			return false, nil // not in flight to this incarnation
 		}
 		n := c
 		n.InFlight, n.DeliveredAt = false, 0

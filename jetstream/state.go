@@ -56,6 +56,12 @@ type groupVal struct {
 	Members  []string `json:"members"`  // sorted bytewise
 	Owners   []string `json:"owners"`   // Owners[p]: owner of p, "" for none; len = partitions seen by the last rebalance
 	Since    []uint64 `json:"since"`    // Since[p]: the generation at which Owners[p] became p's owner
+	// Incs[m] is member m's current incarnation: the token of the Member
+	// that last joined or rejoined as m (any process). A Member that has
+	// joined and finds another token here, or finds itself removed, is
+	// superseded (fenced). Absent for a member a writer without
+	// incarnations added: then nothing is fenced.
+	Incs map[string]string `json:"incs,omitempty"`
 	groupConfig
 }
 
@@ -136,6 +142,11 @@ type cursorVal struct {
 	InFlight    bool   `json:"inFlight,omitempty"`
 	Attempts    int32  `json:"attempts,omitempty"`
 	DeliveredAt int64  `json:"deliveredAt,omitempty"` // broker clock, Unix ns, of the in-flight delivery
+	// MemberInc is the incarnation (groupVal.Incs) that the in-flight
+	// delivery was made to; meaningful only while InFlight. A delivery of
+	// a superseded incarnation is its successor's to take again, never to
+	// ack (SPEC rule 25).
+	MemberInc string `json:"minc,omitempty"`
 }
 
 // lowVal is the value of key low.<T>.<p>: the partition's log start offset,

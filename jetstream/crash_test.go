@@ -1,0 +1,542 @@
+package jetstream_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/jetstream"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// The crash tests run nats-server as a separate OS process: this test
+// binary re-executed with crashDirEnv and crashPortEnv set runs
+// TestCrashChildServer, which serves JetStream from a file store in that
+// directory on that loopback port until it is killed.
+const (
+	crashDirEnv  = "TRIBUTARY_CRASH_CHILD_DIR"
+	crashPortEnv = "TRIBUTARY_CRASH_CHILD_PORT"
+)
+
+// TestCrashChildServer is the server process of the crash tests; it skips
+// unless started by one (crashServer).
+func TestCrashChildServer(t *testing.T) {
+	dir := os.Getenv(crashDirEnv)
+	if dir == "" {
+		t.Skip("the nats-server process of the crash tests, started by them")
+	}
+	port, err := strconv.Atoi(os.Getenv(crashPortEnv))
+	if err != nil {
+		t.Fatalf("%s: %v", crashPortEnv, err)
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "tributary-crash", Host: "127.0.0.1", Port: port,
+		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("not ready after 10s")
+	}
+	fmt.Println("ready")
+	select {} // until SIGKILL
+}
+
+// crashServer is a nats-server in a child process, on a fixed loopback
+// port and file store, that can be killed with SIGKILL and started again.
+type crashServer struct {
+	t    *testing.T
+	dir  string
+	port int
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has been waited for
+}
+
+func newCrashServer(t *testing.T) *crashServer {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &crashServer{t: t, dir: t.TempDir(), port: port}
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *crashServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+
+// start runs the child and waits (at most 20 s) until it serves.
+func (s *crashServer) start() {
+	s.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChildServer$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+s.dir, crashPortEnv+"="+strconv.Itoa(s.port))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := false
+		for sc.Scan() {
+			if sc.Text() == "ready" && !ok {
+				ok = true
+				ready <- true
+			}
+		}
+		if !ok {
+			ready <- false
+		}
+		cmd.Wait() //nolint:errcheck // killed: the error says so
+		close(s.done)
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			s.t.Fatal("the server process ended before it served")
+		}
+	case <-time.After(20 * time.Second):
+		s.kill()
+		s.t.Fatal("the server process did not serve within 20s")
+	}
+}
+
+// kill sends SIGKILL to the child, if running, and waits for it to end.
+func (s *crashServer) kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // already ended: nothing to kill
+	<-s.done
+	s.cmd = nil
+}
+
+// TestServerCrashLosesNothing: a producer and a consumer over TCP to a
+// nats-server process that is killed with SIGKILL twice mid-run and
+// restarted on its file store (runCrashWorkload): every record whose Send
+// succeeded is delivered (none lost), no record is delivered again after
+// its Ack succeeded (no commit lost in a crash), per partition records
+// arrive in offset order, and consumption resumes after each restart.
+// Records may be published twice (a Send whose reply was lost is tried
+// again) and delivered twice (an Ack whose reply was lost): both are
+// counted, neither is a failure.
+func TestServerCrashLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills server processes")
+	}
+	r := runCrashWorkload(t, jetstream.FileStorage, 3*time.Minute)
+	t.Log(r)
+	for _, p := range r.problems {
+		t.Error(p)
+	}
+	if r.outages == 0 {
+		t.Error("no call met the outage: the crashes were not exercised")
+	}
+}
+
+// TestServerCrashCheckCatchesMemoryStorage: the same workload on memory
+// storage, which a crash wipes, must fail the check (the broken variant).
+func TestServerCrashCheckCatchesMemoryStorage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills server processes")
+	}
+	r := runCrashWorkload(t, jetstream.MemoryStorage, 15*time.Second)
+	t.Log(r)
+	if len(r.problems) == 0 {
+		t.Fatal("a crash of a memory-stored server passed the check")
+	}
+}
+
+// crashReport is what runCrashWorkload counted, and what it found wrong.
+type crashReport struct {
+	values, parts int
+	lost          int // values whose Send succeeded and that were never delivered
+	ackedAgain    int // deliveries of a record after its Ack had succeeded
+	redelivered   int // deliveries beyond the first, in all
+	sendsAgain    int // Sends tried again after ErrUnavailable
+	records       int // distinct records delivered
+	outages       int // calls that met ErrUnavailable
+	resumed       []time.Duration
+	problems      []string
+}
+
+func (r crashReport) String() string {
+	return fmt.Sprintf("%d values over %d partitions, the server killed (SIGKILL) at a third and at two thirds delivered: %d lost, %d delivered again after a successful Ack, %d redelivered in all, %d Sends tried again, %d records delivered, %d calls met ErrUnavailable; consumption resumed %v after the restarts; %d problems",
+		r.values, r.parts, r.lost, r.ackedAgain, r.redelivered, r.sendsAgain, r.records, r.outages, r.resumed, len(r.problems))
+}
+
+// runCrashWorkload runs a producer of n values (at most backlog ahead of
+// the consumer) and a consumer that polls, records and acks, both riding
+// out ErrUnavailable, against a crashServer on storage, which it kills
+// with SIGKILL and restarts once a third and once two thirds of the values
+// are delivered. A problem (an error, a check failed, the timeout) is
+// recorded and ends the run.
+func runCrashWorkload(t *testing.T, storage jetstream.Storage, timeout time.Duration) (r crashReport) {
+	const parts, n, backlog = 4, 600, 40
+	r.values, r.parts = n, parts
+	srv := newCrashServer(t)
+	b, err := jetstream.Open(jetstream.Config{URL: srv.url(), Capacity: 2 * n, RequestTimeout: time.Second, Storage: storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := must(tributary.NewClusterOn(b)).of(t)
+	defer c.Close()
+	tp := must(tributary.CreateTopic(c, "orders", parts, tributary.JSON[int]())).of(t)
+	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
+	cons := must(tributary.NewConsumer(tp, "g", "c1")).of(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+
+	type ref struct {
+		p   int32
+		off int64
+	}
+	var (
+		mu        sync.Mutex          // guards all below and r
+		sent      = map[int]bool{}    // values whose Send succeeded
+		delivered = map[ref]int{}     // deliveries per record
+		value     = map[ref]int{}     // the value at each record
+		acked     = map[ref]bool{}    // records whose Ack succeeded
+		seen      = map[int]bool{}    // values delivered
+		last      = map[int32]int64{} // per partition: the highest offset delivered
+		progress  = make(chan struct{}, 1)
+	)
+	for i := range parts {
+		last[int32(i)] = -1
+	}
+	problem := func(format string, args ...any) {
+		mu.Lock()
+		r.problems = append(r.problems, fmt.Sprintf(format, args...))
+		mu.Unlock()
+		cancel()
+	}
+	retryable := func(err error) bool {
+		if !errors.Is(err, tributary.ErrUnavailable) || ctx.Err() != nil {
+			return false
+		}
+		mu.Lock()
+		r.outages++
+		mu.Unlock()
+		return true
+	}
+	seenCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: deferred later, run first
+	defer cancel()
+	wg.Go(func() { // the producer: every value until its Send succeeds
+		for v := range n {
+			for {
+				_, err := p.Send(ctx, tp, tributary.Message[int]{Value: v})
+				if err == nil {
+					mu.Lock()
+					sent[v] = true
+					mu.Unlock()
+					break
+				}
+				if !retryable(err) {
+					problem("Send(%d): %v", v, err)
+					return
+				}
+				mu.Lock()
+				r.sendsAgain++
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+			}
+			for seenCount() < v-backlog && ctx.Err() == nil {
+				time.Sleep(time.Millisecond) // keep the producer busy across the crashes
+			}
+		}
+	})
+	consumed := make(chan struct{})
+	wg.Go(func() { // the consumer: poll, record, ack until every value is seen
+		defer close(consumed)
+		for {
+			ms, err := cons.Poll(ctx, 16)
+			if retryable(err) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				problem("Poll: %v", err)
+				return
+			}
+			for _, m := range ms {
+				rf := ref{m.Partition, m.Offset}
+				mu.Lock()
+				if acked[rf] {
+					r.ackedAgain++
+				}
+				if rf.off < last[rf.p] {
+					r.problems = append(r.problems, fmt.Sprintf("partition %d: offset %d after %d", rf.p, rf.off, last[rf.p]))
+				}
+				last[rf.p] = max(last[rf.p], rf.off)
+				if v, ok := value[rf]; ok && v != m.Value {
+					r.problems = append(r.problems, fmt.Sprintf("%v: value %d, earlier %d", rf, m.Value, v))
+				}
+				value[rf], seen[m.Value] = m.Value, true
+				delivered[rf]++
+				all := len(seen) == n
+				mu.Unlock()
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
+				for {
+					err := cons.Ack(m)
+					if retryable(err) {
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+					if err == nil {
+						mu.Lock()
+						acked[rf] = true
+						mu.Unlock()
+					} else if !errors.Is(err, tributary.ErrNotInFlight) {
+						problem("Ack(%v): %v", rf, err)
+						return
+					} // not in flight: an earlier try took effect, its reply lost
+					break
+				}
+				if all {
+					return
+				}
+			}
+		}
+	})
+	waitFor := func(done func() bool, what string) bool {
+		for !done() {
+			select {
+			case <-progress:
+			case <-consumed:
+				return done()
+			case <-ctx.Done():
+				problem("%s: %d of %d values delivered after %v", what, seenCount(), n, timeout)
+				return false
+			}
+		}
+		return true
+	}
+	for _, at := range []int{n / 3, 2 * n / 3} {
+		if !waitFor(func() bool { return seenCount() >= at }, fmt.Sprintf("before the crash at %d", at)) {
+			break
+		}
+		srv.kill()
+		time.Sleep(200 * time.Millisecond)
+		srv.start()
+		restarted, before := time.Now(), seenCount()
+		if !waitFor(func() bool { return seenCount() > before }, fmt.Sprintf("after the restart at %d", at)) {
+			break
+		}
+		r.resumed = append(r.resumed, time.Since(restarted))
+	}
+	waitFor(func() bool { return seenCount() == n }, "at the end")
+	cancel()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	for v := range n {
+		if sent[v] && !seen[v] {
+			r.lost++
+		}
+	}
+	for _, k := range delivered {
+		r.redelivered += k - 1
+	}
+	r.records = len(delivered)
+	if len(sent) != n {
+		r.problems = append(r.problems, fmt.Sprintf("%d of %d Sends succeeded", len(sent), n))
+	}
+	if r.lost > 0 {
+		r.problems = append(r.problems, fmt.Sprintf("%d values sent and never delivered", r.lost))
+	}
+	if r.ackedAgain > 0 {
+		r.problems = append(r.problems, fmt.Sprintf("%d deliveries of records already acked: commits lost in a crash", r.ackedAgain))
+	}
+	return r
+}
+
+// crashConsumerEnv, set to a server URL, makes TestCrashChildConsumer the
+// consumer process of TestConsumerCrashResumesAtOnce.
+const crashConsumerEnv = "TRIBUTARY_CRASH_CHILD_CONSUMER_URL"
+
+// TestCrashChildConsumer is the consumer process of
+// TestConsumerCrashResumesAtOnce: consumer c1 of group g on topic orders,
+// in Run; it prints "acked <partition> <offset>" for each of the first
+// crashAcked records it handles (its Ack lands before the next handler
+// call), then "stuck" and blocks in the handler until it is killed.
+func TestCrashChildConsumer(t *testing.T) {
+	url := os.Getenv(crashConsumerEnv)
+	if url == "" {
+		t.Skip("the consumer process of the crash tests, started by them")
+	}
+	b, err := jetstream.Open(jetstream.Config{URL: url, Capacity: 100, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := must(tributary.NewClusterOn(b)).of(t)
+	tp := must(tributary.OpenTopic(c, "orders", tributary.JSON[int]())).of(t)
+	cons := must(tributary.NewConsumer(tp, "g", "c1", tributary.WithBatch(8))).of(t)
+	handled := 0
+	err = cons.Run(context.Background(), func(_ context.Context, m tributary.Message[int]) error {
+		if handled > 0 {
+			fmt.Printf("acked %d %d\n", prev.p, prev.off)
+		}
+		if handled == crashAcked {
+			fmt.Println("stuck")
+			select {} // until SIGKILL
+		}
+		prev.p, prev.off = m.Partition, m.Offset
+		handled++
+		return nil
+	})
+	t.Fatalf("Run returned: %v", err)
+}
+
+// crashAcked is how many records the consumer process handles before it
+// blocks; prev is the one it handled last, whose Ack has landed once the
+// next handler call starts (Run acks before it calls the handler again).
+const crashAcked = 10
+
+var prev struct {
+	p   int32
+	off int64
+}
+
+// TestConsumerCrashResumesAtOnce: a consumer process killed with SIGKILL
+// in its handler, with records of several partitions in flight to it, and
+// a new process under the same member name: the new consumer's Rejoin
+// takes every in-flight record back at once (SPEC rule 25; no ack timeout
+// is set, so without it they would stay in flight for good), and every
+// record the dead process had not acked is handled, the one it was
+// handling with Attempt 2.
+func TestConsumerCrashResumesAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a consumer process")
+	}
+	const parts, n = 4, 40
+	b, srv := start(t, jetstream.Config{Capacity: 100, RequestTimeout: 5 * time.Second})
+	c := must(tributary.NewClusterOn(b)).of(t)
+	defer c.Close()
+	tp := must(tributary.CreateTopic(c, "orders", parts, tributary.JSON[int]())).of(t)
+	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
+	for v := range n {
+		must(p.TrySend(tp, tributary.Message[int]{Value: v})).of(t)
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChildConsumer$", "-test.count=1", "-test.timeout=2m")
+	cmd.Env = append(os.Environ(), crashConsumerEnv+"="+srv.ClientURL())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type ref struct {
+		p   int32
+		off int64
+	}
+	acked := map[ref]bool{}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the consumer process ended before it was stuck")
+			}
+			var r ref
+			if _, err := fmt.Sscanf(l, "acked %d %d", &r.p, &r.off); err == nil {
+				acked[r] = true
+			} else if l == "stuck" {
+				break wait
+			}
+		case <-deadline:
+			cmd.Process.Kill() //nolint:errcheck // the test fails anyway
+			t.Fatal("the consumer process did not get stuck within 60s")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it ended: nothing to kill
+	for range lines {
+	}
+	cmd.Wait() //nolint:errcheck // killed
+	if len(acked) != crashAcked {
+		t.Fatalf("the consumer process acked %d records, want %d", len(acked), crashAcked)
+	}
+	d := must(c.Describe("orders")).of(t)
+	inFlight := 0
+	for _, pd := range d.Groups[0].Partitions {
+		if pd.InFlight {
+			inFlight++
+		}
+	}
+	if inFlight < 2 {
+		t.Fatalf("%d partitions in flight to the killed process, want at least 2 (its handler's and its batch's): %+v", inFlight, d.Groups[0])
+	}
+
+	restarted := time.Now()
+	cons := must(tributary.NewConsumer(tp, "g", "c1")).of(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	handled := map[ref]int32{}
+	var took time.Duration
+	err = cons.Run(ctx, func(_ context.Context, m tributary.Message[int]) error {
+		r := ref{m.Partition, m.Offset}
+		if acked[r] {
+			t.Errorf("%v handled again: the killed process had acked it", r)
+		}
+		handled[r] = m.Attempt
+		if len(handled)+len(acked) == n {
+			took = time.Since(restarted)
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || took == 0 {
+		t.Fatalf("Run = %v after %d of the %d records the killed process had not acked, in %v", err, len(handled), n-len(acked), time.Since(restarted))
+	}
+	again := 0
+	for _, a := range handled {
+		if a > 1 {
+			again++
+		}
+	}
+	t.Logf("a consumer process killed (SIGKILL) in its handler after %d acks, %d partitions in flight to it; the restarted consumer handled the other %d records in %v, %d of them redelivered (Attempt 2)", len(acked), inFlight, len(handled), took, again)
+	if again < inFlight {
+		t.Errorf("%d records redelivered, want at least the %d that were in flight", again, inFlight)
+	}
+}
