@@ -1,0 +1,58 @@
+package jetstream_test
+
+import (
+	"testing"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/jetstream"
+)
+
+// TestRequestsPerCall counts the messages the backend's connection sends
+// for each call of a steady round trip (one group, one member, the record
+// published, polled and acked) and for an empty poll of 16 partitions
+// (nats.Conn.Stats: counts, not timings). The ceilings are today's counts:
+// a change that adds a request to a hot call fails here, and the log shows
+// where a round trip's requests go.
+func TestRequestsPerCall(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 100})
+	c := must(tributary.NewClusterOn(b)).of(t)
+	defer c.Close()
+	one := must(tributary.CreateTopic(c, "one", 1, tributary.String())).of(t)
+	wide := must(tributary.CreateTopic(c, "wide", 16, tributary.String())).of(t)
+	p := must(tributary.NewProducer[string](c, "p", tributary.Manual())).of(t)
+	cons := must(tributary.NewConsumer(one, "g", "c1")).of(t)
+	idle := must(tributary.NewConsumer(wide, "g", "c2")).of(t)
+	count := func(f func()) uint64 {
+		before := jetstream.Requests(b)
+		f()
+		return jetstream.Requests(b) - before
+	}
+	var send, poll, ack, empty uint64
+	for i := range 3 { // the first round warms the caches; the last is counted
+		send = count(func() { must(p.TrySend(one, tributary.Message[string]{Value: "v"})).of(t) })
+		var ms []tributary.Message[string]
+		poll = count(func() { ms = must(cons.TryPoll(1)).of(t) })
+		if len(ms) != 1 || ms[0].Offset != int64(i) {
+			t.Fatalf("round %d: TryPoll = %+v", i, ms)
+		}
+		ack = count(func() {
+			if err := cons.Ack(ms[0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+		empty = count(func() {
+			if ms := must(idle.TryPoll(16)).of(t); len(ms) != 0 {
+				t.Fatalf("idle TryPoll = %+v", ms)
+			}
+		})
+	}
+	t.Logf("requests: TrySend %d, TryPoll(1) %d, Ack %d (round trip %d); an empty TryPoll(16) of 16 partitions %d", send, poll, ack, send+poll+ack, empty)
+	for _, c := range []struct {
+		what      string
+		got, most uint64
+	}{{"TrySend", send, 1}, {"TryPoll(1)", poll, 5}, {"Ack", ack, 11}, {"empty TryPoll(16)", empty, 65}} {
+		if c.got > c.most {
+			t.Errorf("%s made %d requests, more than today's %d", c.what, c.got, c.most)
+		}
+	}
+}
