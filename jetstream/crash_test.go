@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,6 +28,11 @@ import (
 const (
 	crashDirEnv  = "TRIBUTARY_CRASH_CHILD_DIR"
 	crashPortEnv = "TRIBUTARY_CRASH_CHILD_PORT"
+	// For a node of a cluster: its name, its route port and every node's
+	// route URL, comma-separated.
+	crashNameEnv   = "TRIBUTARY_CRASH_CHILD_NAME"
+	crashRouteEnv  = "TRIBUTARY_CRASH_CHILD_ROUTE_PORT"
+	crashRoutesEnv = "TRIBUTARY_CRASH_CHILD_ROUTES"
 )
 
 // TestCrashChildServer is the server process of the crash tests; it skips
@@ -39,10 +46,26 @@ func TestCrashChildServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", crashPortEnv, err)
 	}
-	ns, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: "tributary-crash", Host: "127.0.0.1", Port: port,
 		JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
-	})
+	}
+	if name := os.Getenv(crashNameEnv); name != "" {
+		rp, err := strconv.Atoi(os.Getenv(crashRouteEnv))
+		if err != nil {
+			t.Fatalf("%s: %v", crashRouteEnv, err)
+		}
+		opts.ServerName = name
+		opts.Cluster = server.ClusterOpts{Name: "tributary-crash", Host: "127.0.0.1", Port: rp}
+		for _, r := range strings.Split(os.Getenv(crashRoutesEnv), ",") {
+			u, err := url.Parse(r)
+			if err != nil {
+				t.Fatalf("%s: %v", crashRoutesEnv, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,21 +83,57 @@ type crashServer struct {
 	t    *testing.T
 	dir  string
 	port int
+	env  []string // a cluster node's name, route port and routes
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has been waited for
 }
 
-func newCrashServer(t *testing.T) *crashServer {
+// freePort returns a loopback port free now.
+func freePort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &crashServer{t: t, dir: t.TempDir(), port: port}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func newCrashServer(t *testing.T) *crashServer {
+	s := &crashServer{t: t, dir: t.TempDir(), port: freePort(t)}
 	s.start()
 	t.Cleanup(s.kill)
 	return s
+}
+
+// newCrashCluster starts n nodes of one cluster, each a process with its
+// file store, routed to all the others.
+func newCrashCluster(t *testing.T, n int) []*crashServer {
+	nodes := make([]*crashServer, n)
+	routes := make([]string, n)
+	rports := make([]int, n)
+	for i := range n {
+		rports[i] = freePort(t)
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", rports[i])
+	}
+	for i := range n {
+		nodes[i] = &crashServer{t: t, dir: t.TempDir(), port: freePort(t), env: []string{
+			crashNameEnv + "=" + fmt.Sprintf("tributary-crash-n%d", i),
+			crashRouteEnv + "=" + strconv.Itoa(rports[i]),
+			crashRoutesEnv + "=" + strings.Join(routes, ","),
+		}}
+		nodes[i].start()
+		t.Cleanup(nodes[i].kill)
+	}
+	return nodes
+}
+
+// crashURLs is the nodes' client URLs, comma-separated.
+func crashURLs(nodes []*crashServer) string {
+	us := make([]string, len(nodes))
+	for i, n := range nodes {
+		us[i] = n.url()
+	}
+	return strings.Join(us, ",")
 }
 
 func (s *crashServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
@@ -83,7 +142,7 @@ func (s *crashServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s
 func (s *crashServer) start() {
 	s.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChildServer$", "-test.count=1", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+s.dir, crashPortEnv+"="+strconv.Itoa(s.port))
+	cmd.Env = append(append(os.Environ(), crashDirEnv+"="+s.dir, crashPortEnv+"="+strconv.Itoa(s.port)), s.env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -143,7 +202,7 @@ func TestServerCrashLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills server processes")
 	}
-	r := runCrashWorkload(t, jetstream.FileStorage, 3*time.Minute)
+	r := runCrashWorkload(t, []*crashServer{newCrashServer(t)}, jetstream.Config{}, 3*time.Minute)
 	t.Log(r)
 	for _, p := range r.problems {
 		t.Error(p)
@@ -159,7 +218,7 @@ func TestServerCrashCheckCatchesMemoryStorage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills server processes")
 	}
-	r := runCrashWorkload(t, jetstream.MemoryStorage, 15*time.Second)
+	r := runCrashWorkload(t, []*crashServer{newCrashServer(t)}, jetstream.Config{Storage: jetstream.MemoryStorage}, 15*time.Second)
 	t.Log(r)
 	if len(r.problems) == 0 {
 		t.Fatal("a crash of a memory-stored server passed the check")
@@ -180,28 +239,66 @@ type crashReport struct {
 }
 
 func (r crashReport) String() string {
-	return fmt.Sprintf("%d values over %d partitions, the server killed (SIGKILL) at a third and at two thirds delivered: %d lost, %d delivered again after a successful Ack, %d redelivered in all, %d Sends tried again, %d records delivered, %d calls met ErrUnavailable; consumption resumed %v after the restarts; %d problems",
+	return fmt.Sprintf("%d values over %d partitions, a server process killed (SIGKILL) and restarted at a third and at two thirds delivered: %d lost, %d delivered again after a successful Ack, %d redelivered in all, %d Sends tried again, %d records delivered, %d calls met ErrUnavailable; consumption resumed %v after the restarts; %d problems",
 		r.values, r.parts, r.lost, r.ackedAgain, r.redelivered, r.sendsAgain, r.records, r.outages, r.resumed, len(r.problems))
+}
+
+// TestClusterNodeCrashLosesNothing: the same workload on a 3-node
+// cluster of processes with Replicas 3, one node killed with SIGKILL and
+// restarted at a third (node 0) and at two thirds (node 1) consumed.
+// With TRIBUTARY_JS_CLUSTER=1 (make test-jetstream).
+func TestClusterNodeCrashLosesNothing(t *testing.T) {
+	if os.Getenv("TRIBUTARY_JS_CLUSTER") != "1" {
+		t.Skip("a 3-node cluster: TRIBUTARY_JS_CLUSTER=1 (make test-jetstream)")
+	}
+	r := runCrashWorkload(t, newCrashCluster(t, 3), jetstream.Config{Replicas: 3}, 3*time.Minute)
+	t.Log(r)
+	for _, p := range r.problems {
+		t.Error(p)
+	}
+	if r.outages == 0 {
+		t.Log("no call met an outage: the killed nodes' streams failed over within each request")
+	}
 }
 
 // runCrashWorkload runs a producer of n values (at most backlog ahead of
 // the consumer) and a consumer that polls, records and acks, both riding
-// out ErrUnavailable, against a crashServer on storage, which it kills
-// with SIGKILL and restarts once a third and once two thirds of the values
-// are delivered. A problem (an error, a check failed, the timeout) is
-// recorded and ends the run.
-func runCrashWorkload(t *testing.T, storage jetstream.Storage, timeout time.Duration) (r crashReport) {
+// out ErrUnavailable, on a backend made with cfg over nodes, and kills
+// with SIGKILL and restarts node 0 once a third and node 1 (node 0 again
+// on one node) once two thirds of the values are delivered. A problem (an
+// error, a check failed, the timeout) is recorded and ends the run.
+func runCrashWorkload(t *testing.T, nodes []*crashServer, cfg jetstream.Config, timeout time.Duration) (r crashReport) {
 	const parts, n, backlog = 4, 600, 40
 	r.values, r.parts = n, parts
-	srv := newCrashServer(t)
-	b, err := jetstream.Open(jetstream.Config{URL: srv.url(), Capacity: 2 * n, RequestTimeout: time.Second, Storage: storage})
-	if err != nil {
-		t.Fatal(err)
+	cfg.URL, cfg.Capacity, cfg.RequestTimeout = crashURLs(nodes), 2*n, time.Second
+	// A cluster places streams once it has elected its leaders: Open and
+	// CreateTopic are tried again on ErrUnavailable for up to 30 s.
+	ready := func(what string, err error, start time.Time) bool {
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, tributary.ErrUnavailable) || time.Since(start) > 30*time.Second {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		return false
+	}
+	var b *jetstream.Backend
+	var err error
+	for start := time.Now(); ; {
+		if b, err = jetstream.Open(cfg); ready("Open", err, start) {
+			break
+		}
 	}
 	defer b.Close()
 	c := must(tributary.NewClusterOn(b)).of(t)
 	defer c.Close()
-	tp := must(tributary.CreateTopic(c, "orders", parts, tributary.JSON[int]())).of(t)
+	var tp *tributary.Topic[int]
+	for start := time.Now(); ; {
+		if tp, err = tributary.CreateTopic(c, "orders", parts, tributary.JSON[int]()); ready("CreateTopic", err, start) {
+			break
+		}
+	}
 	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
 	cons := must(tributary.NewConsumer(tp, "g", "c1")).of(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -340,13 +437,14 @@ func runCrashWorkload(t *testing.T, storage jetstream.Storage, timeout time.Dura
 		}
 		return true
 	}
-	for _, at := range []int{n / 3, 2 * n / 3} {
+	for i, at := range []int{n / 3, 2 * n / 3} {
 		if !waitFor(func() bool { return seenCount() >= at }, fmt.Sprintf("before the crash at %d", at)) {
 			break
 		}
-		srv.kill()
+		node := nodes[i%len(nodes)]
+		node.kill()
 		time.Sleep(200 * time.Millisecond)
-		srv.start()
+		node.start()
 		restarted, before := time.Now(), seenCount()
 		if !waitFor(func() bool { return seenCount() > before }, fmt.Sprintf("after the restart at %d", at)) {
 			break
