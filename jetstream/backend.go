@@ -90,6 +90,14 @@ type Config struct {
 	// The server stores only what is retained, so a large capacity costs
 	// nothing until records arrive.
 	Capacity int32
+	// SessionTimeout is rule 24's session timeout, on the broker clock;
+	// 0 means none (members never expire). Must be 0 or at least
+	// tributary.MinSessionTimeout. Weakened here (docs/jetstream.md): a
+	// member's last-seen instant is refreshed by its Join, Rejoin and
+	// Heartbeat (a running consumer heartbeats every
+	// tributary.HeartbeatInterval), and members are expired by the
+	// Heartbeats, Joins and Rejoins of their group, not by every call.
+	SessionTimeout time.Duration
 	// AckTimeout is rule 22's ack timeout; 0 means none. Must be >= 0. It
 	// is measured by Clock between deliverer and poller, so the processes
 	// sharing a group must agree on the time.
@@ -335,6 +343,8 @@ func (cfg *Config) fill() error {
 		return bad("replay window %d outside 0..%d (the capacity)", cfg.ReplayWindow, cfg.Capacity)
 	case cfg.AckTimeout < 0:
 		return bad("ack timeout %v < 0", cfg.AckTimeout)
+	case cfg.SessionTimeout < 0 || cfg.SessionTimeout > 0 && cfg.SessionTimeout < tributary.MinSessionTimeout:
+		return bad("session timeout %v: 0 (none) or at least %v", cfg.SessionTimeout, tributary.MinSessionTimeout)
 	case cfg.MaxMessageBytes < 0:
 		return bad("max message bytes %d < 0", cfg.MaxMessageBytes)
 	case cfg.Replicas != 0 && cfg.Replicas != 1 && cfg.Replicas != 3:

@@ -482,6 +482,9 @@ func runCrashWorkload(t *testing.T, nodes []*crashServer, cfg jetstream.Config, 
 // consumer process of TestConsumerCrashResumesAtOnce.
 const crashConsumerEnv = "TRIBUTARY_CRASH_CHILD_CONSUMER_URL"
 
+// crashSessionEnv, if set, is the consumer process's session timeout.
+const crashSessionEnv = "TRIBUTARY_CRASH_CHILD_SESSION"
+
 // TestCrashChildConsumer is the consumer process of
 // TestConsumerCrashResumesAtOnce: consumer c1 of group g on topic orders,
 // in Run; it prints "acked <partition> <offset>" for each of the first
@@ -492,7 +495,14 @@ func TestCrashChildConsumer(t *testing.T) {
 	if url == "" {
 		t.Skip("the consumer process of the crash tests, started by them")
 	}
-	b, err := jetstream.Open(jetstream.Config{URL: url, Capacity: 100, RequestTimeout: 5 * time.Second})
+	var session time.Duration
+	if v := os.Getenv(crashSessionEnv); v != "" {
+		var err error
+		if session, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := jetstream.Open(jetstream.Config{URL: url, Capacity: 100, RequestTimeout: 5 * time.Second, SessionTimeout: session})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,55 +556,7 @@ func TestConsumerCrashResumesAtOnce(t *testing.T) {
 		must(p.TrySend(tp, tributary.Message[int]{Value: v})).of(t)
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChildConsumer$", "-test.count=1", "-test.timeout=2m")
-	cmd.Env = append(os.Environ(), crashConsumerEnv+"="+srv.ClientURL())
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	type ref struct {
-		p   int32
-		off int64
-	}
-	acked := map[ref]bool{}
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	deadline := time.After(60 * time.Second)
-wait:
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("the consumer process ended before it was stuck")
-			}
-			var r ref
-			if _, err := fmt.Sscanf(l, "acked %d %d", &r.p, &r.off); err == nil {
-				acked[r] = true
-			} else if l == "stuck" {
-				break wait
-			}
-		case <-deadline:
-			cmd.Process.Kill() //nolint:errcheck // the test fails anyway
-			t.Fatal("the consumer process did not get stuck within 60s")
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it ended: nothing to kill
-	for range lines {
-	}
-	cmd.Wait() //nolint:errcheck // killed
-	if len(acked) != crashAcked {
-		t.Fatalf("the consumer process acked %d records, want %d", len(acked), crashAcked)
-	}
+	acked := killStuckConsumer(t, srv.ClientURL(), 0)
 	d := must(c.Describe("orders")).of(t)
 	inFlight := 0
 	for _, pd := range d.Groups[0].Partitions {
@@ -610,10 +572,10 @@ wait:
 	cons := must(tributary.NewConsumer(tp, "g", "c1")).of(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	handled := map[ref]int32{}
+	handled := map[crashRef]int32{}
 	var took time.Duration
-	err = cons.Run(ctx, func(_ context.Context, m tributary.Message[int]) error {
-		r := ref{m.Partition, m.Offset}
+	err := cons.Run(ctx, func(_ context.Context, m tributary.Message[int]) error {
+		r := crashRef{m.Partition, m.Offset}
 		if acked[r] {
 			t.Errorf("%v handled again: the killed process had acked it", r)
 		}
@@ -636,5 +598,131 @@ wait:
 	t.Logf("a consumer process killed (SIGKILL) in its handler after %d acks, %d partitions in flight to it; the restarted consumer handled the other %d records in %v, %d of them redelivered (Attempt 2)", len(acked), inFlight, len(handled), took, again)
 	if again < inFlight {
 		t.Errorf("%d records redelivered, want at least the %d that were in flight", again, inFlight)
+	}
+}
+
+// crashRef names a record: partition and offset.
+type crashRef struct {
+	p   int32
+	off int64
+}
+
+// killStuckConsumer runs TestCrashChildConsumer as a process on the server
+// at url (session: its session timeout, 0 for none), waits until it is
+// stuck in its handler, kills it with SIGKILL and returns the records it
+// acked.
+func killStuckConsumer(t *testing.T, url string, session time.Duration) map[crashRef]bool {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChildConsumer$", "-test.count=1", "-test.timeout=2m")
+	cmd.Env = append(os.Environ(), crashConsumerEnv+"="+url)
+	if session > 0 {
+		cmd.Env = append(cmd.Env, crashSessionEnv+"="+session.String())
+	}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[crashRef]bool{}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the consumer process ended before it was stuck")
+			}
+			var r crashRef
+			if _, err := fmt.Sscanf(l, "acked %d %d", &r.p, &r.off); err == nil {
+				acked[r] = true
+			} else if l == "stuck" {
+				break wait
+			}
+		case <-deadline:
+			cmd.Process.Kill() //nolint:errcheck // the test fails anyway
+			t.Fatal("the consumer process did not get stuck within 60s")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it ended: nothing to kill
+	for range lines {
+	}
+	cmd.Wait() //nolint:errcheck // killed
+	if len(acked) != crashAcked {
+		t.Fatalf("the consumer process acked %d records, want %d", len(acked), crashAcked)
+	}
+	return acked
+}
+
+// TestConsumerCrashExpires: a consumer process killed with SIGKILL in its
+// handler that never comes back, under a session timeout of 2 s (SPEC
+// rule 24, every process configured alike): another consumer of the
+// group, started after the kill, gets the dead member's partitions once
+// its session has run out (the survivor's heartbeats expire it) and
+// handles every record the dead one had not acked, those in flight to it
+// with Attempt 2, within the session timeout plus a few heartbeat
+// intervals of the kill.
+func TestConsumerCrashExpires(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a consumer process")
+	}
+	const parts, n, session = 4, 40, 2 * time.Second
+	b, srv := start(t, jetstream.Config{Capacity: 100, RequestTimeout: 5 * time.Second, SessionTimeout: session})
+	c := must(tributary.NewClusterOn(b)).of(t)
+	defer c.Close()
+	tp := must(tributary.CreateTopic(c, "orders", parts, tributary.JSON[int]())).of(t)
+	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
+	for v := range n {
+		must(p.TrySend(tp, tributary.Message[int]{Value: v})).of(t)
+	}
+	acked := killStuckConsumer(t, srv.ClientURL(), session)
+	killed := time.Now()
+
+	cons := must(tributary.NewConsumer(tp, "g", "c2")).of(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	handled := map[crashRef]int32{}
+	var took time.Duration
+	err := cons.Run(ctx, func(_ context.Context, m tributary.Message[int]) error {
+		r := crashRef{m.Partition, m.Offset}
+		if acked[r] {
+			t.Errorf("%v handled again: the killed process had acked it", r)
+		}
+		handled[r] = m.Attempt
+		if len(handled)+len(acked) == n {
+			took = time.Since(killed)
+			if d, err := c.Describe("orders"); err != nil || len(d.Groups[0].Members) != 1 || d.Groups[0].Members[0] != "c2" {
+				t.Errorf("Describe = %+v, %v; want c2 the one member", d.Groups, err)
+			}
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || took == 0 {
+		t.Fatalf("Run = %v after %d of the %d records the killed process had not acked, %v after the kill", err, len(handled), n-len(acked), time.Since(killed))
+	}
+	again := 0
+	for _, a := range handled {
+		if a > 1 {
+			again++
+		}
+	}
+	bound := session + 3*tributary.HeartbeatInterval(session) + time.Second
+	t.Logf("a consumer process killed (SIGKILL) in its handler after %d acks and never restarted, session timeout %v: another consumer handled the other %d records %v after the kill (bound %v), %d of them redelivered", len(acked), session, len(handled), took, bound, again)
+	if again < 1 {
+		t.Error("no record redelivered: the dead member's deliveries were not cancelled")
+	}
+	if took > bound {
+		t.Errorf("the dead member's records were handled %v after the kill, more than %v", took, bound)
 	}
 }

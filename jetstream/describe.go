@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/f91dcac0/tributary/engine"
 	njs "github.com/nats-io/nats.go/jetstream"
@@ -62,6 +63,19 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 	for i, g := range groups {
 		members := append([]string{}, g.gv.Members...)
 		d.Groups[i] = engine.GroupDescription{Group: g.name, Assignor: g.gv.Assignor, Members: members, Partitions: make([]engine.GroupPartition, n)}
+		if b.cfg.SessionTimeout > 0 {
+			var sv seenVal
+			if _, _, err := b.get(seenKey(topic, g.name), &sv); err != nil {
+				return engine.TopicSnapshot{}, err
+			}
+			seen := make([]time.Time, len(members))
+			for j, x := range members {
+				if at, ok := sv.Seen[x]; ok && sv.Inc == g.gv.Inc {
+					seen[j] = time.Unix(0, at)
+				}
+			}
+			d.Groups[i].LastSeen = seen
+		}
 	}
 	s := engine.TopicSnapshot{}
 	if records {

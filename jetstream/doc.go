@@ -9,10 +9,11 @@
 //	b, _ := jetstream.Open(jetstream.Config{Server: srv, Capacity: 1000})
 //	defer b.Close()
 //	cluster, _ := tributary.NewClusterOn(b)
-//	orders, _ := tributary.CreateTopic(cluster, "orders", 4, tributary.JSON[Order]())
+//	orders, _ := tributary.OpenOrCreateTopic(cluster, "orders", 4, tributary.JSON[Order]())
 //
-// With Config.URL instead of Server, processes on other machines share the
-// same broker; Replicas 3 on a cluster of three nodes (StartCluster, or
+// With Config.URL instead of Server (srv.ClientURL() for an embedded
+// server), other processes, on this machine or others, share the same
+// broker, each opening the topic with OpenOrCreateTopic; Replicas 3 on a cluster of three nodes (StartCluster, or
 // your own) survives the loss of one.
 //
 // # Layout on the server

@@ -3,26 +3,29 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
-// Member liveness: rule 25 (Rejoin, a new incarnation) and the fencing of
-// superseded incarnations are enforced, across processes; rule 24 (the
-// session timeout) is not yet. SessionTimeout is 0, so the typed library
-// neither heartbeats nor rejoins after an expiry on it, and backendtest's
-// rule 24 checks, and those of rule 25 that need a session timeout, are
-// skipped for it with that reason (conformance_test.go). A process that
-// restarts under its member name gets its partitions and their in-flight
-// records back at once (its consumer rejoins); a member whose process died
-// for good keeps its partitions until Cluster.RemoveMember removes it
-// (docs/jetstream.md).
+// Member liveness. Rule 25 (Rejoin, a new incarnation) and the fencing of
+// superseded incarnations are kept, across processes. Rule 24 is kept
+// weakened, with Config.SessionTimeout: each group's key seen.<T>.<G>
+// holds its members' last-seen instants, refreshed by a member's Join,
+// Rejoin and Heartbeat (live), and the members whose session has run out
+// are expired by those calls (expire), not by every call; backendtest's
+// rule 24 checks are skipped for it with that reason (conformance_test.go,
+// docs/jetstream.md). A process that restarts under its member name gets
+// its partitions and their in-flight records back at once (its consumer
+// rejoins); without a session timeout a member whose process died for
+// good keeps its partitions until Cluster.RemoveMember removes it.
 
-// SessionTimeout returns 0: members never expire (SPEC rule 24 is not
-// enforced), and Describe's GroupDescription.LastSeen is nil.
-func (b *Backend) SessionTimeout() time.Duration { return 0 }
+// SessionTimeout returns Config.SessionTimeout (0: members never expire,
+// and Describe's GroupDescription.LastSeen is nil).
+func (b *Backend) SessionTimeout() time.Duration { return b.cfg.SessionTimeout }
 
-// Heartbeat reports whether the member is in its group now (one read of
-// the group's state); it refreshes nothing, as no member expires here.
+// Heartbeat reports whether the member is in its group now; with a
+// session timeout it also refreshes the member's last-seen instant and
+// expires the group's members whose session has run out (expire).
 // Errors: an error wrapping tributary.ErrFenced once m is superseded;
 // ErrUnavailable.
 func (m *Member) Heartbeat() (bool, error) {
@@ -33,7 +36,100 @@ func (m *Member) Heartbeat() (bool, error) {
 	if err := m.check(&gv, ok); err != nil {
 		return false, err
 	}
-	return ok && gv.isMember(m.name), nil
+	if !ok || !gv.isMember(m.name) {
+		return false, nil
+	}
+	return true, m.live(&gv)
+}
+
+// live refreshes the member's last-seen instant in gv's incarnation of
+// its group and expires the members whose session has run out: with a
+// session timeout, after each Join, Rejoin and Heartbeat.
+func (m *Member) live(gv *groupVal) error {
+	if m.b.cfg.SessionTimeout <= 0 {
+		return nil
+	}
+	sv, err := m.b.touch(m.t.name, m.group, gv, m.name)
+	if err != nil {
+		return err
+	}
+	return m.b.expire(m.t.name, m.group, sv)
+}
+
+// touch sets member's last-seen instant in group g (incarnation gv.Inc) to
+// the broker clock's reading and returns the instants as written, those
+// of members gv does not have dropped.
+func (b *Backend) touch(t, g string, gv *groupVal, member string) (seenVal, error) {
+	key := seenKey(t, g)
+	for range maxRetries {
+		var sv seenVal
+		rev, ok, err := b.get(key, &sv)
+		if err != nil {
+			return sv, err
+		}
+		next := seenVal{Inc: gv.Inc, Seen: map[string]int64{}}
+		if ok && sv.Inc == gv.Inc {
+			for x, at := range sv.Seen {
+				if gv.isMember(x) {
+					next.Seen[x] = at
+				}
+			}
+		}
+		next.Seen[member] = b.now().UnixNano()
+		if _, ok, err = b.put(key, next, rev); err != nil {
+			return sv, err
+		} else if ok {
+			return next, nil
+		}
+	}
+	return seenVal{}, fmt.Errorf("%w: heartbeat of %s/%s/%s", ErrContention, t, g, member)
+}
+
+// expired returns the members of sv whose last-seen instant is the session
+// timeout or more before now, in gv's incarnation.
+func (b *Backend) expired(gv *groupVal, sv seenVal, now int64) []string {
+	var out []string
+	if sv.Inc != gv.Inc {
+		return nil
+	}
+	for _, x := range gv.Members {
+		if at, ok := sv.Seen[x]; ok && now-at >= int64(b.cfg.SessionTimeout) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// expire removes from group g the members sv shows expired (rule 24), as
+// by Leave in one rebalance, which reads the instants again so that a
+// member seen meanwhile stays. An expired member keeps its incarnation
+// token: its Member is not fenced, finds itself out of the group and may
+// join again (the typed library's consumer rejoins).
+func (b *Backend) expire(t, g string, sv seenVal) error {
+	if len(sv.Seen) == 0 {
+		return nil
+	}
+	now := b.now().UnixNano()
+	gv, _, ok, err := b.readGroup(t, g)
+	if err != nil || !ok || len(b.expired(&gv, sv, now)) == 0 {
+		return err
+	}
+	_, _, err = b.rebalance(t, g, nil, func(next *groupVal, exists bool, _ int32) (bool, error) {
+		if !exists {
+			return false, nil
+		}
+		var fresh seenVal
+		if _, _, err := b.get(seenKey(t, g), &fresh); err != nil {
+			return false, err
+		}
+		gone := b.expired(next, fresh, now)
+		if len(gone) == 0 {
+			return false, nil
+		}
+		next.Members = slices.DeleteFunc(next.Members, func(x string) bool { return slices.Contains(gone, x) })
+		return true, nil
+	})
+	return err
 }
 
 // Rejoin is Join for a new incarnation (SPEC rule 25): m becomes the
@@ -61,7 +157,7 @@ func (m *Member) Rejoin() ([]int32, error) {
 	if err := m.cancelDeliveries(); err != nil {
 		return nil, err
 	}
-	return m.Join() // the assignment, a grown topic's partitions included
+	return m.Join() // the assignment, a grown topic's partitions included; its session refreshed
 }
 
 // cancelDeliveries clears every in-flight delivery to m's member on the

@@ -73,10 +73,10 @@ func (m *Member) check(gv *groupVal, ok bool) error {
 	case memberFresh:
 		return nil
 	}
-	if ok && gv.isMember(m.name) {
-		if cur := gv.Incs[m.name]; cur == "" || cur == *m.inc.Load() {
-			return nil
-		}
+	// Current, or expired (rule 24 keeps the token of a member it
+	// removes: the Member may join again); not fenced.
+	if cur := gv.Incs[m.name]; ok && (cur == *m.inc.Load() || cur == "" && gv.isMember(m.name)) {
+		return nil
 	}
 	m.state.Store(memberFenced)
 	return m.fencedErr()
@@ -151,6 +151,9 @@ func (m *Member) join(inc string) ([]int32, error) {
 		}
 	}
 	m.joined(gv.Incs[m.name])
+	if err := m.live(&gv); err != nil {
+		return nil, err
+	}
 	return owned(&gv, m.name), nil
 }
 

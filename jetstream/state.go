@@ -160,6 +160,15 @@ type lowVal struct {
 	Evict int64 `json:"evict,omitempty"`
 }
 
+// seenVal is the value of key seen.<T>.<G>: the last-seen instants
+// (broker clock, Unix ns) of the members of incarnation Inc of a group
+// (SPEC rule 24). A member without one is never expired.
+type seenVal struct {
+	Inc  uint64           `json:"inc"`
+	Seen map[string]int64 `json:"seen"`
+}
+
+func seenKey(t, g string) string      { return "seen." + t + "." + g }
 func topicKey(t string) string        { return "topic." + t }
 func groupKey(t, g string) string     { return "group." + t + "." + g }
 func lowKey(t string, p int32) string { return "low." + t + "." + strconv.Itoa(int(p)) }

@@ -88,7 +88,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 		return f, nil, fmt.Errorf("-session-timeout %v: must be 0 (none) or more, such as 45s", f.session)
 	}
 	if f.session > 0 && f.backend != "memory" {
-		return f, nil, fmt.Errorf("-session-timeout %v: needs -backend memory (the JetStream backend does not expire members yet)", f.session)
+		return f, nil, fmt.Errorf("-session-timeout %v: needs -backend memory (on JetStream a session is refreshed only by heartbeats, which the program's commands do not send)", f.session)
 	}
 	if f.seed < -1 {
 		return f, nil, fmt.Errorf("-seed %d: must be 0 or more, or -1 for unseeded", f.seed)
