@@ -546,17 +546,8 @@ func TestConsumerCrashResumesAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a consumer process")
 	}
-	const parts, n = 4, 40
-	b, srv := start(t, jetstream.Config{Capacity: 100, RequestTimeout: 5 * time.Second})
-	c := must(tributary.NewClusterOn(b)).of(t)
-	defer c.Close()
-	tp := must(tributary.CreateTopic(c, "orders", parts, tributary.JSON[int]())).of(t)
-	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
-	for v := range n {
-		must(p.TrySend(tp, tributary.Message[int]{Value: v})).of(t)
-	}
-
-	acked := killStuckConsumer(t, srv.ClientURL(), 0)
+	c, tp, url := crashTopic(t, 0)
+	acked := killStuckConsumer(t, url, 0)
 	d := must(c.Describe("orders")).of(t)
 	inFlight := 0
 	for _, pd := range d.Groups[0].Partitions {
@@ -567,38 +558,70 @@ func TestConsumerCrashResumesAtOnce(t *testing.T) {
 	if inFlight < 2 {
 		t.Fatalf("%d partitions in flight to the killed process, want at least 2 (its handler's and its batch's): %+v", inFlight, d.Groups[0])
 	}
-
 	restarted := time.Now()
 	cons := must(tributary.NewConsumer(tp, "g", "c1")).of(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	took, handled, again := consumeRest(t, cons, acked, restarted, 20*time.Second, nil)
+	t.Logf("a consumer process killed (SIGKILL) in its handler after %d acks, %d partitions in flight to it; the restarted consumer handled the other %d records in %v, %d of them redelivered (Attempt 2)", len(acked), inFlight, handled, took, again)
+	if again < inFlight {
+		t.Errorf("%d records redelivered, want at least the %d that were in flight", again, inFlight)
+	}
+}
+
+// crashRecords is how many records crashTopic publishes.
+const crashRecords = 40
+
+// crashTopic starts an embedded server, and on it a backend with session
+// timeout session, a cluster and topic orders of 4 partitions holding
+// crashRecords records; it returns the cluster, the topic and the server's
+// URL for a consumer process.
+func crashTopic(t *testing.T, session time.Duration) (*tributary.Cluster, *tributary.Topic[int], string) {
+	t.Helper()
+	b, srv := start(t, jetstream.Config{Capacity: 100, RequestTimeout: 5 * time.Second, SessionTimeout: session})
+	c := must(tributary.NewClusterOn(b)).of(t)
+	t.Cleanup(func() { c.Close() })
+	tp := must(tributary.CreateTopic(c, "orders", 4, tributary.JSON[int]())).of(t)
+	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
+	for v := range crashRecords {
+		must(p.TrySend(tp, tributary.Message[int]{Value: v})).of(t)
+	}
+	return c, tp, srv.ClientURL()
+}
+
+// consumeRest runs cons until it has handled every record of crashTopic's
+// that acked (the killed process's) does not hold, failing the test if it
+// handles one of those again or takes longer than limit. It returns the
+// time from since until the last was handled, how many it handled and how
+// many of them came with Attempt above 1. done, if not nil, runs in the
+// handler of the last one.
+func consumeRest(t *testing.T, cons *tributary.Consumer[int], acked map[crashRef]bool, since time.Time, limit time.Duration, done func()) (took time.Duration, handled, again int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	handled := map[crashRef]int32{}
-	var took time.Duration
+	seen := map[crashRef]int32{}
 	err := cons.Run(ctx, func(_ context.Context, m tributary.Message[int]) error {
 		r := crashRef{m.Partition, m.Offset}
 		if acked[r] {
 			t.Errorf("%v handled again: the killed process had acked it", r)
 		}
-		handled[r] = m.Attempt
-		if len(handled)+len(acked) == n {
-			took = time.Since(restarted)
+		seen[r] = m.Attempt
+		if len(seen)+len(acked) == crashRecords {
+			took = time.Since(since)
+			if done != nil {
+				done()
+			}
 			cancel()
 		}
 		return nil
 	})
 	if !errors.Is(err, context.Canceled) || took == 0 {
-		t.Fatalf("Run = %v after %d of the %d records the killed process had not acked, in %v", err, len(handled), n-len(acked), time.Since(restarted))
+		t.Fatalf("Run = %v after %d of the %d records the killed process had not acked, %v after it was killed", err, len(seen), crashRecords-len(acked), time.Since(since))
 	}
-	again := 0
-	for _, a := range handled {
+	for _, a := range seen {
 		if a > 1 {
 			again++
 		}
 	}
-	t.Logf("a consumer process killed (SIGKILL) in its handler after %d acks, %d partitions in flight to it; the restarted consumer handled the other %d records in %v, %d of them redelivered (Attempt 2)", len(acked), inFlight, len(handled), took, again)
-	if again < inFlight {
-		t.Errorf("%d records redelivered, want at least the %d that were in flight", again, inFlight)
-	}
+	return took, len(seen), again
 }
 
 // crashRef names a record: partition and offset.
@@ -676,49 +699,18 @@ func TestConsumerCrashExpires(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a consumer process")
 	}
-	const parts, n, session = 4, 40, 2 * time.Second
-	b, srv := start(t, jetstream.Config{Capacity: 100, RequestTimeout: 5 * time.Second, SessionTimeout: session})
-	c := must(tributary.NewClusterOn(b)).of(t)
-	defer c.Close()
-	tp := must(tributary.CreateTopic(c, "orders", parts, tributary.JSON[int]())).of(t)
-	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
-	for v := range n {
-		must(p.TrySend(tp, tributary.Message[int]{Value: v})).of(t)
-	}
-	acked := killStuckConsumer(t, srv.ClientURL(), session)
+	const session = 2 * time.Second
+	c, tp, url := crashTopic(t, session)
+	acked := killStuckConsumer(t, url, session)
 	killed := time.Now()
-
 	cons := must(tributary.NewConsumer(tp, "g", "c2")).of(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	handled := map[crashRef]int32{}
-	var took time.Duration
-	err := cons.Run(ctx, func(_ context.Context, m tributary.Message[int]) error {
-		r := crashRef{m.Partition, m.Offset}
-		if acked[r] {
-			t.Errorf("%v handled again: the killed process had acked it", r)
+	took, handled, again := consumeRest(t, cons, acked, killed, 30*time.Second, func() {
+		if d, err := c.Describe("orders"); err != nil || len(d.Groups[0].Members) != 1 || d.Groups[0].Members[0] != "c2" {
+			t.Errorf("Describe = %+v, %v; want c2 the one member", d.Groups, err)
 		}
-		handled[r] = m.Attempt
-		if len(handled)+len(acked) == n {
-			took = time.Since(killed)
-			if d, err := c.Describe("orders"); err != nil || len(d.Groups[0].Members) != 1 || d.Groups[0].Members[0] != "c2" {
-				t.Errorf("Describe = %+v, %v; want c2 the one member", d.Groups, err)
-			}
-			cancel()
-		}
-		return nil
 	})
-	if !errors.Is(err, context.Canceled) || took == 0 {
-		t.Fatalf("Run = %v after %d of the %d records the killed process had not acked, %v after the kill", err, len(handled), n-len(acked), time.Since(killed))
-	}
-	again := 0
-	for _, a := range handled {
-		if a > 1 {
-			again++
-		}
-	}
 	bound := session + 3*tributary.HeartbeatInterval(session) + time.Second
-	t.Logf("a consumer process killed (SIGKILL) in its handler after %d acks and never restarted, session timeout %v: another consumer handled the other %d records %v after the kill (bound %v), %d of them redelivered", len(acked), session, len(handled), took, bound, again)
+	t.Logf("a consumer process killed (SIGKILL) in its handler after %d acks and never restarted, session timeout %v: another consumer handled the other %d records %v after the kill (bound %v), %d of them redelivered", len(acked), session, handled, took, bound, again)
 	if again < 1 {
 		t.Error("no record redelivered: the dead member's deliveries were not cancelled")
 	}
