@@ -230,6 +230,7 @@ type crashReport struct {
 	values, parts int
 	lost          int // values whose Send succeeded and that were never delivered
 	ackedAgain    int // deliveries of a record after its Ack had succeeded
+	twoOwners     int // deliveries of a record to another consumer than its first
 	redelivered   int // deliveries beyond the first, in all
 	sendsAgain    int // Sends tried again after ErrUnavailable
 	records       int // distinct records delivered
@@ -239,8 +240,8 @@ type crashReport struct {
 }
 
 func (r crashReport) String() string {
-	return fmt.Sprintf("%d values over %d partitions, a server process killed (SIGKILL) and restarted at a third and at two thirds delivered: %d lost, %d delivered again after a successful Ack, %d redelivered in all, %d Sends tried again, %d records delivered, %d calls met ErrUnavailable; consumption resumed %v after the restarts; %d problems",
-		r.values, r.parts, r.lost, r.ackedAgain, r.redelivered, r.sendsAgain, r.records, r.outages, r.resumed, len(r.problems))
+	return fmt.Sprintf("%d values over %d partitions, 2 consumers, a server process killed (SIGKILL) and restarted at a third and at two thirds delivered: %d lost, %d delivered again after a successful Ack, %d delivered to a second consumer, %d redelivered in all, %d Sends tried again, %d records delivered, %d calls met ErrUnavailable; consumption resumed %v after the restarts; %d problems",
+		r.values, r.parts, r.lost, r.ackedAgain, r.twoOwners, r.redelivered, r.sendsAgain, r.records, r.outages, r.resumed, len(r.problems))
 }
 
 // TestClusterNodeCrashLosesNothing: the same workload on a 3-node
@@ -300,9 +301,14 @@ func runCrashWorkload(t *testing.T, nodes []*crashServer, cfg jetstream.Config, 
 		}
 	}
 	p := must(tributary.NewProducer[int](c, "p", tributary.RoundRobin())).of(t)
-	cons := must(tributary.NewConsumer(tp, "g", "c1")).of(t)
+	consumers := []*tributary.Consumer[int]{
+		must(tributary.NewConsumer(tp, "g", "c1")).of(t),
+		must(tributary.NewConsumer(tp, "g", "c2")).of(t),
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	cctx, finish := context.WithCancel(ctx) // the consumers', ended once every value is seen
+	defer finish()
 
 	type ref struct {
 		p   int32
@@ -312,6 +318,7 @@ func runCrashWorkload(t *testing.T, nodes []*crashServer, cfg jetstream.Config, 
 		mu        sync.Mutex          // guards all below and r
 		sent      = map[int]bool{}    // values whose Send succeeded
 		delivered = map[ref]int{}     // deliveries per record
+		owner     = map[ref]string{}  // the consumer a record was first delivered to
 		value     = map[ref]int{}     // the value at each record
 		acked     = map[ref]bool{}    // records whose Ack succeeded
 		seen      = map[int]bool{}    // values delivered
@@ -368,62 +375,72 @@ func runCrashWorkload(t *testing.T, nodes []*crashServer, cfg jetstream.Config, 
 			}
 		}
 	})
-	consumed := make(chan struct{})
-	wg.Go(func() { // the consumer: poll, record, ack until every value is seen
-		defer close(consumed)
-		for {
-			ms, err := cons.Poll(ctx, 16)
-			if retryable(err) {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			if err != nil {
-				problem("Poll: %v", err)
-				return
-			}
-			for _, m := range ms {
-				rf := ref{m.Partition, m.Offset}
-				mu.Lock()
-				if acked[rf] {
-					r.ackedAgain++
+	consumed := make(chan struct{}) // closed once every value is seen
+	var once sync.Once
+	for _, cons := range consumers {
+		wg.Go(func() { // a consumer: poll, record, ack until every value is seen
+			for {
+				ms, err := cons.Poll(cctx, 16)
+				if retryable(err) {
+					time.Sleep(20 * time.Millisecond)
+					continue
 				}
-				if rf.off < last[rf.p] {
-					r.problems = append(r.problems, fmt.Sprintf("partition %d: offset %d after %d", rf.p, rf.off, last[rf.p]))
-				}
-				last[rf.p] = max(last[rf.p], rf.off)
-				if v, ok := value[rf]; ok && v != m.Value {
-					r.problems = append(r.problems, fmt.Sprintf("%v: value %d, earlier %d", rf, m.Value, v))
-				}
-				value[rf], seen[m.Value] = m.Value, true
-				delivered[rf]++
-				all := len(seen) == n
-				mu.Unlock()
-				select {
-				case progress <- struct{}{}:
-				default:
-				}
-				for {
-					err := cons.Ack(m)
-					if retryable(err) {
-						time.Sleep(20 * time.Millisecond)
-						continue
+				if err != nil {
+					if cctx.Err() == nil { // else finished, or timed out (reported by waitFor)
+						problem("%s: Poll: %v", cons.Name(), err)
 					}
-					if err == nil {
-						mu.Lock()
-						acked[rf] = true
-						mu.Unlock()
-					} else if !errors.Is(err, tributary.ErrNotInFlight) {
-						problem("Ack(%v): %v", rf, err)
-						return
-					} // not in flight: an earlier try took effect, its reply lost
-					break
-				}
-				if all {
 					return
 				}
+				for _, m := range ms {
+					rf := ref{m.Partition, m.Offset}
+					mu.Lock()
+					if acked[rf] {
+						r.ackedAgain++
+					}
+					if o, ok := owner[rf]; !ok {
+						owner[rf] = cons.Name()
+					} else if o != cons.Name() {
+						r.twoOwners++
+					}
+					if rf.off < last[rf.p] {
+						r.problems = append(r.problems, fmt.Sprintf("partition %d: offset %d after %d", rf.p, rf.off, last[rf.p]))
+					}
+					last[rf.p] = max(last[rf.p], rf.off)
+					if v, ok := value[rf]; ok && v != m.Value {
+						r.problems = append(r.problems, fmt.Sprintf("%v: value %d, earlier %d", rf, m.Value, v))
+					}
+					value[rf], seen[m.Value] = m.Value, true
+					delivered[rf]++
+					all := len(seen) == n
+					mu.Unlock()
+					select {
+					case progress <- struct{}{}:
+					default:
+					}
+					for {
+						err := cons.Ack(m)
+						if retryable(err) {
+							time.Sleep(20 * time.Millisecond)
+							continue
+						}
+						if err == nil {
+							mu.Lock()
+							acked[rf] = true
+							mu.Unlock()
+						} else if !errors.Is(err, tributary.ErrNotInFlight) {
+							problem("%s: Ack(%v): %v", cons.Name(), rf, err)
+							return
+						} // not in flight: an earlier try took effect, its reply lost
+						break
+					}
+					if all {
+						once.Do(func() { close(consumed); finish() })
+						return
+					}
+				}
 			}
-		}
-	})
+		})
+	}
 	waitFor := func(done func() bool, what string) bool {
 		for !done() {
 			select {
@@ -474,6 +491,9 @@ func runCrashWorkload(t *testing.T, nodes []*crashServer, cfg jetstream.Config, 
 	}
 	if r.ackedAgain > 0 {
 		r.problems = append(r.problems, fmt.Sprintf("%d deliveries of records already acked: commits lost in a crash", r.ackedAgain))
+	}
+	if r.twoOwners > 0 {
+		r.problems = append(r.problems, fmt.Sprintf("%d deliveries to a second consumer (no rebalance happens here)", r.twoOwners))
 	}
 	return r
 }
