@@ -146,6 +146,7 @@ func (m *Member) Rejoin() ([]int32, error) {
 		return nil, m.fencedErr()
 	}
 	inc := newIncarnation()
+	m.own.Store(inc, true)
 	_, was, err := m.supersede(inc)
 	if err != nil {
 		return nil, err
@@ -196,12 +197,22 @@ func (m *Member) cancelDelivery(gv *groupVal, p int32) error {
 		if err != nil {
 			return err
 		}
-		if !c.InFlight || c.Owner != m.name {
+		if !c.InFlight || c.Owner != m.name || c.MemberInc != "" && c.MemberInc == *m.inc.Load() {
 			return nil
+		}
+		// Cancel only while m is still the current incarnation: a
+		// successor's deliveries are not m's to cancel. The cursor's
+		// compare-and-set orders this against the successor's polls.
+		now, _, ok, err := m.b.readGroup(m.t.name, m.group)
+		if err != nil {
+			return err
+		}
+		if err := m.check(&now, ok); err != nil {
+			return err
 		}
 		n := c
 		n.InFlight, n.DeliveredAt, n.MemberInc = false, 0, ""
-		_, ok, err := m.b.put(key, n, crev)
+		_, ok, err = m.b.put(key, n, crev)
 		if err != nil || ok {
 			return err
 		}

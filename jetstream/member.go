@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,7 @@ type Member struct {
 	group string
 	name  string
 	inc   atomic.Pointer[string] // the incarnation it joined, once it has
+	own   sync.Map               // tokens it wrote or is writing (a reply may be lost)
 	state atomic.Int32           // memberFresh, memberJoined or memberFenced
 }
 
@@ -75,7 +77,11 @@ func (m *Member) check(gv *groupVal, ok bool) error {
 	}
 	// Current, or expired (rule 24 keeps the token of a member it
 	// removes: the Member may join again); not fenced.
-	if cur := gv.Incs[m.name]; ok && (cur == *m.inc.Load() || cur == "" && gv.isMember(m.name)) {
+	cur := gv.Incs[m.name]
+	if ok && (cur == *m.inc.Load() || cur == "" && gv.isMember(m.name)) {
+		return nil
+	}
+	if _, mine := m.own.Load(cur); ok && cur != "" && mine {
 		return nil
 	}
 	m.state.Store(memberFenced)
@@ -117,6 +123,7 @@ func (m *Member) join(inc string) ([]int32, error) {
 		if fresh == "" {
 			fresh = newIncarnation()
 		}
+		m.own.Store(fresh, true)
 		if !exists {
 			next.Assignor, next.Members = assign.RoundRobin.Name(), []string{m.name}
 			next.Incs = map[string]string{m.name: fresh}
@@ -342,7 +349,7 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		now := m.b.now().UnixNano()
 		if u, ok := m.b.unsure.Load(key); ok {
 			m.b.unsure.Delete(key)
-			if u.(unsureReservation).matches(m.name, c) {
+			if u.(unsureReservation).matches(m.name, c) && c.MemberInc == gv.Incs[m.name] {
 				// Our own reservation whose reply was lost: it took
 				// effect, and no caller has the record. Deliver it now.
 				r, ok, err := m.b.readRecord(m.t.name, p, c.Committed)
