@@ -53,7 +53,7 @@ func (m *Member) live(gv *groupVal) error {
 	if err != nil {
 		return err
 	}
-	return m.b.expire(m.t.name, m.group, sv)
+	return m.b.expire(m.t.name, m.group, gv, sv)
 }
 
 // touch sets member's last-seen instant in group g (incarnation gv.Inc) to
@@ -100,21 +100,18 @@ func (b *Backend) expired(gv *groupVal, sv seenVal, now int64) []string {
 	return out
 }
 
-// expire removes from group g the members sv shows expired (rule 24), as
-// by Leave in one rebalance, which reads the instants again so that a
-// member seen meanwhile stays. An expired member keeps its incarnation
+// expire removes from group g the members sv shows expired in gv, the
+// group as the caller read it (rule 24), as by Leave in one rebalance,
+// which reads the group and the instants again so that a member seen
+// meanwhile stays. An expired member keeps its incarnation
 // token: its Member is not fenced, finds itself out of the group and may
 // join again (the typed library's consumer rejoins).
-func (b *Backend) expire(t, g string, sv seenVal) error {
-	if len(sv.Seen) == 0 {
+func (b *Backend) expire(t, g string, gv *groupVal, sv seenVal) error {
+	now := b.now().UnixNano()
+	if len(b.expired(gv, sv, now)) == 0 {
 		return nil
 	}
-	now := b.now().UnixNano()
-	gv, _, ok, err := b.readGroup(t, g)
-	if err != nil || !ok || len(b.expired(&gv, sv, now)) == 0 {
-		return err
-	}
-	_, _, err = b.rebalance(t, g, nil, func(next *groupVal, exists bool, _ int32) (bool, error) {
+	_, _, err := b.rebalance(t, g, nil, func(next *groupVal, exists bool, _ int32) (bool, error) {
 		if !exists {
 			return false, nil
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -100,7 +99,8 @@ func (m *Member) joined(inc string) {
 // the member's partitions ascending; joining twice changes nothing. It
 // returns after every moved partition's cursor was migrated (in-flight
 // deliveries of moved partitions cancelled, rule 9). A Join of a member
-// already in its group makes m its current incarnation, with no rebalance.
+// already in its group joins its current incarnation (Rejoin starts a new
+// one).
 // Errors: an error wrapping tributary.ErrFenced once m is superseded;
 // engine.ErrInvalidArgument (unknown topic), engine.ErrInvalidAssignment,
 // ErrUnknownAssignor, ErrUnavailable.
@@ -132,21 +132,14 @@ func (m *Member) join(inc string) ([]int32, error) {
 		if next.isMember(m.name) {
 			if inc != "" && next.Incs[m.name] != inc {
 				// Rejoin, and the member joined since it looked.
-				next.Incs = maps.Clone(next.Incs)
-				if next.Incs == nil {
-					next.Incs = map[string]string{}
-				}
-				next.Incs[m.name] = inc
+				next.setInc(m.name, inc)
 				return true, nil
 			}
 			return len(next.Owners) < int(parts), nil
 		}
 		i, _ := slices.BinarySearch(next.Members, m.name)
 		next.Members = slices.Insert(next.Members, i, m.name)
-		if next.Incs == nil {
-			next.Incs = map[string]string{}
-		}
-		next.Incs[m.name] = fresh
+		next.setInc(m.name, fresh)
 		return true, nil
 	})
 	if err != nil {
@@ -184,11 +177,7 @@ func (m *Member) supersede(inc string) (gv groupVal, was bool, err error) {
 			return gv, true, nil
 		}
 		next := gv
-		next.Incs = maps.Clone(gv.Incs)
-		if next.Incs == nil {
-			next.Incs = map[string]string{}
-		}
-		next.Incs[m.name] = inc
+		next.setInc(m.name, inc)
 		_, ok, err = m.b.put(groupKey(m.t.name, m.group), next, rev)
 		if err != nil {
 			return gv, false, err

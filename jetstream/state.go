@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -120,6 +121,17 @@ func (g *groupVal) since(p int32) uint64 {
 		return g.Since[p]
 	}
 	return g.Gen
+}
+
+// setInc makes inc member m's incarnation in g, on a copy of g's Incs (a
+// groupVal copied by value shares the map with its original).
+func (g *groupVal) setInc(m, inc string) {
+	incs := maps.Clone(g.Incs)
+	if incs == nil {
+		incs = map[string]string{}
+	}
+	incs[m] = inc
+	g.Incs = incs
 }
 
 // isMember reports whether m is a member.
