@@ -161,19 +161,29 @@ func replacedInvalidUTF8(b []byte) bool {
 
 func (c jsonCodec[T]) Decode(payload string) (T, error) {
 	var v T
-	if payload == "" {
-		return v, fmt.Errorf("%s: decode payload: empty payload", c.name)
+	if err := c.decodeInto(payload, &v); err != nil {
+		var zero T
+		return zero, err
 	}
-	if raw, ok := any(&v).(*json.RawMessage); ok {
+	return v, nil
+}
+
+// decodeInto is Decode writing the value to *v, which holds T's zero
+// value; on error *v may hold part of a value (the caller zeroes it).
+func (c jsonCodec[T]) decodeInto(payload string, v *T) error {
+	if payload == "" {
+		return fmt.Errorf("%s: decode payload: empty payload", c.name)
+	}
+	if raw, ok := any(v).(*json.RawMessage); ok {
 		// json.Compact validates the whole payload (one value, no
 		// trailing data) and writes a fresh copy.
 		var buf bytes.Buffer
 		buf.Grow(len(payload))
 		if err := json.Compact(&buf, []byte(payload)); err != nil {
-			return v, fmt.Errorf("%s: decode payload: %w", c.name, err)
+			return fmt.Errorf("%s: decode payload: %w", c.name, err)
 		}
 		*raw = buf.Bytes()
-		return v, nil
+		return nil
 	}
 	// json.Unmarshal checks the whole payload before it stores anything,
 	// so trailing data after the value is an error, not ignored.
@@ -187,11 +197,19 @@ func (c jsonCodec[T]) Decode(payload string) (T, error) {
 	} else {
 		in = []byte(payload)
 	}
-	if err := json.Unmarshal(in, &v); err != nil {
-		var zero T
-		return zero, fmt.Errorf("%s: decode payload: %w", c.name, err)
+	if err := json.Unmarshal(in, v); err != nil {
+		return fmt.Errorf("%s: decode payload: %w", c.name, err)
 	}
-	return v, nil
+	return nil
+}
+
+// decoderInto is a codec of this package that decodes into a Message's
+// Value in place (Topic.fill), so that no T is allocated per message for
+// json.Unmarshal's pointer and copied out: decodeInto(payload, v) is
+// Decode(payload) writing to *v, which holds T's zero value; on error *v
+// may hold part of a value, which the caller replaces with the zero value.
+type decoderInto[T any] interface {
+	decodeInto(payload string, v *T) error
 }
 
 // String returns the Codec whose payload is the string itself. Its Name is

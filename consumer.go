@@ -111,7 +111,11 @@ type Consumer[T any] struct {
 	// backend when it joined; cfg holds its failure policy.
 	group GroupConfig
 
-	stop      chan struct{} // closed by Close, and by fence
+	stop chan struct{} // closed by Close, and by fence
+	// isClosed is set just before stop is closed, so that closed, on
+	// every call's path, is one atomic load and not a select; a goroutine
+	// that sees stop closed sees it set.
+	isClosed  atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 	running   atomic.Bool
@@ -364,6 +368,7 @@ func (c *Consumer[T]) Stats() ConsumerStats {
 // successor's. Closing twice is a no-op and returns the first result.
 func (c *Consumer[T]) Close() error {
 	c.closeOnce.Do(func() {
+		c.isClosed.Store(true)
 		close(c.stop)
 		c.rejoinMu.Lock()
 		_, c.closeErr = c.m.Leave()
@@ -390,6 +395,7 @@ func (c *Consumer[T]) unregister() {
 func (c *Consumer[T]) fence(err error) {
 	c.closeOnce.Do(func() {
 		c.fenced.Store(&err)
+		c.isClosed.Store(true)
 		close(c.stop)
 		c.unregister()
 	})
@@ -554,14 +560,7 @@ func (c *Consumer[T]) driven() (done func()) {
 }
 
 // closed reports whether Close has been called.
-func (c *Consumer[T]) closed() bool {
-	select {
-	case <-c.stop:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Consumer[T]) closed() bool { return c.isClosed.Load() }
 
 // Poll blocks until at least one message is deliverable to the consumer
 // and returns up to max (1..64) of them, at most one per partition,
@@ -794,12 +793,12 @@ func (c *Consumer[T]) appendMessages(dst []Message[T], recs []engine.Record) []M
 	dst = slices.Grow(dst, len(recs))[:n+len(recs)]
 	if len(recs) == 1 {
 		r := &recs[0]
-		c.t.fill(&dst[n], r, c.ids.id(r.Partition, r.Offset))
+		c.t.fillHeap(&dst[n], r, c.ids.id(r.Partition, r.Offset))
 		return dst
 	}
 	var ids [engine.MaxPollRecords]string
 	for i, id := range c.ids.appendIDs(ids[:0], recs) {
-		c.t.fill(&dst[n+i], &recs[i], id)
+		c.t.fillHeap(&dst[n+i], &recs[i], id)
 	}
 	return dst
 }

@@ -130,6 +130,21 @@ func decode[T any](codec Codec[T], pt, payload string) (v T, err error) {
 	return v, err
 }
 
+// decodeInto is d.decodeInto(payload, v) with a panic turned into an
+// error; on error *v is T's zero value.
+func decodeInto[T any](d decoderInto[T], pt, payload string, v *T) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError(fmt.Sprintf("codec %q: Decode", pt), p)
+		}
+		if err != nil {
+			var zero T
+			*v = zero
+		}
+	}()
+	return d.decodeInto(payload, v)
+}
+
 // partition is part.Partition(key, partition, partitions) with a panic
 // turned into an error (which the caller's error names the partitioner
 // around).

@@ -17,7 +17,8 @@ type Topic[T any] struct {
 	bt    BackendTopic
 	sp    stampedPublisher // bt, or bt stamped by clockStamped when its backend does not report record times
 	codec Codec[T]
-	pt    string // the payload type, codec.Name()
+	into  decoderInto[T] // codec, when it decodes in place; else nil
+	pt    string         // the payload type, codec.Name()
 }
 
 func newTopic[T any](c *Cluster, bt BackendTopic, codec Codec[T], pt string) *Topic[T] {
@@ -25,7 +26,8 @@ func newTopic[T any](c *Cluster, bt BackendTopic, codec Codec[T], pt string) *To
 	if !ok {
 		sp = clockStamped{bt}
 	}
-	return &Topic[T]{c: c, bt: bt, sp: sp, codec: codec, pt: pt}
+	into, _ := codec.(decoderInto[T])
+	return &Topic[T]{c: c, bt: bt, sp: sp, codec: codec, into: into, pt: pt}
 }
 
 // CreateTopic creates topic name with partitions partitions (1..64) for
@@ -175,8 +177,35 @@ func (t *Topic[T]) message(r *engine.Record) Message[T] {
 // does not decode, or whose Decode panics, gives a Message with Err set
 // (wrapping ErrDecode) and the zero Value. The payload type is the
 // topic's, or a dead letter's own HeaderPayloadType, which is stripped
-// from the headers.
+// from the headers. m does not escape: it may be a local of the caller.
 func (t *Topic[T]) fill(m *Message[T], r *engine.Record, id string) {
+	t.fillMeta(m, r, id)
+	v, err := decode(t.codec, t.pt, r.Payload)
+	if err != nil {
+		m.Err = decodeErr(r, err)
+	} else {
+		m.Value = v
+	}
+}
+
+// fillHeap is fill for a message already on the heap (an element of a
+// poll's result slice): a codec that decodes in place (decoderInto)
+// writes its value straight into m.Value, so no T is allocated for the
+// decoder and copied out. m escapes, which is why fill does not do this:
+// its callers' messages would each be moved to the heap.
+func (t *Topic[T]) fillHeap(m *Message[T], r *engine.Record, id string) {
+	if t.into == nil {
+		t.fill(m, r, id)
+		return
+	}
+	t.fillMeta(m, r, id)
+	if err := decodeInto(t.into, t.pt, r.Payload, &m.Value); err != nil {
+		m.Err = decodeErr(r, err)
+	}
+}
+
+// fillMeta sets *m to the Message of r with the given ID and no Value.
+func (t *Topic[T]) fillMeta(m *Message[T], r *engine.Record, id string) {
 	*m = Message[T]{
 		ID:          id,
 		Topic:       r.Topic,
@@ -194,10 +223,9 @@ func (t *Topic[T]) fill(m *Message[T], r *engine.Record, id string) {
 			m.PayloadType = pt
 		}
 	}
-	v, err := decode(t.codec, t.pt, r.Payload)
-	if err != nil {
-		m.Err = fmt.Errorf("%w: topic %q partition %d offset %d: %w", ErrDecode, r.Topic, r.Partition, r.Offset, err)
-	} else {
-		m.Value = v
-	}
+}
+
+// decodeErr is the Message.Err of record r whose payload did not decode.
+func decodeErr(r *engine.Record, err error) error {
+	return fmt.Errorf("%w: topic %q partition %d offset %d: %w", ErrDecode, r.Topic, r.Partition, r.Offset, err)
 }

@@ -2,6 +2,7 @@ package tributary_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
 )
 
 // User code that panics — a Codec's Encode, Decode or Name, a
@@ -323,4 +325,38 @@ func headerOf(h []tributary.Header, key string) string {
 		}
 	}
 	return ""
+}
+
+// panickyJSON's UnmarshalJSON sets the value, then panics on the input
+// "panic" (a JSON string).
+type panickyJSON struct{ S string }
+
+func (p *panickyJSON) UnmarshalJSON(b []byte) error {
+	p.S = "half-set"
+	if string(b) == `"panic"` {
+		panic(errBoom)
+	}
+	return json.Unmarshal(b, &p.S)
+}
+
+// A JSON value whose UnmarshalJSON panics, under the JSON codec (which
+// decodes into the polled message's own Value): the message is one that
+// does not decode, its Value the zero value, not what the method set
+// before it panicked, and the next message decodes.
+func TestJSONUnmarshalPanicIsAnUndecodablePayload(t *testing.T) {
+	c := testCluster(t, 10)
+	tp := testTopic(t, c, "t", 1, tributary.JSON[panickyJSON]())
+	publishRaw(t, c, "t", 0, engine.Message{Payload: `"panic"`})
+	publishRaw(t, c, "t", 0, engine.Message{Payload: `"fine"`})
+	cons := testConsumer(t, tp, "g", "c1")
+	m := pollOK(t, cons, 1)[0]
+	if !errors.Is(m.Err, tributary.ErrDecode) || !strings.Contains(m.Err.Error(), "Decode panicked: boom") || m.Value != (panickyJSON{}) {
+		t.Fatalf("message = %+v, want ErrDecode saying Decode panicked, and the zero Value", m)
+	}
+	if err := cons.Ack(m); err != nil {
+		t.Fatal(err)
+	}
+	if m := pollOK(t, cons, 1)[0]; m.Err != nil || m.Value != (panickyJSON{S: "fine"}) {
+		t.Fatalf("next message = %+v, want {fine}", m)
+	}
 }

@@ -51,6 +51,13 @@ const (
 	LoopBytes      = "typed-bytes"        // the same on a Bytes() topic
 	LoopJSON       = "typed-json"         // the same on a JSON[Record]() topic
 	LoopHandleJSON = "engine-handle+json" // LoopHandle with json.Marshal before and json.Unmarshal after
+	// LoopHandleJSONSession is LoopHandleJSON on an engine with
+	// tributary.DefaultSessionTimeout, the configuration NewCluster gives
+	// the typed loops: its poll and ack read the exact clock (SPEC rule 24).
+	LoopHandleJSONSession = "engine-handle+json+session"
+	// LoopHandleSession is LoopHandle on that engine: what the session
+	// timeout alone costs the engine's round trip.
+	LoopHandleSession = "engine-handle+session"
 	// LoopFloor is LoopHandle plus what the typed calls' result types
 	// force on any implementation: TrySend's Message returned by value,
 	// and TryPoll's new []Message of one, both filled from the records
@@ -100,6 +107,8 @@ func Families() []cputime.Family {
 			{Name: LoopJSON, Doc: "typed JSON[Record]() (a two-field struct): the same", Start: startTyped(tributary.JSON[Record](), record, func(v Record) bool { return v == record })},
 			{Name: LoopFloor, Doc: "engine-handle plus a tributary.Message[string] filled as TrySend returns it and a new []tributary.Message[string] of one filled from the polled record, as TryPoll returns it (no ID built): a lower bound of the typed String round trip on this API", Start: startFloor},
 			{Name: LoopHandleJSON, Doc: "engine-handle with json.Marshal of the same Record before the publish and json.Unmarshal of the polled payload", Start: startHandle(true)},
+			{Name: LoopHandleJSONSession, Doc: fmt.Sprintf("engine-handle+json on an engine with a session timeout of %v, as NewCluster configures the typed loops' engine", tributary.DefaultSessionTimeout), Start: startHandle(true, engine.WithSessionTimeout(tributary.DefaultSessionTimeout))},
+			{Name: LoopHandleSession, Doc: fmt.Sprintf("engine-handle on an engine with a session timeout of %v: the session's own cost", tributary.DefaultSessionTimeout), Start: startHandle(false, engine.WithSessionTimeout(tributary.DefaultSessionTimeout))},
 			{Name: LoopCalibration, Doc: "calibration: engine-handle again, on an engine of its own; its ratio to engine-handle shows the run's noise", Start: startHandle(false)},
 		},
 	}}
@@ -156,10 +165,11 @@ func newHandles(partitions int32, opts ...engine.Option) (*engine.Broker, *engin
 	return e, th, err
 }
 
-// newRoundTrip returns the handles of the round-trip loops: topic "t" of
-// one partition, and member "m" of group "g", joined.
-func newRoundTrip() (*engine.TopicHandle, *engine.MemberHandle, error) {
-	e, th, err := newHandles(1)
+// newRoundTrip returns the handles of the round-trip loops on an engine
+// with opts: topic "t" of one partition, and member "m" of group "g",
+// joined.
+func newRoundTrip(opts ...engine.Option) (*engine.TopicHandle, *engine.MemberHandle, error) {
+	e, th, err := newHandles(1, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,11 +180,11 @@ func newRoundTrip() (*engine.TopicHandle, *engine.MemberHandle, error) {
 	return th, mh, err
 }
 
-// startHandle is the engine handle round trip, with withJSON the JSON
-// encoding and decoding of record around it.
-func startHandle(withJSON bool) func() (cputime.Instance, error) {
+// startHandle is the engine handle round trip on an engine with opts, with
+// withJSON the JSON encoding and decoding of record around it.
+func startHandle(withJSON bool, opts ...engine.Option) func() (cputime.Instance, error) {
 	return func() (cputime.Instance, error) {
-		th, mh, err := newRoundTrip()
+		th, mh, err := newRoundTrip(opts...)
 		if err != nil {
 			return cputime.Instance{}, err
 		}

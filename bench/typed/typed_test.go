@@ -60,7 +60,7 @@ func TestLoops(t *testing.T) {
 
 // TestFamiliesNamed: the family and loop names the targets look up exist.
 func TestFamiliesNamed(t *testing.T) {
-	want := map[string][]string{FamilyRoundTrip: {LoopChan, LoopHandle, LoopString, LoopBytes, LoopJSON, LoopFloor, LoopHandleJSON, LoopCalibration}}
+	want := map[string][]string{FamilyRoundTrip: {LoopChan, LoopHandle, LoopString, LoopBytes, LoopJSON, LoopFloor, LoopHandleJSON, LoopHandleJSONSession, LoopHandleSession, LoopCalibration}}
 	for _, n := range ConsumerCounts {
 		want[ConsumerRunName(n)] = []string{LoopEngineDirect, LoopRun, LoopRunFloor}
 	}

@@ -206,6 +206,7 @@ func evaluateCPUTargets(rs []cputime.Result) []Target {
 	ratio("typed String round trip vs that bound", "report: typed-string ÷ engine-handle+results, the library's own cost beyond its result types", rt, typed.LoopString, typed.LoopFloor, 0, true)
 	ratio("typed Bytes round trip vs the engine handle", "report: the String goal plus the copies that keep the broker's bytes private", rt, typed.LoopBytes, typed.LoopHandle, 0, true)
 	ratio("typed JSON round trip vs engine handle + encoding/json", "typed-json CPU ns/record ≤ 1.2× engine-handle+json's (the codec the only cost)", rt, typed.LoopJSON, typed.LoopHandleJSON, 1.2, true)
+	ratio("typed JSON round trip vs the same on the engine as NewCluster configures it", "typed-json CPU ns/record ≤ 1.2× engine-handle+json+session's (like for like: both read the exact clock per poll and ack, SPEC rule 24)", rt, typed.LoopJSON, typed.LoopHandleJSONSession, 1.2, true)
 	ratio("engine handle round trip vs a bare channel", "engine-handle CPU ns/record ≤ 2× chan send+receive", rt, typed.LoopHandle, typed.LoopChan, 2, true)
 
 	// Calibration: the same loop twice. Met when the run reads a ratio of
