@@ -27,6 +27,15 @@ func newTopic[T any](c *Cluster, bt BackendTopic, codec Codec[T], pt string) *To
 		sp = clockStamped{bt}
 	}
 	into, _ := codec.(decoderInto[T])
+	if jc, ok := codec.(jsonCodec[T]); ok && !jc.inPlace {
+		// A user's UnmarshalJSON or UnmarshalText would be handed the
+		// address of the message's Value in the poll's result slice,
+		// which a later poll into that slice (a Messages loop's batch, a
+		// reused AppendPoll buffer) overwrites: a receiver it kept (a
+		// parent pointer, a registry) would change under the caller.
+		// Such types decode into a value of their own and are copied.
+		into = nil
+	}
 	return &Topic[T]{c: c, bt: bt, sp: sp, codec: codec, into: into, pt: pt}
 }
 

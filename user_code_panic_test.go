@@ -339,8 +339,8 @@ func (p *panickyJSON) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &p.S)
 }
 
-// A JSON value whose UnmarshalJSON panics, under the JSON codec (which
-// decodes into the polled message's own Value): the message is one that
+// A JSON value whose UnmarshalJSON panics, under the JSON codec: the
+// message is one that
 // does not decode, its Value the zero value, not what the method set
 // before it panicked, and the next message decodes.
 func TestJSONUnmarshalPanicIsAnUndecodablePayload(t *testing.T) {
