@@ -23,25 +23,33 @@ import (
 //	jetstream-1            one embedded server (StartServer), in-process
 //	                       connection (Config.Server); RoundTrip has one
 //	                       sub-benchmark per Storage, Throughput uses
-//	                       FileStorage (the default)
-//	jetstream-3            StartCluster(3), Replicas 3, FileStorage, a
-//	                       connection over the loopback URLs of all nodes
+//	                       FileStorage (the default), Throughput16
+//	                       MemoryStorage
+//	jetstream-3            StartCluster(3), Replicas 3, FileStorage
+//	                       (Throughput16: MemoryStorage), a connection
+//	                       over the loopback URLs of all nodes
 //
 // A variant's server and Backend are started once, outside the timer, on
 // the first round (b.N) of its benchmark and shut down after its last; each
-// round uses a fresh topic. Both benchmarks are skipped under -short.
+// round uses a fresh topic. A JetStream variant opens a second Backend on
+// the same servers, its producers' (benchBackend.producers): Throughput16
+// publishes through it, so that the first one's connection carries only
+// the consumers' requests, which it counts. Every benchmark is skipped
+// under -short, and make test runs none (it passes no -bench).
 
 // benchCapacity is each partition's capacity in the benchmarks.
 const benchCapacity = 1000
 
 // benchBackend is one variant's backend, started on first use.
 type benchBackend struct {
-	name  string
-	start func(dir string) (tributary.Backend, func(), error)
+	name string
+	// start starts the variant: be, the producers' backend pub (nil: be
+	// itself), and what stops both.
+	start func(dir string) (be, pub tributary.Backend, stop func(), err error)
 	dir   string // the store directory, under the top-level benchmark's
 
 	started bool
-	be      tributary.Backend
+	be, pub tributary.Backend
 	stop    func()
 	err     error
 }
@@ -52,12 +60,23 @@ func (v *benchBackend) get(b *testing.B) tributary.Backend {
 	b.Helper()
 	if !v.started {
 		v.started = true
-		v.be, v.stop, v.err = v.start(v.dir)
+		v.be, v.pub, v.stop, v.err = v.start(v.dir)
 	}
 	if v.err != nil {
 		b.Fatalf("starting %s: %v", v.name, v.err)
 	}
 	return v.be
+}
+
+// producers returns the producers' backend: a second Backend on the same
+// servers for a JetStream variant, the same one for the memory variant.
+func (v *benchBackend) producers(b *testing.B) tributary.Backend {
+	b.Helper()
+	be := v.get(b)
+	if v.pub != nil {
+		return v.pub
+	}
+	return be
 }
 
 // shutdown closes the backend and stops its servers, if started.
@@ -70,51 +89,61 @@ func (v *benchBackend) shutdown() {
 
 // variant returns the backend called name, its store under a directory of
 // b (the top-level benchmark), shut down when b ends at the latest.
-func variant(b *testing.B, name string, start func(dir string) (tributary.Backend, func(), error)) *benchBackend {
+func variant(b *testing.B, name string, start func(dir string) (tributary.Backend, tributary.Backend, func(), error)) *benchBackend {
 	v := &benchBackend{name: name, start: start, dir: filepath.Join(b.TempDir(), "store")}
 	b.Cleanup(v.shutdown)
 	return v
 }
 
-func startMemory(string) (tributary.Backend, func(), error) {
+func startMemory(string) (tributary.Backend, tributary.Backend, func(), error) {
 	c, err := tributary.NewCluster(benchCapacity)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return c.Backend(), func() { c.Close() }, nil
+	return c.Backend(), nil, func() { c.Close() }, nil
 }
 
-func startJetStream1(storage jetstream.Storage) func(dir string) (tributary.Backend, func(), error) {
-	return func(dir string) (tributary.Backend, func(), error) {
+// openPair opens two Backends with cfg, the second the producers'; stop
+// closes both, then calls shutdown (the servers').
+func openPair(cfg jetstream.Config, shutdown func()) (tributary.Backend, tributary.Backend, func(), error) {
+	be, err := jetstream.Open(cfg)
+	if err != nil {
+		shutdown()
+		return nil, nil, nil, err
+	}
+	pub, err := jetstream.Open(cfg)
+	if err != nil {
+		be.Close()
+		shutdown()
+		return nil, nil, nil, err
+	}
+	return be, pub, func() { pub.Close(); be.Close(); shutdown() }, nil
+}
+
+func startJetStream1(storage jetstream.Storage) func(dir string) (tributary.Backend, tributary.Backend, func(), error) {
+	return func(dir string) (tributary.Backend, tributary.Backend, func(), error) {
 		srv, err := jetstream.StartServer(dir)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		be, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: benchCapacity, Storage: storage})
-		if err != nil {
-			srv.Shutdown()
-			return nil, nil, err
-		}
-		return be, func() { be.Close(); srv.Shutdown() }, nil
+		return openPair(jetstream.Config{Server: srv, Capacity: benchCapacity, Storage: storage}, srv.Shutdown)
 	}
 }
 
-func startJetStream3(dir string) (tributary.Backend, func(), error) {
-	cl, err := jetstream.StartCluster(3, dir)
-	if err != nil {
-		return nil, nil, err
+func startJetStream3(storage jetstream.Storage) func(dir string) (tributary.Backend, tributary.Backend, func(), error) {
+	return func(dir string) (tributary.Backend, tributary.Backend, func(), error) {
+		cl, err := jetstream.StartCluster(3, dir)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return openPair(jetstream.Config{
+			URL:            strings.Join(cl.URLs(), ","),
+			Capacity:       benchCapacity,
+			Replicas:       3,
+			Storage:        storage,
+			RequestTimeout: 10 * time.Second,
+		}, cl.Shutdown)
 	}
-	be, err := jetstream.Open(jetstream.Config{
-		URL:            strings.Join(cl.URLs(), ","),
-		Capacity:       benchCapacity,
-		Replicas:       3,
-		RequestTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		cl.Shutdown()
-		return nil, nil, err
-	}
-	return be, func() { be.Close(); cl.Shutdown() }, nil
 }
 
 // runVariant runs body on v's backend as sub-benchmark v.name (the
@@ -170,7 +199,7 @@ func BenchmarkBackendRoundTrip(b *testing.B) {
 		runVariant(b, variant(b, "storage=memory", startJetStream1(jetstream.MemoryStorage)), roundTrip)
 		runVariant(b, variant(b, "storage=file", startJetStream1(jetstream.FileStorage)), roundTrip)
 	})
-	runVariant(b, variant(b, "jetstream-3", startJetStream3), roundTrip)
+	runVariant(b, variant(b, "jetstream-3", startJetStream3(jetstream.FileStorage)), roundTrip)
 }
 
 // roundTrip is one round of BenchmarkBackendRoundTrip.
@@ -214,11 +243,12 @@ func roundTrip(b *testing.B, be tributary.Backend) {
 
 // BenchmarkBackendThroughput: a topic of 4 partitions, one group of 4
 // members, each in its own goroutine polling (the blocking Poll, max 4) and
-// acking; 2 producers publish b.N records with the waiting Publish. The
-// round ends when b.N records are acked. Record k goes to partition k%4
-// from producer k%2, so partition p holds k = p, p+4, p+8, … in order: its
-// offset o must carry payload 4o+p, and each partition must be delivered
-// in offset order, each record once (no rebalance or ack timeout happens).
+// acking; 2 producers publish b.N records with the waiting Publish, through
+// the same Backend. The round ends when b.N records are acked. Record k
+// goes to partition k%4 from producer k%2, so partition p holds k = p, p+4,
+// p+8, … in order: its offset o must carry payload 4o+p, and each partition
+// must be delivered in offset order, each record once (no rebalance or ack
+// timeout happens).
 func BenchmarkBackendThroughput(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts NATS servers")
@@ -226,10 +256,54 @@ func BenchmarkBackendThroughput(b *testing.B) {
 	for _, v := range []*benchBackend{
 		variant(b, "memory", startMemory),
 		variant(b, "jetstream-1", startJetStream1(jetstream.FileStorage)),
-		variant(b, "jetstream-3", startJetStream3),
+		variant(b, "jetstream-3", startJetStream3(jetstream.FileStorage)),
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			b.Run("consumers=4", func(b *testing.B) { throughput(b, v.get(b), 4, 2) })
+			b.Run("consumers=4", func(b *testing.B) {
+				be := v.get(b)
+				throughput(b, be, be, 4, 4, 2)
+			})
+		})
+		v.shutdown()
+	}
+}
+
+// BenchmarkBackendThroughput16 is BenchmarkBackendThroughput on a topic of
+// 16 partitions, memory storage, with 1 consumer (one member owning all 16
+// partitions, its blocking Poll max 16) and with 16 (one partition each),
+// 2 producers publishing through the variant's second Backend; the same
+// checks. Its baseline on raw nats.go is BenchmarkRawThroughput16; run both
+// in one command to compare them in the same run (a benchtime in seconds,
+// not a count: on one server raw nats.go acks about 20 times as many
+// records a second; about 3 minutes on 2 cores):
+// go test -run '^$' -bench 'Throughput16' -benchtime 3s -count 3 -timeout 30m ./jetstream/
+//
+// Besides records/s it reports req/record, the messages the consumers'
+// connection sent (nats.Conn.Stats' OutMsgs: polls and acks, no publish)
+// per record acked, and with 1 consumer how its Polls went: each
+// Poll's own requests are counted, and as every poll of a member owning
+// all 16 partitions, none of them in flight (it acks before polling
+// again), reads the group and then 4 keys or records per partition
+// whether it finds a record there or not (1 + 4×16 = 65 requests, as
+// TestRequestsPerCall's empty TryPoll(16)), a Poll's polls are its
+// requests ÷ 65: polls/Poll, empty-polls (the polls that found nothing,
+// per round), records/Poll, and odd-Polls, the Polls whose requests were
+// not a multiple of 65 (a retried compare-and-set; 0 for these figures
+// to be exact).
+func BenchmarkBackendThroughput16(b *testing.B) {
+	if testing.Short() {
+		b.Skip("starts NATS servers")
+	}
+	for _, v := range []*benchBackend{
+		variant(b, "jetstream-1", startJetStream1(jetstream.MemoryStorage)),
+		variant(b, "jetstream-3", startJetStream3(jetstream.MemoryStorage)),
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			for _, c := range []int{1, 16} {
+				b.Run("consumers="+strconv.Itoa(c), func(b *testing.B) {
+					throughput(b, v.get(b), v.producers(b), 16, c, 2)
+				})
+			}
 		})
 		v.shutdown()
 	}
@@ -238,12 +312,101 @@ func BenchmarkBackendThroughput(b *testing.B) {
 // stallLimit fails a throughput round that acks nothing for this long.
 const stallLimit = 30 * time.Second
 
-// throughput is one round of BenchmarkBackendThroughput with consumers
-// members (and partitions) and producers producers.
-func throughput(b *testing.B, be tributary.Backend, consumers, producers int) {
-	parts := int32(consumers)
+// tpRound is the shared state of one throughput round (the backend's or
+// raw nats.go's) of n records: its context, ended when n records are
+// acked or on the first failure, and the count of records acked.
+type tpRound struct {
+	n      int64
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{} // closed on failure: unblocks Publish
+
+	failOnce sync.Once
+	failErr  error
+	acked    atomic.Int64
+	watched  chan struct{} // closed when the watchdog has returned
+}
+
+func newTPRound(n int) *tpRound {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tpRound{n: int64(n), ctx: ctx, cancel: cancel, stop: make(chan struct{}), watched: make(chan struct{})}
+}
+
+// fail ends the round with err, the first failure kept.
+func (r *tpRound) fail(err error) {
+	r.failOnce.Do(func() {
+		r.failErr = err
+		close(r.stop)
+		r.cancel()
+	})
+}
+
+// ack counts one record acked; the n-th ends the round.
+func (r *tpRound) ack() {
+	if r.acked.Add(1) == r.n {
+		r.cancel() // done: the other consumers' polls return
+	}
+}
+
+// watch starts the watchdog, which fails the round when no record is
+// acked for stallLimit (a lost record would leave the consumers waiting
+// forever), and returns when the round ends.
+func (r *tpRound) watch() {
+	go func() {
+		defer close(r.watched)
+		last, since := int64(-1), time.Now()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-t.C:
+				if a := r.acked.Load(); a != last {
+					last, since = a, time.Now()
+				} else if time.Since(since) > stallLimit {
+					r.fail(fmt.Errorf("no ack for %v: %d of %d acked", stallLimit, a, r.n))
+					return
+				}
+			}
+		}
+	}()
+}
+
+// finish ends the round (its goroutines have returned), waits for the
+// watchdog and fails b on a failure or a count of acks other than n.
+func (r *tpRound) finish(b *testing.B) {
+	b.Helper()
+	r.cancel()
+	<-r.watched
+	if r.failErr != nil {
+		b.Fatal(r.failErr)
+	}
+	if a := r.acked.Load(); a != r.n {
+		b.Fatalf("acked %d records, want %d", a, r.n)
+	}
+}
+
+// throughput is one round of BenchmarkBackendThroughput(16): a topic of
+// parts partitions, consumers members (each owning parts/consumers
+// partitions) polling with the blocking Poll, max parts, on be, and
+// producers producers publishing on pub (be itself or a second Backend on
+// the same servers) b.N records, record k to partition k%parts from
+// producer k%producers. consumers and producers divide parts, so each
+// partition has one producer: its offset o holds payload parts·o+p.
+func throughput(b *testing.B, be, pub tributary.Backend, parts, consumers, producers int) {
+	if parts%consumers != 0 || parts%producers != 0 {
+		b.Fatalf("%d consumers or %d producers do not divide %d partitions", consumers, producers, parts)
+	}
 	name := nextTopic("tp")
-	bt := benchTopic(b, be, name, parts)
+	bt := benchTopic(b, be, name, int32(parts))
+	pt := bt
+	if pub != be {
+		var err error
+		if pt, _, err = pub.OpenTopic(name); err != nil {
+			b.Fatal(err)
+		}
+	}
 	members := make([]tributary.BackendMember, consumers)
 	for i := range members {
 		m, err := bt.Member("g", "m"+strconv.Itoa(i))
@@ -255,63 +418,78 @@ func throughput(b *testing.B, be tributary.Backend, consumers, producers int) {
 		}
 		members[i] = m
 	}
-	for i, m := range members { // round-robin: one partition each
-		if a := m.Assignment(); len(a) != 1 {
-			b.Fatalf("m%d owns %v, want one partition", i, a)
+	for i, m := range members { // round-robin: parts/consumers partitions each
+		if a := m.Assignment(); len(a) != parts/consumers {
+			b.Fatalf("m%d owns %v, want %d partitions", i, a, parts/consumers)
 		}
+	}
+	// With a second Backend for the producers, be's connection carries
+	// the consumers' requests alone: count them.
+	jb, _ := be.(*jetstream.Backend)
+	count := jb != nil && pub != be
+	// With 1 consumer: its Poll calls, the polls they made, the empty
+	// ones, the records they returned, and the Polls whose requests were
+	// not a multiple of a poll's (a retried read or write).
+	var polls, inner, empty, polled, odd int64
+	per := int64(1 + 4*parts) // the requests of one poll of every partition
+	var before uint64
+	if count {
+		before = jetstream.Requests(jb)
 	}
 
 	n := b.N
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stop := make(chan struct{}) // closed on failure: unblocks Publish
-	var (
-		failOnce sync.Once
-		failErr  error
-		acked    atomic.Int64
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) {
-		failOnce.Do(func() {
-			failErr = err
-			close(stop)
-			cancel()
-		})
-	}
-
+	r := newTPRound(n)
+	defer r.cancel()
+	var wg sync.WaitGroup
 	b.ResetTimer()
 	for i, m := range members {
 		wg.Go(func() {
 			next := make([]int64, parts) // next offset expected per partition
-			dst := make([]engine.Record, 0, 4)
+			dst := make([]engine.Record, 0, parts)
 			for {
-				rs, err := m.Poll(ctx, stop, dst[:0], 4)
+				var req uint64
+				if count && consumers == 1 {
+					req = jetstream.Requests(jb)
+				}
+				rs, err := m.Poll(r.ctx, r.stop, dst[:0], int32(parts))
+				if count && consumers == 1 { // alone on be's connection
+					d := int64(jetstream.Requests(jb) - req)
+					k := d / per
+					if d%per != 0 {
+						odd++
+					}
+					polls++
+					inner += k
+					empty += k
+					if len(rs) > 0 {
+						empty-- // its last poll found the records
+					}
+					polled += int64(len(rs))
+				}
 				if err != nil {
-					if ctx.Err() == nil {
-						fail(fmt.Errorf("m%d Poll: %w", i, err))
+					if r.ctx.Err() == nil {
+						r.fail(fmt.Errorf("m%d Poll: %w", i, err))
 					}
 					return
 				}
-				for _, r := range rs {
-					p := r.Partition
-					if p < 0 || p >= parts {
-						fail(fmt.Errorf("m%d got partition %d of %d", i, p, parts))
+				for _, rec := range rs {
+					p := rec.Partition
+					if p < 0 || int(p) >= parts {
+						r.fail(fmt.Errorf("m%d got partition %d of %d", i, p, parts))
 						return
 					}
 					want := strconv.FormatInt(int64(parts)*next[p]+int64(p), 10)
-					if r.Topic != name || r.Offset != next[p] || r.Payload != want || r.Attempt != 1 {
-						fail(fmt.Errorf("m%d got %s %d/%d %q #%d; want %s %d/%d %q #1",
-							i, r.Topic, p, r.Offset, r.Payload, r.Attempt, name, p, next[p], want))
+					if rec.Topic != name || rec.Offset != next[p] || rec.Payload != want || rec.Attempt != 1 {
+						r.fail(fmt.Errorf("m%d got %s %d/%d %q #%d; want %s %d/%d %q #1",
+							i, rec.Topic, p, rec.Offset, rec.Payload, rec.Attempt, name, p, next[p], want))
 						return
 					}
 					next[p]++
-					if ok, err := m.Ack(p, r.Offset); err != nil || !ok {
-						fail(fmt.Errorf("m%d Ack %d/%d = %v, %v", i, p, r.Offset, ok, err))
+					if ok, err := m.Ack(p, rec.Offset); err != nil || !ok {
+						r.fail(fmt.Errorf("m%d Ack %d/%d = %v, %v", i, p, rec.Offset, ok, err))
 						return
 					}
-					if acked.Add(1) == int64(n) {
-						cancel() // done: the other consumers' Polls return
-					}
+					r.ack()
 				}
 			}
 		})
@@ -319,52 +497,34 @@ func throughput(b *testing.B, be tributary.Backend, consumers, producers int) {
 	for j := range producers {
 		wg.Go(func() {
 			for k := j; k < n; k += producers {
-				p := int32(k % consumers)
-				want := int64(k / consumers)
-				off, err := bt.Publish(ctx, stop, p, engine.Message{Payload: strconv.Itoa(k)})
+				p := int32(k % parts)
+				want := int64(k / parts)
+				off, err := pt.Publish(r.ctx, r.stop, p, engine.Message{Payload: strconv.Itoa(k)})
 				if err != nil {
-					if ctx.Err() == nil {
-						fail(fmt.Errorf("producer %d Publish #%d: %w", j, k, err))
+					if r.ctx.Err() == nil {
+						r.fail(fmt.Errorf("producer %d Publish #%d: %w", j, k, err))
 					}
 					return
 				}
 				if off != want {
-					fail(fmt.Errorf("producer %d Publish #%d to %d = offset %d, want %d", j, k, p, off, want))
+					r.fail(fmt.Errorf("producer %d Publish #%d to %d = offset %d, want %d", j, k, p, off, want))
 					return
 				}
 			}
 		})
 	}
-	// Watchdog: a lost record would leave the consumers waiting forever.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		last, since := int64(-1), time.Now()
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if a := acked.Load(); a != last {
-					last, since = a, time.Now()
-				} else if time.Since(since) > stallLimit {
-					fail(fmt.Errorf("no ack for %v: %d of %d acked", stallLimit, a, n))
-					return
-				}
-			}
-		}
-	}()
+	r.watch()
 	wg.Wait()
 	b.StopTimer()
-	cancel()
-	<-done
-	if failErr != nil {
-		b.Fatal(failErr)
-	}
-	if a := acked.Load(); a != int64(n) {
-		b.Fatalf("acked %d records, want %d", a, n)
-	}
+	r.finish(b)
 	reportRate(b, n)
+	if count {
+		b.ReportMetric(float64(jetstream.Requests(jb)-before)/float64(n), "req/record")
+	}
+	if count && consumers == 1 && polls > 0 {
+		b.ReportMetric(float64(inner)/float64(polls), "polls/Poll")
+		b.ReportMetric(float64(empty), "empty-polls")
+		b.ReportMetric(float64(polled)/float64(polls), "records/Poll")
+		b.ReportMetric(float64(odd), "odd-Polls")
+	}
 }
