@@ -244,7 +244,6 @@ func Open(cfg Config) (*Backend, error) {
 		Retention:         njs.LimitsPolicy,
 		MaxMsgsPerSubject: 1,
 		Discard:           njs.DiscardOld,
-		AllowDirect:       false, // reads go to the leader: linearizable
 	})
 	if err != nil {
 		nc.Close()
@@ -426,6 +425,12 @@ func (b *Backend) ensureStream(cfg njs.StreamConfig) (njs.Stream, error) {
 		return s, nil
 	}
 	cfg.Replicas = b.cfg.Replicas
+	// Direct gets (answered by the stream's server itself, raw, without
+	// the JSON API's envelope and base64) only on one replica: that server
+	// is the stream, so a read still sees every acknowledged write. With 3
+	// replicas any of them could answer, possibly behind: reads then go to
+	// the leader through the API.
+	cfg.AllowDirect = cfg.Replicas == 1
 	cfg.Storage = njs.FileStorage
 	if b.cfg.Storage == MemoryStorage {
 		cfg.Storage = njs.MemoryStorage

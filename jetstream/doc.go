@@ -27,7 +27,10 @@
 // them (order and duplicates kept).
 //
 // State: one stream <Prefix>_STATE, subjects <prefix>.state.>, one message
-// per subject, AllowDirect off (reads go to the stream leader), used as a
+// per subject, every read answered by the stream's leader (direct gets,
+// AllowDirect, only with Replicas 1, where the one server is the leader:
+// raw replies without the API's JSON; with 3 replicas through the API, as a
+// replica's direct get may be behind), used as a
 // key-value store with compare-and-set: a key's revision is its message's
 // stream sequence, and a write names the revision it replaces
 // (Nats-Expected-Last-Subject-Sequence). Values are JSON:
@@ -100,6 +103,22 @@
 // starts again. The two compare-and-sets on low are serialised, so either
 // the purger saw the new cursor or the placer saw the new low: no cursor
 // is ever below the log start.
+//
+// Deferred purge. An Ack's pass differs in two ways (retainAfterAck). It
+// starts from what the Ack has just read and written, not reading them
+// again: low as read before the Ack's cursor write (revision q) and the
+// Ack's own cursor as written; the other groups' cursors are read as
+// above. That is the pass of the argument below with its reads of low and
+// of that cursor made at those instants, and a raise from q still fails
+// if any raise or placement fence came after them. And it raises low
+// without purging the stream or sending a room notice: the records below
+// low stay in the stream, invisible (Poll, Describe, Snapshot and Seek go
+// by low), until a publish that finds the partition full purges them
+// (its pass finds the stream's first sequence below low and purges,
+// evicting nothing) and publishes again. So an Ack is 6 requests, not 11,
+// and the purge is one request per fill of the partition; a waiting
+// publisher is woken by the Ack's cursor write, and its own retry purges.
+// The stream never holds more than Capacity records either way.
 //
 // Why this holds under concurrency, window or not. Invariant: every live
 // cursor's committed offset is at least low. low only grows, and only by a
@@ -176,11 +195,12 @@
 // its raise is waited for at most 2 s.
 //
 // Repair: a process that dies (or loses its connection) after raising low
-// and before purging leaves records below low in the stream: invisible
-// (Poll, Describe and Snapshot read from low) but using capacity. Every
-// retention pass that does not move low checks the stream's first sequence
-// and purges below low if it is lower; a publish that finds the partition
-// full runs such a pass, so capacity is recovered even when no Ack follows.
+// and before purging leaves records below low in the stream, as an Ack's
+// deferred purge does: invisible (Poll, Describe and Snapshot read from
+// low) but using capacity. Every retention pass but an Ack's that does not
+// move low checks the stream's first sequence and purges below low if it
+// is lower; a publish that finds the partition full runs such a pass, so
+// capacity is recovered even when no other call follows.
 //
 // # Differences from the in-process engine
 //
@@ -215,10 +235,13 @@
 //     0–9999, and a payload type that is not UTF-8 or over 1 KiB.
 //   - Admin calls on an unknown topic return an error wrapping both
 //     engine.ErrInvalidArgument (rule 4) and tributary.ErrUnknownTopic.
-//   - A purge interrupted by a crash after its compare-and-set leaves the
-//     records below low in the stream (invisible, but using capacity) until
-//     the next retention pass on that partition (an Ack, a Seek, a
-//     DeleteGroup, or a publish that finds the partition full) purges them.
+//   - The records below low are purged lazily: an Ack's retention raises
+//     low and leaves the purge to the next publish that finds the partition
+//     full (Deferred purge, above), and a purge interrupted by a crash
+//     after its compare-and-set leaves them too, until the next retention
+//     pass on that partition other than an Ack's (a Seek, a DeleteGroup,
+//     or that publish) purges them. Invisible, but the stream's own
+//     figures (nats stream info) count them.
 //   - A group's cursors are placed one partition after another after its
 //     creating write, each at the log start at its placement: an eviction
 //     or retention in between can start a new group later than the log

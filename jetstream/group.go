@@ -147,16 +147,52 @@ func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, lo
 // retention and a placement, serialise on low's revision, so low never
 // passes a live cursor (package doc).
 func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) {
+	return b.retainPass(t, p, evict, nil)
+}
+
+// ackedCursor is what an Ack knows when its retention pass starts: the
+// cursor it has just written (group, incarnation, committed offset) and
+// the log start it read before that write (value and revision).
+type ackedCursor struct {
+	group     string
+	committed int64
+	low       lowVal
+	lowRev    uint64
+}
+
+// retainAfterAck is the retention pass of an Ack that has just committed
+// a: as retain without eviction, but it starts from what the Ack read and
+// wrote instead of reading them again (its cursor as of its write, low as
+// of before it: a raise from that revision succeeds only if no raise or
+// placement fence came between, as if the pass had read them then), and
+// it raises low without purging: the records below the log start stay in
+// the stream, invisible, until a publish that finds the partition full
+// purges them (retain with evict), so the Ack costs a key listing and one
+// compare-and-set of low, not also a purge and a room notice (package
+// doc, "Deferred purge"). A waiting publisher wakes on the Ack's cursor
+// write. freed reports whether it raised low.
+func (b *Backend) retainAfterAck(t string, p int32, a ackedCursor) (freed bool, err error) {
+	return b.retainPass(t, p, false, &a)
+}
+
+// retainPass is retain (own nil) and retainAfterAck (own the Ack's).
+func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (freed bool, err error) {
 	w, err := b.window(t)
 	if err != nil {
 		return false, err
 	}
-	for range maxRetries {
-		lv, lrev, err := b.readLow(t, p)
-		if err != nil {
+	for try := range maxRetries {
+		var (
+			lv    lowVal
+			lrev  uint64
+			first *ackedCursor // the Ack's cursor, on the first round only
+		)
+		if own != nil && try == 0 {
+			lv, lrev, first = own.low, own.lowRev, own
+		} else if lv, lrev, err = b.readLow(t, p); err != nil {
 			return false, err
 		}
-		least, err := b.leastCommitted(t, p, lv.Low)
+		least, err := b.leastCommitted(t, p, lv.Low, first)
 		if err != nil {
 			return false, err
 		}
@@ -169,13 +205,20 @@ func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) 
 				// (readLow waits for that publish). Read while the
 				// stream is full: no publish lands before the raise's
 				// purge (a purge follows a raise of low, which would
-				// fail this compare-and-set).
+				// fail this compare-and-set, or removes only records
+				// below low, and there are none: checked here).
 				info, err := b.partInfo(t, p)
 				if err != nil {
 					return false, err
 				}
 				if info.State.Msgs < uint64(info.Config.MaxMsgs) {
 					return true, nil // room made meanwhile: publish again
+				}
+				if info.State.FirstSeq <= uint64(lv.Low) {
+					// Records below the log start (an Ack's deferred
+					// purge, or one a crash cut short) hold the room:
+					// purging them makes it, and nothing is evicted.
+					return true, b.purge(t, p, lv.Low)
 				}
 				target, mark = lv.Low+1, int64(info.State.LastSeq)
 			}
@@ -188,7 +231,13 @@ func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) 
 			if !ok {
 				continue
 			}
+			if own != nil {
+				return true, nil // purge deferred to a full publish
+			}
 			return true, b.purge(t, p, target)
+		}
+		if own != nil {
+			return false, nil // nothing freed; the repair is a full publish's
 		}
 		// low stays: purge only what an interrupted purge left below it.
 		info, err := b.partInfo(t, p)
@@ -240,8 +289,9 @@ func (b *Backend) partInfo(t string, p int32) (*njs.StreamInfo, error) {
 // is a placement a purge overtook (a Seek's write, about to be put back or
 // moved up by its placer: package doc), not a state of the model, so it
 // waits for the placer and reads that cursor again; after fallbackWait (a
-// placer that died) it counts the cursor as at low.
-func (b *Backend) leastCommitted(t string, p int32, low int64) (int64, error) {
+// placer that died) it counts the cursor as at low. own, if not nil, is an
+// Ack's cursor as it wrote it, used instead of reading it.
+func (b *Backend) leastCommitted(t string, p int32, low int64, own *ackedCursor) (int64, error) {
 	groups, err := b.listKeys("cursor."+t+".*."+strconv.Itoa(int(p)), 4)
 	if err != nil {
 		return 0, err
@@ -251,7 +301,12 @@ func (b *Backend) leastCommitted(t string, p int32, low int64) (int64, error) {
 		var c cursorVal
 		var deadline time.Time
 		live := false
-		for {
+		if own != nil && g == own.group {
+			// The Ack's own cursor, as it wrote it (live: written on
+			// its group's current incarnation, at or above low).
+			c.Committed, live = own.committed, true
+		}
+		for !live {
 			_, ok, err := b.get(cursorKey(t, g, p), &c)
 			if err != nil {
 				return 0, err
@@ -266,15 +321,15 @@ func (b *Backend) leastCommitted(t string, p int32, low int64) (int64, error) {
 			if !gok || gv.Inc != c.Inc {
 				break // an orphan of a deleted incarnation
 			}
-			live = true
 			if c.Committed >= low {
+				live = true
 				break
 			}
 			now := time.Now()
 			if deadline.IsZero() {
 				deadline = now.Add(fallbackWait)
 			} else if now.After(deadline) {
-				c.Committed = low
+				c.Committed, live = low, true
 				break
 			}
 			time.Sleep(200 * time.Microsecond)
@@ -801,7 +856,7 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 					// cursor advances already written (this cursor's, or
 					// another group's), whose passes may still be
 					// running, counts as done (package doc).
-					least, err := b.leastCommitted(topic, partition, low)
+					least, err := b.leastCommitted(topic, partition, low, nil)
 					if err != nil {
 						return *cur, false, err
 					}

@@ -513,7 +513,8 @@ func TestPollWaits(t *testing.T) {
 // that came sooner came from the broker.
 const fallbackBound = 1500 * time.Millisecond
 
-// Publish waits for room and is woken by the purge an Ack makes.
+// Publish waits for room and is woken by the Ack that makes it (its cursor
+// write: the Ack defers the purge to the publish).
 func TestPublishWaitsForRoom(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Capacity: 1})
 	bt := topic(t, b, "t", 1)
@@ -538,7 +539,7 @@ func TestPublishWaitsForRoom(t *testing.T) {
 			t.Fatalf("offset %d", off)
 		}
 	case <-time.After(fallbackBound):
-		t.Fatal("Publish not woken by the purge")
+		t.Fatal("Publish not woken by the Ack")
 	}
 	stop := make(chan struct{})
 	close(stop)

@@ -506,7 +506,9 @@ func (m *Member) notJoined() error {
 
 // Ack commits the in-flight delivery (partition, offset) of this member
 // (SPEC rule 11): the committed offset advances, attempts reset, then
-// retention runs on the partition. False, nothing changed, unless the
+// retention runs on the partition (retainAfterAck: low is raised at once,
+// the records below it purged by the next publish that finds the
+// partition full; package doc, "Deferred purge"). False, nothing changed, unless the
 // member owns partition in the group's current generation and exactly that
 // offset is in flight there (a partition that moved since the delivery
 // was migrated, which cancelled it). Errors: engine.ErrInvalidArgument
@@ -548,7 +550,7 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		// A cursor below the log start is a Seek's write that a purge
 		// overtook, about to be put back (in-flight delivery included):
 		// not a state of the model. Wait for it, as Poll does.
-		lv, _, err := m.b.readLow(m.t.name, partition)
+		lv, lrev, err := m.b.readLow(m.t.name, partition)
 		if err != nil {
 			return false, err
 		}
@@ -572,7 +574,8 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 			continue
 		}
 		if commit {
-			m.b.retain(m.t.name, partition, false) //nolint:errcheck // documented: the next retention or full publish repairs it
+			a := ackedCursor{group: m.group, committed: n.Committed, low: lv, lowRev: lrev}
+			m.b.retainAfterAck(m.t.name, partition, a) //nolint:errcheck // documented: the next retention or full publish repairs it
 		}
 		return true, nil
 	}

@@ -18,7 +18,8 @@ import (
 // The state stream as a key-value store with compare-and-set. Key k is the
 // subject <sp>.state.<k>; the stream keeps one message per subject, and a
 // key's revision is that message's stream sequence (0: never written). Reads
-// go to the stream leader (AllowDirect false), so a read sees every write
+// go to the stream leader (direct gets only with Replicas 1, where the one
+// server is the leader: ensureStream), so a read sees every write
 // acknowledged before it started. A deleted key holds a tombstone; its
 // revision is kept, so re-creating it is a compare-and-set like any other.
 
