@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -173,6 +174,12 @@ type Backend struct {
 	counts    map[string]*partCount
 	windows   map[string]int64
 
+	// snapshots is whether the state stream takes snapshot reads
+	// (batch.go): set at Open when it has direct gets, cleared for good
+	// if the server refuses one.
+	snapshots atomic.Bool
+	snaps     snapReplies
+
 	// landed caches, per partition stream name, the highest pending
 	// eviction's log end (lowVal.Evict) known to have been published past:
 	// log ends only grow, so it stays landed (readLow).
@@ -252,6 +259,9 @@ func Open(cfg Config) (*Backend, error) {
 			return nil, fmt.Errorf("%w (is JetStream enabled on the server? nats-server -js)", err)
 		}
 		return nil, err
+	}
+	if info := b.state.CachedInfo(); info != nil && info.Config.AllowDirect {
+		b.snapshots.Store(true)
 	}
 	return b, nil
 }

@@ -280,16 +280,11 @@ func BenchmarkBackendThroughput(b *testing.B) {
 //
 // Besides records/s it reports req/record, the messages the consumers'
 // connection sent (nats.Conn.Stats' OutMsgs: polls and acks, no publish)
-// per record acked, and with 1 consumer how its Polls went: each
-// Poll's own requests are counted, and as every poll of a member owning
-// all 16 partitions, none of them in flight (it acks before polling
-// again), reads the group and then 4 keys or records per partition
-// whether it finds a record there or not (1 + 4×16 = 65 requests, as
-// TestRequestsPerCall's empty TryPoll(16)), a Poll's polls are its
-// requests ÷ 65: polls/Poll, empty-polls (the polls that found nothing,
-// per round), records/Poll, and odd-Polls, the Polls whose requests were
-// not a multiple of 65 (a retried compare-and-set; 0 for these figures
-// to be exact).
+// per record acked, and with 1 consumer how its Polls went (it is alone on
+// that connection, and acks before polling again): req/Poll, the requests
+// of one Poll call, and records/Poll. A Poll that finds nothing waits and
+// polls again, so its requests include its empty polls (an empty poll of
+// 16 partitions is 33 requests: TestRequestsPerCall).
 func BenchmarkBackendThroughput16(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts NATS servers")
@@ -427,11 +422,8 @@ func throughput(b *testing.B, be, pub tributary.Backend, parts, consumers, produ
 	// the consumers' requests alone: count them.
 	jb, _ := be.(*jetstream.Backend)
 	count := jb != nil && pub != be
-	// With 1 consumer: its Poll calls, the polls they made, the empty
-	// ones, the records they returned, and the Polls whose requests were
-	// not a multiple of a poll's (a retried read or write).
-	var polls, inner, empty, polled, odd int64
-	per := int64(1 + 4*parts) // the requests of one poll of every partition
+	// With 1 consumer: its Poll calls, their requests and their records.
+	var polls, pollReq, polled int64
 	var before uint64
 	if count {
 		before = jetstream.Requests(jb)
@@ -453,17 +445,8 @@ func throughput(b *testing.B, be, pub tributary.Backend, parts, consumers, produ
 				}
 				rs, err := m.Poll(r.ctx, r.stop, dst[:0], int32(parts))
 				if count && consumers == 1 { // alone on be's connection
-					d := int64(jetstream.Requests(jb) - req)
-					k := d / per
-					if d%per != 0 {
-						odd++
-					}
 					polls++
-					inner += k
-					empty += k
-					if len(rs) > 0 {
-						empty-- // its last poll found the records
-					}
+					pollReq += int64(jetstream.Requests(jb) - req)
 					polled += int64(len(rs))
 				}
 				if err != nil {
@@ -522,9 +505,7 @@ func throughput(b *testing.B, be, pub tributary.Backend, parts, consumers, produ
 		b.ReportMetric(float64(jetstream.Requests(jb)-before)/float64(n), "req/record")
 	}
 	if count && consumers == 1 && polls > 0 {
-		b.ReportMetric(float64(inner)/float64(polls), "polls/Poll")
-		b.ReportMetric(float64(empty), "empty-polls")
+		b.ReportMetric(float64(pollReq)/float64(polls), "req/Poll")
 		b.ReportMetric(float64(polled)/float64(polls), "records/Poll")
-		b.ReportMetric(float64(odd), "odd-Polls")
 	}
 }

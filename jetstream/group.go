@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	tributary "github.com/f91dcac0/tributary"
@@ -22,10 +23,18 @@ import (
 // set and its in-flight delivery cancelled (attempts kept: rule 16 counts
 // the redelivery). errStale: the cursor is newer than gv; re-read the group.
 func (b *Backend) cursorFor(t, g string, gv *groupVal, p int32) (cursorVal, uint64, error) {
+	return b.cursorForIn(nil, t, g, gv, p)
+}
+
+// cursorForIn is cursorFor whose first read of the cursor is from s when s
+// holds it.
+func (b *Backend) cursorForIn(s *snapshot, t, g string, gv *groupVal, p int32) (cursorVal, uint64, error) {
 	key := cursorKey(t, g, p)
 	for range maxRetries {
 		var c cursorVal
-		rev, ok, err := b.get(key, &c)
+		src := s // a second round reads afresh
+		s = nil
+		rev, ok, err := b.getIn(src, key, &c)
 		if err != nil {
 			return c, 0, err
 		}
@@ -64,6 +73,19 @@ func (b *Backend) cursorFor(t, g string, gv *groupVal, p int32) (cursorVal, uint
 		case c.Gen > gv.Gen:
 			return c, rev, errStale
 		case c.Gen < gv.Gen:
+			// A cursor below the log start (low read after it, or at
+			// its instant) is a placement a purge overtook, about to be
+			// put back or moved up by its placer: not a state of the
+			// model, and migrating it would replace the write its
+			// placer puts back. Wait for the placer.
+			lv, _, err := b.readLowIn(src, t, p)
+			if err != nil {
+				return c, 0, err
+			}
+			if c.Committed < lv.Low {
+				time.Sleep(time.Millisecond)
+				continue
+			}
 			n := c
 			n.Gen = gv.Gen
 			if o := gv.owner(p); c.Owner != o || c.Gen < gv.since(p) {
@@ -187,12 +209,25 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 			lrev  uint64
 			first *ackedCursor // the Ack's cursor, on the first round only
 		)
-		if own != nil && try == 0 {
-			lv, lrev, first = own.low, own.lowRev, own
-		} else if lv, lrev, err = b.readLow(t, p); err != nil {
+		// One snapshot of low and every cursor and group of the topic, or
+		// (no snapshot reads) low and then each cursor and its group.
+		pat := "cursor." + t + ".*." + strconv.Itoa(int(p))
+		snap, err := b.read(lowKey(t, p), pat, "group."+t+".*")
+		switch {
+		case err == nil:
+			if lv, lrev, err = b.readLowIn(snap, t, p); err != nil {
+				return false, err
+			}
+		case !errors.Is(err, errNoSnapshot):
 			return false, err
+		case own != nil && try == 0:
+			lv, lrev, first = own.low, own.lowRev, own
+		default:
+			if lv, lrev, err = b.readLow(t, p); err != nil {
+				return false, err
+			}
 		}
-		least, err := b.leastCommitted(t, p, lv.Low, first)
+		least, err := b.leastCommittedIn(snap, t, p, lv.Low, first)
 		if err != nil {
 			return false, err
 		}
@@ -292,9 +327,24 @@ func (b *Backend) partInfo(t string, p int32) (*njs.StreamInfo, error) {
 // placer that died) it counts the cursor as at low. own, if not nil, is an
 // Ack's cursor as it wrote it, used instead of reading it.
 func (b *Backend) leastCommitted(t string, p int32, low int64, own *ackedCursor) (int64, error) {
-	groups, err := b.listKeys("cursor."+t+".*."+strconv.Itoa(int(p)), 4)
-	if err != nil {
-		return 0, err
+	return b.leastCommittedIn(nil, t, p, low, own)
+}
+
+// leastCommittedIn is leastCommitted from the snapshot s of the
+// partition's cursors and the topic's groups (the first read of each; nil:
+// a key listing, then each cursor and group read).
+func (b *Backend) leastCommittedIn(s *snapshot, t string, p int32, low int64, own *ackedCursor) (int64, error) {
+	pat := "cursor." + t + ".*." + strconv.Itoa(int(p))
+	var groups []string
+	if s != nil {
+		for _, k := range s.keys(pat) {
+			groups = append(groups, strings.Split(k, ".")[2])
+		}
+	} else {
+		var err error
+		if groups, err = b.listKeys(pat, 4); err != nil {
+			return 0, err
+		}
 	}
 	least := int64(-1)
 	for _, g := range groups {
@@ -306,15 +356,15 @@ func (b *Backend) leastCommitted(t string, p int32, low int64, own *ackedCursor)
 			// its group's current incarnation, at or above low).
 			c.Committed, live = own.committed, true
 		}
-		for !live {
-			_, ok, err := b.get(cursorKey(t, g, p), &c)
+		for src := s; !live; src = nil {
+			_, ok, err := b.getIn(src, cursorKey(t, g, p), &c)
 			if err != nil {
 				return 0, err
 			}
 			if !ok {
 				break
 			}
-			gv, _, gok, err := b.readGroup(t, g)
+			gv, _, gok, err := b.readGroupIn(src, t, g)
 			if err != nil {
 				return 0, err
 			}

@@ -285,7 +285,18 @@ func (m *Member) TryPollPartition(dst []engine.Record, partition int32) ([]engin
 func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record, joined bool, expiry int64, err error) {
 	out = dst
 	for range maxRetries {
-		gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+		// The group and the cursors and lows of its partitions (or of
+		// only) in one snapshot read where the state stream takes them
+		// (batch.go), else one after another.
+		keys := []string{groupKey(m.t.name, m.group), cursorKey(m.t.name, m.group, only), lowKey(m.t.name, only)}
+		if only < 0 {
+			keys[1], keys[2] = "cursor."+m.t.name+"."+m.group+".*", "low."+m.t.name+".*"
+		}
+		snap, err := m.b.read(keys...)
+		if err != nil && !errors.Is(err, errNoSnapshot) {
+			return out, true, 0, err
+		}
+		gv, _, ok, err := m.b.readGroupIn(snap, m.t.name, m.group)
 		if err == nil {
 			err = m.check(&gv, ok)
 		}
@@ -300,7 +311,7 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 			if int32(len(out)-len(dst)) >= max {
 				break
 			}
-			r, got, exp, err := m.pollPartition(&gv, int32(p))
+			r, got, exp, err := m.pollPartition(snap, &gv, int32(p))
 			if errors.Is(err, errStale) {
 				stale = true
 				break
@@ -328,10 +339,10 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 // pollPartition reserves the record at the group's committed offset on p
 // if p is deliverable. exp is the ack-timeout expiry of a delivery that
 // blocks p, else 0.
-func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool, exp int64, err error) {
+func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Record, got bool, exp int64, err error) {
 	key := cursorKey(m.t.name, m.group, p)
-	for range maxRetries {
-		c, crev, err := m.b.cursorFor(m.t.name, m.group, gv, p)
+	for try := 0; try < maxRetries; try, s = try+1, nil { // a second round reads afresh
+		c, crev, err := m.b.cursorForIn(s, m.t.name, m.group, gv, p)
 		if err != nil || c.Owner != m.name {
 			return r, false, 0, err
 		}
@@ -355,6 +366,21 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		// flight to anyone who can ack it: its successor takes it again,
 		// Attempt + 1.
 		orphan := c.InFlight && c.MemberInc != "" && c.MemberInc != gv.Incs[m.name]
+		if orphan {
+			// Only if this incarnation is still the current one, read
+			// after the cursor: a poll whose view of the group is older
+			// than a Rejoin would otherwise take that Rejoin's own
+			// deliveries (tokens are random: which of two is the newer
+			// is known only from the group), and the current
+			// incarnation could not ack them.
+			now, _, ok, err := m.b.readGroup(m.t.name, m.group)
+			if err != nil {
+				return r, false, 0, err
+			}
+			if !ok || now.Inc != gv.Inc || now.Incs[m.name] != gv.Incs[m.name] {
+				return r, false, 0, errStale // the poll reads the group again
+			}
+		}
 		if c.InFlight && !orphan {
 			to := int64(m.b.cfg.AckTimeout)
 			if to <= 0 {
@@ -368,7 +394,10 @@ func (m *Member) pollPartition(gv *groupVal, p int32) (r engine.Record, got bool
 		// creation) that a purge overtook, about to be put back or moved
 		// up by its placer (group.go, place): not a state of the model.
 		// Wait for it rather than deliver from it or report nothing.
-		lv, _, err := m.b.readLow(m.t.name, p)
+		if !s.unchanged(key, crev) {
+			s = nil // cursorFor wrote the cursor: low is read after it
+		}
+		lv, _, err := m.b.readLowIn(s, m.t.name, p)
 		if err != nil {
 			return r, false, 0, err
 		}
@@ -533,14 +562,20 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 	}
 	key := cursorKey(m.t.name, m.group, partition)
 	for range maxRetries {
-		gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+		// The group, the cursor and low in one snapshot read where the
+		// state stream takes them (batch.go), else one after another.
+		snap, err := m.b.read(groupKey(m.t.name, m.group), key, lowKey(m.t.name, partition))
+		if err != nil && !errors.Is(err, errNoSnapshot) {
+			return false, err
+		}
+		gv, _, ok, err := m.b.readGroupIn(snap, m.t.name, m.group)
 		if err == nil {
 			err = m.check(&gv, ok)
 		}
 		if err != nil || !ok || !gv.isMember(m.name) || gv.owner(partition) != m.name {
 			return false, err
 		}
-		c, crev, err := m.b.cursorFor(m.t.name, m.group, &gv, partition)
+		c, crev, err := m.b.cursorForIn(snap, m.t.name, m.group, &gv, partition)
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -550,7 +585,10 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		// A cursor below the log start is a Seek's write that a purge
 		// overtook, about to be put back (in-flight delivery included):
 		// not a state of the model. Wait for it, as Poll does.
-		lv, lrev, err := m.b.readLow(m.t.name, partition)
+		if !snap.unchanged(key, crev) {
+			snap = nil // cursorFor wrote the cursor: low is read after it
+		}
+		lv, lrev, err := m.b.readLowIn(snap, m.t.name, partition)
 		if err != nil {
 			return false, err
 		}

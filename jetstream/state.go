@@ -199,6 +199,14 @@ func (b *Backend) get(key string, v any) (rev uint64, ok bool, err error) {
 	return rev, ok, err
 }
 
+// getIn is get from s when s holds key (nil s: get).
+func (b *Backend) getIn(s *snapshot, key string, v any) (rev uint64, ok bool, err error) {
+	if rev, ok, covered, err := s.get(key, v); covered {
+		return rev, ok, err
+	}
+	return b.get(key, v)
+}
+
 // getTomb is get that also returns, for a deleted cursor, the incarnation
 // its tombstone records (0: none recorded, or the key is not deleted).
 func (b *Backend) getTomb(key string, v any) (rev uint64, ok bool, dead uint64, err error) {
@@ -211,17 +219,23 @@ func (b *Backend) getTomb(key string, v any) (rev uint64, ok bool, dead uint64, 
 	if err != nil {
 		return 0, false, 0, b.fail(fmt.Errorf("reading %s: %w", key, err))
 	}
-	if isTombstone(m.Data) {
+	return decodeState(key, m.Sequence, m.Data, v)
+}
+
+// decodeState decodes key's message (revision rev, value data) into v, as
+// getTomb returns it.
+func decodeState(key string, rev uint64, data []byte, v any) (uint64, bool, uint64, error) {
+	if isTombstone(data) {
 		var t cursorTomb
-		if err := json.Unmarshal(m.Data, &t); err != nil {
+		if err := json.Unmarshal(data, &t); err != nil {
 			return 0, false, 0, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
 		}
-		return m.Sequence, false, t.Inc, nil
+		return rev, false, t.Inc, nil
 	}
-	if err := json.Unmarshal(m.Data, v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return 0, false, 0, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
 	}
-	return m.Sequence, true, 0, nil
+	return rev, true, 0, nil
 }
 
 // put writes v (nil: a tombstone; a cursorTomb is one too) to key if its
@@ -255,7 +269,12 @@ func (b *Backend) put(key string, v any, rev uint64) (newRev uint64, ok bool, er
 
 // readGroup reads group g of topic t, its incarnation filled in.
 func (b *Backend) readGroup(t, g string) (gv groupVal, rev uint64, ok bool, err error) {
-	rev, ok, err = b.get(groupKey(t, g), &gv)
+	return b.readGroupIn(nil, t, g)
+}
+
+// readGroupIn is readGroup from s when s holds the group's key.
+func (b *Backend) readGroupIn(s *snapshot, t, g string) (gv groupVal, rev uint64, ok bool, err error) {
+	rev, ok, err = b.getIn(s, groupKey(t, g), &gv)
 	if ok && gv.Inc == 0 {
 		gv.Inc = rev
 	}
@@ -272,10 +291,15 @@ func (b *Backend) readGroup(t, g string) (gv groupVal, rev uint64, ok bool, err 
 // one that never comes (its publisher failed or died) is waited for at
 // most fallbackWait, and the raise then counts as done.
 func (b *Backend) readLow(t string, p int32) (lowVal, uint64, error) {
+	return b.readLowIn(nil, t, p)
+}
+
+// readLowIn is readLow whose first read of low is from s when s holds it.
+func (b *Backend) readLowIn(s *snapshot, t string, p int32) (lowVal, uint64, error) {
 	var deadline time.Time
-	for {
+	for ; ; s = nil {
 		var lv lowVal
-		rev, _, err := b.get(lowKey(t, p), &lv)
+		rev, _, err := b.getIn(s, lowKey(t, p), &lv)
 		if err != nil || lv.Evict == 0 {
 			return lv, rev, err
 		}
