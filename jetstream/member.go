@@ -35,9 +35,10 @@ type Member struct {
 	b     *Backend
 	group string
 	name  string
-	inc   atomic.Pointer[string] // the incarnation it joined, once it has
-	own   sync.Map               // tokens it wrote or is writing (a reply may be lost)
-	state atomic.Int32           // memberFresh, memberJoined or memberFenced
+	inc   atomic.Pointer[string]  // the incarnation it joined, once it has
+	own   sync.Map                // tokens it wrote or is writing (a reply may be lost)
+	state atomic.Int32            // memberFresh, memberJoined or memberFenced
+	owned atomic.Pointer[[]int32] // the partitions it owned at its last poll: what the next one's snapshot reads
 }
 
 // A Member's state: fresh until its first Join or Rejoin, joined after it
@@ -288,9 +289,19 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 		// The group and the cursors and lows of its partitions (or of
 		// only) in one snapshot read where the state stream takes them
 		// (batch.go), else one after another.
-		keys := []string{groupKey(m.t.name, m.group), cursorKey(m.t.name, m.group, only), lowKey(m.t.name, only)}
-		if only < 0 {
-			keys[1], keys[2] = "cursor."+m.t.name+"."+m.group+".*", "low."+m.t.name+".*"
+		// Of every partition while it is not known which the member owns;
+		// then of those it owned at its last poll (one it owns now that
+		// the snapshot lacks is read key by key: getIn).
+		keys := []string{groupKey(m.t.name, m.group)}
+		switch owned := m.owned.Load(); {
+		case only >= 0:
+			keys = append(keys, cursorKey(m.t.name, m.group, only), lowKey(m.t.name, only))
+		case owned != nil:
+			for _, p := range *owned {
+				keys = append(keys, cursorKey(m.t.name, m.group, p), lowKey(m.t.name, p))
+			}
+		default:
+			keys = append(keys, "cursor."+m.t.name+"."+m.group+".*", "low."+m.t.name+".*")
 		}
 		snap, err := m.b.read(keys...)
 		if err != nil && !errors.Is(err, errNoSnapshot) {
@@ -302,6 +313,9 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 		}
 		if err != nil || !ok || !gv.isMember(m.name) {
 			return out, false, 0, err
+		}
+		if only < 0 {
+			m.noteOwned(&gv)
 		}
 		stale := false
 		for p, o := range gv.Owners {
@@ -334,6 +348,19 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 		}
 	}
 	return out, true, 0, fmt.Errorf("%w: polling %s/%s", ErrContention, m.t.name, m.group)
+}
+
+// noteOwned records the partitions gv gives the member, if they changed.
+func (m *Member) noteOwned(gv *groupVal) {
+	var owned []int32
+	for p, o := range gv.Owners {
+		if o == m.name {
+			owned = append(owned, int32(p))
+		}
+	}
+	if prev := m.owned.Load(); prev == nil || !slices.Equal(*prev, owned) {
+		m.owned.Store(&owned)
+	}
 }
 
 // pollPartition reserves the record at the group's committed offset on p

@@ -11,11 +11,30 @@ import (
 // for each call of a steady round trip (one group, one member, the record
 // published, polled and acked) and for an empty poll of 16 partitions
 // (nats.Conn.Stats: counts, not timings), then the mean over 200 round
-// trips, two fills of the partition. The ceilings are today's counts:
-// a change that adds a request to a hot call fails here, and the log shows
-// where a round trip's requests go.
+// trips, two fills of the partition: with snapshot reads (one server, the
+// default) and key by key (as on 3 replicas, or a server that refuses
+// them). The ceilings are today's counts: a change that adds a request to
+// a hot call fails here, and the log shows where a round trip's requests
+// go.
 func TestRequestsPerCall(t *testing.T) {
+	for _, c := range []struct {
+		name                   string
+		snapshots              bool
+		send, poll, ack, empty uint64
+	}{
+		{"snapshots", true, 1, 3, 4, 33},
+		{"key-by-key", false, 1, 5, 6, 65},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			requestsPerCall(t, c.snapshots, c.send, c.poll, c.ack, c.empty)
+		})
+	}
+}
+
+// requestsPerCall is one case of TestRequestsPerCall, with its ceilings.
+func requestsPerCall(t *testing.T, snapshots bool, maxSend, maxPoll, maxAck, maxEmpty uint64) {
 	b, _ := start(t, jetstream.Config{Capacity: 100})
+	jetstream.SetSnapshots(b, snapshots)
 	c := must(tributary.NewClusterOn(b)).of(t)
 	defer c.Close()
 	one := must(tributary.CreateTopic(c, "one", 1, tributary.String())).of(t)
@@ -51,7 +70,7 @@ func TestRequestsPerCall(t *testing.T) {
 	for _, c := range []struct {
 		what      string
 		got, most uint64
-	}{{"TrySend", send, 1}, {"TryPoll(1)", poll, 5}, {"Ack", ack, 6}, {"empty TryPoll(16)", empty, 65}} {
+	}{{"TrySend", send, maxSend}, {"TryPoll(1)", poll, maxPoll}, {"Ack", ack, maxAck}, {"empty TryPoll(16)", empty, maxEmpty}} {
 		if c.got > c.most {
 			t.Errorf("%s made %d requests, more than today's %d", c.what, c.got, c.most)
 		}
