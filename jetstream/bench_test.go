@@ -368,6 +368,35 @@ func (r *tpRound) watch() {
 	}()
 }
 
+// published checks producer j's publish of record k to partition p: err
+// nil and the offset (or sequence) got equal to want, else it fails the
+// round (an error after the round ended is not a failure) and returns
+// false. what names the figure, "offset" or "seq".
+func (r *tpRound) published(j, k, p int, err error, got, want int64, what string) bool {
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.fail(fmt.Errorf("producer %d Publish #%d: %w", j, k, err))
+		}
+		return false
+	}
+	if got != want {
+		r.fail(fmt.Errorf("producer %d Publish #%d to %d = %s %d, want %d", j, k, p, what, got, want))
+		return false
+	}
+	return true
+}
+
+// end runs the watchdog until the round's goroutines (wg) have returned,
+// stops b's timer, checks the round (finish) and reports its rate.
+func (r *tpRound) end(b *testing.B, wg *sync.WaitGroup) {
+	b.Helper()
+	r.watch()
+	wg.Wait()
+	b.StopTimer()
+	r.finish(b)
+	reportRate(b, int(r.n))
+}
+
 // finish ends the round (its goroutines have returned), waits for the
 // watchdog and fails b on a failure or a count of acks other than n.
 func (r *tpRound) finish(b *testing.B) {
@@ -483,24 +512,13 @@ func throughput(b *testing.B, be, pub tributary.Backend, parts, consumers, produ
 				p := int32(k % parts)
 				want := int64(k / parts)
 				off, err := pt.Publish(r.ctx, r.stop, p, engine.Message{Payload: strconv.Itoa(k)})
-				if err != nil {
-					if r.ctx.Err() == nil {
-						r.fail(fmt.Errorf("producer %d Publish #%d: %w", j, k, err))
-					}
-					return
-				}
-				if off != want {
-					r.fail(fmt.Errorf("producer %d Publish #%d to %d = offset %d, want %d", j, k, p, off, want))
+				if !r.published(j, k, int(p), err, off, want, "offset") {
 					return
 				}
 			}
 		})
 	}
-	r.watch()
-	wg.Wait()
-	b.StopTimer()
-	r.finish(b)
-	reportRate(b, n)
+	r.end(b, &wg)
 	if count {
 		b.ReportMetric(float64(jetstream.Requests(jb)-before)/float64(n), "req/record")
 	}

@@ -397,24 +397,17 @@ func rawThroughput(b *testing.B, v *rawServers, parts, consumers, producers int)
 				ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 				ack, err := pjs.Publish(ctx, subjs[p], []byte(strconv.Itoa(k)))
 				cancel()
-				if err != nil {
-					if r.ctx.Err() == nil {
-						r.fail(fmt.Errorf("producer %d Publish #%d: %w", j, k, err))
-					}
-					return
+				var seq int64
+				if err == nil {
+					seq = int64(ack.Sequence)
 				}
-				if want := uint64(k/parts) + 1; ack.Sequence != want {
-					r.fail(fmt.Errorf("producer %d Publish #%d to %d = seq %d, want %d", j, k, p, ack.Sequence, want))
+				if !r.published(j, k, p, err, seq, int64(k/parts)+1, "seq") {
 					return
 				}
 			}
 		})
 	}
-	r.watch()
-	wg.Wait()
-	b.StopTimer()
-	r.finish(b)
-	reportRate(b, n)
+	r.end(b, &wg)
 	b.ReportMetric(float64(v.sub.Stats().OutMsgs-before)/float64(n), "req/record")
 	if consumers < parts {
 		b.ReportMetric(float64(emptyPasses.Load()), "empty-passes")
