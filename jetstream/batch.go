@@ -38,10 +38,6 @@ type stateEntry struct {
 // by key.
 var errNoSnapshot = errors.New("no snapshot reads")
 
-// maxSnapshotKeys is the most keys one snapshot may hold (the server's
-// limit on one multi_last answer is 1,024).
-const maxSnapshotKeys = 1000
-
 // read returns a snapshot of keys (exact keys or patterns with * for one
 // token). errNoSnapshot when snapshots are not available (the caller
 // reads key by key); ErrUnavailable and the like as get.
@@ -53,10 +49,12 @@ func (b *Backend) read(keys ...string) (*snapshot, error) {
 	for i, k := range keys {
 		subjects[i] = b.stateSubject(k)
 	}
+	// No batch size: the server answers every key or, past its limit of
+	// 1,024, refuses with 413 (a batch size would cut the answer short
+	// and leave the keys beyond it looking never written).
 	req, err := json.Marshal(struct {
 		MultiLast []string `json:"multi_last"`
-		Batch     int      `json:"batch"`
-	}{subjects, maxSnapshotKeys})
+	}{subjects})
 	if err != nil {
 		return nil, err
 	}
@@ -70,17 +68,25 @@ func (b *Backend) read(keys ...string) (*snapshot, error) {
 		switch status := m.Header.Get("Status"); status {
 		case "":
 		case "204": // end of batch
+			if np := m.Header.Get("Nats-Num-Pending"); np != "" && np != "0" {
+				// Cut short (the server's byte limit): the keys not sent
+				// would look never written.
+				return nil, errNoSnapshot
+			}
 			return s, nil
-		case "404": // none of the keys was ever written
-			return s, nil
-		case "413": // too many keys for one answer: read key by key
-			return nil, errNoSnapshot
+		case "404":
+			if m.Header.Get("Description") == "No Results" {
+				return s, nil // none of the keys was ever written
+			}
+			return nil, errNoSnapshot // a message that failed to load
 		case "503":
 			return nil, b.fail(fmt.Errorf("reading %v: %w", keys, nats.ErrNoResponders))
-		default:
-			// A server without multi_last reads (a request it does not
-			// understand): read key by key from now on.
+		case "400", "408", "412":
+			// A request the server does not understand (before
+			// nats-server 2.11: no multi_last): key by key from now on.
 			b.snapshots.Store(false)
+			return nil, errNoSnapshot
+		default: // 413 (over 1,024 keys), 500: key by key this time
 			return nil, errNoSnapshot
 		}
 		subj, seq := m.Header.Get(njs.SubjectHeader), m.Header.Get(njs.SequenceHeader)

@@ -175,9 +175,12 @@
 // ErrOffsetOutOfRange having changed nothing, as if after the purge; so it
 // does too when another call has replaced its overtaken write meanwhile
 // (it no longer counts that write as standing). While such a write is
-// briefly below low, no call acts on it: a Poll, Ack or Retry that finds
-// its cursor below the log start waits for the placer to finish (it reads
-// low after the cursor), and a retention pass that finds a cursor below
+// briefly below low, no call acts on it: a Poll, Ack, Retry or migration
+// that finds its cursor below the log start waits for the placer to finish
+// (it reads low after the cursor, or at the same instant), for at most
+// fallbackWait: a placer that died there, or lost its fence request, would
+// strand the partition, so then the waiter moves the cursor up to the log
+// start itself, fenced as a placement. A retention pass that finds a cursor below
 // the low it read waits and reads that cursor again (else a publish would
 // report full, or evict less, on a cursor the model never had). A
 // retention pass that moves nothing reports so only if low's revision is

@@ -30,6 +30,7 @@ func (b *Backend) cursorFor(t, g string, gv *groupVal, p int32) (cursorVal, uint
 // holds it.
 func (b *Backend) cursorForIn(s *snapshot, t, g string, gv *groupVal, p int32) (cursorVal, uint64, error) {
 	key := cursorKey(t, g, p)
+	var waited time.Time // since when it waits for a placer (waitPlacer)
 	for range maxRetries {
 		var c cursorVal
 		src := s // a second round reads afresh
@@ -83,7 +84,9 @@ func (b *Backend) cursorForIn(s *snapshot, t, g string, gv *groupVal, p int32) (
 				return c, 0, err
 			}
 			if c.Committed < lv.Low {
-				time.Sleep(time.Millisecond)
+				if err := b.waitPlacer(t, g, p, c.Inc, &waited); err != nil {
+					return c, 0, err
+				}
 				continue
 			}
 			n := c
@@ -103,6 +106,45 @@ func (b *Backend) cursorForIn(s *snapshot, t, g string, gv *groupVal, p int32) (
 		}
 	}
 	return cursorVal{}, 0, fmt.Errorf("%w: cursor %s", ErrContention, key)
+}
+
+// waitPlacer is what a call does that finds group g's cursor on p below
+// the log start: a placement a purge overtook (a Seek's write, a
+// creation's), which its placer puts back or moves up. It waits a little
+// and the caller reads again. A placer that died there (or lost its fence
+// request) would strand the partition: every poll of it, ack and
+// migration would wait for ever. So after fallbackWait, counted from
+// *since (the first wait; set here), it moves the cursor up to the log
+// start itself, fenced as any placement (in-flight delivery and attempts
+// cleared), as the placer would have (package doc: such a cursor ends at
+// the log start rather than where it was). inc is the incarnation the
+// caller read: a cursor of another one is left alone.
+func (b *Backend) waitPlacer(t, g string, p int32, inc uint64, since *time.Time) error {
+	now := time.Now()
+	if since.IsZero() {
+		*since = now
+	}
+	if now.Sub(*since) < fallbackWait {
+		d := time.Millisecond
+		if now.Sub(*since) > 50*time.Millisecond {
+			d = 5 * time.Millisecond // a long wait: do not run out of retries first
+		}
+		time.Sleep(d)
+		return nil
+	}
+	*since = time.Time{}
+	_, _, err := b.place(t, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
+		if !ok || cur.Inc != inc || cur.Committed >= low {
+			return cursorVal{}, false, nil // replaced, deleted or put back meanwhile
+		}
+		n := *cur
+		n.Committed, n.InFlight, n.Attempts, n.DeliveredAt, n.MemberInc = low, false, 0, 0, ""
+		return n, true, nil
+	})
+	if errors.Is(err, errStale) {
+		return nil // the caller reads the cursor again and finds out
+	}
+	return err
 }
 
 // place writes group g's cursor on p as f decides, fenced against

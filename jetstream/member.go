@@ -368,6 +368,7 @@ func (m *Member) noteOwned(gv *groupVal) {
 // blocks p, else 0.
 func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Record, got bool, exp int64, err error) {
 	key := cursorKey(m.t.name, m.group, p)
+	var waited time.Time                                  // since when it waits for a placer (waitPlacer)
 	for try := 0; try < maxRetries; try, s = try+1, nil { // a second round reads afresh
 		c, crev, err := m.b.cursorForIn(s, m.t.name, m.group, gv, p)
 		if err != nil || c.Owner != m.name {
@@ -429,7 +430,9 @@ func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Rec
 			return r, false, 0, err
 		}
 		if c.Committed < lv.Low {
-			time.Sleep(time.Millisecond)
+			if err := m.b.waitPlacer(m.t.name, m.group, p, c.Inc, &waited); err != nil {
+				return r, false, 0, err
+			}
 			continue
 		}
 		r, ok, err := m.b.readRecord(m.t.name, p, c.Committed)
@@ -588,6 +591,7 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		return false, invalid("negative offset %d", offset)
 	}
 	key := cursorKey(m.t.name, m.group, partition)
+	var waited time.Time // since when it waits for a placer (waitPlacer)
 	for range maxRetries {
 		// The group, the cursor and low in one snapshot read where the
 		// state stream takes them (batch.go), else one after another.
@@ -620,7 +624,9 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 			return false, err
 		}
 		if c.Committed < lv.Low {
-			time.Sleep(time.Millisecond)
+			if err := m.b.waitPlacer(m.t.name, m.group, partition, c.Inc, &waited); err != nil {
+				return false, err
+			}
 			continue
 		}
 		if c.Owner != m.name || !c.InFlight || c.Committed != offset || c.MemberInc != "" && c.MemberInc != gv.Incs[m.name] {
