@@ -41,9 +41,10 @@ import (
 //     polls and rebalances, above).
 //   - seek, on the cluster only. On one server it is checked: with the
 //     group, cursor and log start read at one instant (snapshot reads) and
-//     a migration that waits for an overtaken placement, 0 of 300
-//     histories were Illegal under load (3 test processes in parallel,
-//     2026-12-03); before them 1 to 2 in 100. The cluster reads key by key,
+//     a migration that waits for an overtaken placement, 1 of 380
+//     histories was Illegal under load (2 or 3 test processes in parallel,
+//     2026-12-03; the race below); before them 1 to 2 in 100. The cluster
+//     reads key by key,
 //     where the known race stands: a Seek's cursor write is visible before
 //     its fence; when a purge overtakes it the Seek puts the old cursor back
 //     and reports offset-out-of-range, but a Poll or Ack that read the
