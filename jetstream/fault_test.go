@@ -148,15 +148,7 @@ func TestFaultNodeRestart(t *testing.T) {
 	const parts, perProducer = 2, 40
 	b := openOn(t, cl.URLs(), jetstream.Config{Capacity: 200, AckTimeout: 3 * time.Second, RequestTimeout: 2 * time.Second})
 	bt := topic(t, b, "t", parts)
-	groups := []string{"g1", "g2"}
-	members := []string{"a", "b"}
-	handles := map[string]tributary.BackendMember{}
-	for _, g := range groups {
-		for _, m := range members {
-			handles[g+"/"+m] = member(t, bt, g, m)
-			must(handles[g+"/"+m].Join()).of(t)
-		}
-	}
+	groups, members, handles := faultMembers(t, bt)
 	h := &holds{held: map[string]string{}, acked: map[string]int{}, failed: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -187,30 +179,7 @@ func TestFaultNodeRestart(t *testing.T) {
 	}
 	for _, g := range groups {
 		for _, name := range members {
-			m := handles[g+"/"+name]
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					rs, err := m.TryPoll(nil, parts)
-					if err != nil && !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
-						h.fail("%s/%s poll: %v", g, name, err)
-						return
-					}
-					if len(rs) == 0 {
-						time.Sleep(10 * time.Millisecond)
-						continue
-					}
-					for _, r := range rs {
-						h.take(g, name, r.Partition, r.Offset)
-						ok, err := m.Ack(r.Partition, r.Offset)
-						if err != nil && !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
-							h.fail("%s/%s ack: %v", g, name, err)
-						}
-						// An Ack that failed may have taken effect: the
-						// final committed offsets tell.
-						h.release(g, name, r.Partition, r.Offset, ok && err == nil, err != nil)
-					}
-				}
-			})
+			wg.Go(func() { faultConsumer(ctx, h, g, name, handles[g+"/"+name], parts, 10*time.Millisecond) })
 		}
 	}
 	// Kill the state stream's leader once some records are acked, restart
@@ -232,11 +201,63 @@ func TestFaultNodeRestart(t *testing.T) {
 	t.Logf("restarted node %d after %d acks", victim, h.nacked.Load())
 	producing.Wait()
 
-	// Done when each group committed every partition to its log end.
-	// Given up when no committed offset has moved for stallBound.
-	const stallBound = 15 * time.Second
+	checkFaultRun(t, b, h, groups, &pmu, published, 2*perProducer, 15*time.Second, cancel, &wg)
+}
+
+// faultMembers makes the members of a fault run on bt: groups g1 and g2,
+// members a and b of each, joined; handles by "group/member".
+func faultMembers(t *testing.T, bt tributary.BackendTopic) (groups, members []string, handles map[string]tributary.BackendMember) {
+	t.Helper()
+	groups, members = []string{"g1", "g2"}, []string{"a", "b"}
+	handles = map[string]tributary.BackendMember{}
+	for _, g := range groups {
+		for _, m := range members {
+			handles[g+"/"+m] = member(t, bt, g, m)
+			must(handles[g+"/"+m].Join()).of(t)
+		}
+	}
+	return groups, members, handles
+}
+
+// faultConsumer is member name of group g in a fault run: until ctx ends
+// it polls (max parts; idle for idle when nothing came) and acks every
+// record, each delivery recorded in h (take, release). ErrUnavailable and
+// ErrContention are expected during the fault; other errors fail h.
+func faultConsumer(ctx context.Context, h *holds, g, name string, m tributary.BackendMember, parts int32, idle time.Duration) {
+	for ctx.Err() == nil {
+		rs, err := m.TryPoll(nil, parts)
+		if err != nil && !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
+			h.fail("%s/%s poll: %v", g, name, err)
+			return
+		}
+		if len(rs) == 0 {
+			time.Sleep(idle)
+			continue
+		}
+		for _, r := range rs {
+			h.take(g, name, r.Partition, r.Offset)
+			ok, err := m.Ack(r.Partition, r.Offset)
+			if err != nil && !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
+				h.fail("%s/%s ack: %v", g, name, err)
+			}
+			// An Ack that failed may have taken effect: the final
+			// committed offsets tell.
+			h.release(g, name, r.Partition, r.Offset, ok && err == nil, err != nil)
+		}
+	}
+}
+
+// checkFaultRun ends a fault run on b: it waits until each of groups has
+// committed every partition of topic "t" to its log end, giving up when no
+// committed offset has moved for stallBound, then ends the run (cancel,
+// wg), reports h's errors, and checks that the want offsets published (a
+// Publish returned them: published, under pmu) were each acked by every
+// group, once (take and release check that), or by an Ack that returned an
+// error (it may have taken effect: the committed offsets say it did).
+func checkFaultRun(t *testing.T, b *jetstream.Backend, h *holds, groups []string, pmu *sync.Mutex, published map[string]bool, want int, stallBound time.Duration, cancel context.CancelFunc, wg *sync.WaitGroup) {
+	t.Helper()
 	committed, moved := int64(-1), time.Now()
-	want := func() bool {
+	done := func() bool {
 		d, err := b.Describe("t")
 		if err != nil || len(d.Groups) != len(groups) {
 			return false
@@ -255,7 +276,7 @@ func TestFaultNodeRestart(t *testing.T) {
 		}
 		return done
 	}
-	for !want() && time.Since(moved) < stallBound {
+	for !done() && time.Since(moved) < stallBound {
 		time.Sleep(50 * time.Millisecond)
 	}
 	cancel()
@@ -263,18 +284,15 @@ func TestFaultNodeRestart(t *testing.T) {
 	for _, e := range h.errs {
 		t.Error(e)
 	}
-	if !want() {
+	if !done() {
 		d, err := b.Describe("t")
 		t.Fatalf("not every record committed, none for %v: %+v %v", stallBound, d, err)
 	}
 	pmu.Lock()
 	defer pmu.Unlock()
-	if len(published) != 2*perProducer {
-		t.Fatalf("%d offsets published, want %d", len(published), 2*perProducer)
+	if len(published) != want {
+		t.Fatalf("%d offsets published, want %d", len(published), want)
 	}
-	// Every offset a Publish returned was acked by each group (once: take
-	// and release checked), or by an Ack that returned an error (it may
-	// have taken effect; the committed offsets above say it did).
 	ambiguous := 0
 	for po := range published {
 		for _, g := range groups {

@@ -23,15 +23,7 @@ func TestHostile23RestartSnapshots(t *testing.T) {
 	b, srv := start(t, jetstream.Config{Capacity: 4, AckTimeout: 2 * time.Second, RequestTimeout: time.Second})
 	const parts, perProducer = 4, 60
 	bt := topic(t, b, "t", parts)
-	groups := []string{"g1", "g2"}
-	members := []string{"a", "b"}
-	handles := map[string]tributary.BackendMember{}
-	for _, g := range groups {
-		for _, m := range members {
-			handles[g+"/"+m] = member(t, bt, g, m)
-			must(handles[g+"/"+m].Join()).of(t)
-		}
-	}
+	groups, members, handles := faultMembers(t, bt)
 	h := &holds{held: map[string]string{}, acked: map[string]int{}, failed: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -70,28 +62,7 @@ func TestHostile23RestartSnapshots(t *testing.T) {
 	}
 	for _, g := range groups {
 		for _, name := range members {
-			m := handles[g+"/"+name]
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					rs, err := m.TryPoll(nil, parts)
-					if err != nil && !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
-						h.fail("%s/%s poll: %v", g, name, err)
-						return
-					}
-					if len(rs) == 0 {
-						time.Sleep(5 * time.Millisecond)
-						continue
-					}
-					for _, r := range rs {
-						h.take(g, name, r.Partition, r.Offset)
-						ok, err := m.Ack(r.Partition, r.Offset)
-						if err != nil && !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
-							h.fail("%s/%s ack: %v", g, name, err)
-						}
-						h.release(g, name, r.Partition, r.Offset, ok && err == nil, err != nil)
-					}
-				}
-			})
+			wg.Go(func() { faultConsumer(ctx, h, g, name, handles[g+"/"+name], parts, 5*time.Millisecond) })
 		}
 	}
 	for round := range 2 {
@@ -103,52 +74,7 @@ func TestHostile23RestartSnapshots(t *testing.T) {
 		t.Logf("restart %d after %d acks", round, h.nacked.Load())
 	}
 	producing.Wait()
-	const stallBound = 10 * time.Second
-	committed, moved := int64(-1), time.Now()
-	want := func() bool {
-		d, err := b.Describe("t")
-		if err != nil || len(d.Groups) != len(groups) {
-			return false
-		}
-		done, sum := true, int64(0)
-		for _, g := range d.Groups {
-			for p, gp := range g.Partitions {
-				sum += gp.Committed
-				if gp.Committed != d.Partitions[p].LogEndOffset {
-					done = false
-				}
-			}
-		}
-		if sum > committed {
-			committed, moved = sum, time.Now()
-		}
-		return done
-	}
-	for !want() && time.Since(moved) < stallBound {
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	wg.Wait()
-	for _, e := range h.errs {
-		t.Error(e)
-	}
-	if !want() {
-		d, err := b.Describe("t")
-		t.Fatalf("not every record committed, none for %v: %+v %v", stallBound, d, err)
-	}
-	pmu.Lock()
-	defer pmu.Unlock()
-	if len(published) != 2*perProducer {
-		t.Fatalf("%d offsets published, want %d", len(published), 2*perProducer)
-	}
-	for po := range published {
-		for _, g := range groups {
-			k := g + "/" + po
-			if h.acked[k] == 0 && !h.failed[k] {
-				t.Errorf("%s: published, committed, never acked", k)
-			}
-		}
-	}
+	checkFaultRun(t, b, h, groups, &pmu, published, 2*perProducer, 10*time.Second, cancel, &wg)
 }
 
 // TestHostile23CloseAndShutdownDuringReads: polls and acks run in loops
