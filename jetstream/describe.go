@@ -39,7 +39,7 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 	if err != nil {
 		return engine.TopicSnapshot{}, err
 	}
-	names, err := b.listKeys("group."+topic+".*", 4)
+	names, err := b.listKeys(groupsKey(topic), 4)
 	if err != nil {
 		return engine.TopicSnapshot{}, err
 	}

@@ -75,7 +75,8 @@ func stateLeader(cl *jetstream.Cluster, prefix string) int {
 	return -1
 }
 
-// holds tracks, for TestFaultNodeRestart, which member holds each (group,
+// holds tracks, for a fault run (TestFaultNodeRestart,
+// TestHostile23RestartSnapshots), which member holds each (group,
 // partition) delivery (from the poll that returned it to the Ack or Retry
 // that settled it), and what each group acked.
 type holds struct {
@@ -85,6 +86,11 @@ type holds struct {
 	failed map[string]bool   // "g/p/off" → an Ack returned an error
 	nacked atomic.Int64
 	errs   []string
+}
+
+// newHolds returns an empty holds.
+func newHolds() *holds {
+	return &holds{held: map[string]string{}, acked: map[string]int{}, failed: map[string]bool{}}
 }
 
 func (h *holds) fail(format string, args ...any) {
@@ -149,7 +155,7 @@ func TestFaultNodeRestart(t *testing.T) {
 	b := openOn(t, cl.URLs(), jetstream.Config{Capacity: 200, AckTimeout: 3 * time.Second, RequestTimeout: 2 * time.Second})
 	bt := topic(t, b, "t", parts)
 	groups, members, handles := faultMembers(t, bt)
-	h := &holds{held: map[string]string{}, acked: map[string]int{}, failed: map[string]bool{}}
+	h := newHolds()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -253,8 +252,7 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 		)
 		// One snapshot of low and every cursor and group of the topic, or
 		// (no snapshot reads) low and then each cursor and its group.
-		pat := "cursor." + t + ".*." + strconv.Itoa(int(p))
-		snap, err := b.read(lowKey(t, p), pat, "group."+t+".*")
+		snap, err := b.read(lowKey(t, p), partCursorsKey(t, p), groupsKey(t))
 		switch {
 		case err == nil:
 			if lv, lrev, err = b.readLowIn(snap, t, p); err != nil {
@@ -376,7 +374,7 @@ func (b *Backend) leastCommitted(t string, p int32, low int64, own *ackedCursor)
 // partition's cursors and the topic's groups (the first read of each; nil:
 // a key listing, then each cursor and group read).
 func (b *Backend) leastCommittedIn(s *snapshot, t string, p int32, low int64, own *ackedCursor) (int64, error) {
-	pat := "cursor." + t + ".*." + strconv.Itoa(int(p))
+	pat := partCursorsKey(t, p)
 	var groups []string
 	if s != nil {
 		for _, k := range s.keys(pat) {
@@ -801,7 +799,7 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 			return 0, invalid("topic %q: adding %d partitions to %d: want 1..%d", topic, count, old, engine.MaxPartitionCount-old)
 		}
 		total := old + count
-		groups, err := b.listKeys("group."+topic+".*", 4)
+		groups, err := b.listKeys(groupsKey(topic), 4)
 		if err != nil {
 			return 0, err
 		}
@@ -856,7 +854,7 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 			continue
 		}
 		b.partCount(topic).set(total)
-		if groups, err = b.listKeys("group."+topic+".*", 4); err != nil {
+		if groups, err = b.listKeys(groupsKey(topic), 4); err != nil {
 			return total, err
 		}
 		for _, g := range groups {

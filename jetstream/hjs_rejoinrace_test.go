@@ -31,21 +31,14 @@ func TestHJSRejoinRaceRefusedAcks(t *testing.T) {
 	var examples []string
 	var wg sync.WaitGroup
 	for who, bt := range []any{bt1, bt2} {
-		bt := bt.(interface {
-			Member(string, string) (tributary.BackendMember, error)
-		})
+		bt := bt.(memberMaker)
 		wg.Go(func() {
 			for round := 0; round < 40; round++ {
-				m, err := bt.Member("g", "a")
-				if err != nil {
-					t.Error(err)
+				m, ok, stop := rejoined(t, bt)
+				if stop {
 					return
 				}
-				if _, err := m.Rejoin(); err != nil {
-					if !errors.Is(err, tributary.ErrFenced) {
-						t.Error(err)
-						return
-					}
+				if !ok {
 					continue
 				}
 				rs, err := m.TryPoll(nil, parts)
@@ -74,3 +67,28 @@ func TestHJSRejoinRaceRefusedAcks(t *testing.T) {
 }
 
 func jetstreamCfg(capacity int32) jetstream.Config { return jetstream.Config{Capacity: capacity} }
+
+// memberMaker is what rejoined needs of a topic handle.
+type memberMaker interface {
+	Member(group, member string) (tributary.BackendMember, error)
+}
+
+// rejoined makes a new handle of member "a" of group "g" on bt and rejoins
+// it, as a restarted process does. ok false: a later incarnation fenced it
+// first (the caller tries again), or, with stop, an error it reported with
+// t.Error (the caller stops).
+func rejoined(t *testing.T, bt memberMaker) (m tributary.BackendMember, ok, stop bool) {
+	m, err := bt.Member("g", "a")
+	if err != nil {
+		t.Error(err)
+		return nil, false, true
+	}
+	if _, err := m.Rejoin(); err != nil {
+		if !errors.Is(err, tributary.ErrFenced) {
+			t.Error(err)
+			return nil, false, true
+		}
+		return nil, false, false
+	}
+	return m, true, false
+}

@@ -45,16 +45,11 @@ func TestHostile23RejoinAttemptsUnique(t *testing.T) {
 	for who, bt := range []tributary.BackendTopic{bt1, bt2} {
 		wg.Go(func() {
 			for round := 0; round < 400 && time.Now().Before(deadline); round++ {
-				m, err := bt.Member("g", "a")
-				if err != nil {
-					t.Error(err)
+				m, ok, stop := rejoined(t, bt)
+				if stop {
 					return
 				}
-				if _, err := m.Rejoin(); err != nil {
-					if !errors.Is(err, tributary.ErrFenced) {
-						t.Error(err)
-						return
-					}
+				if !ok {
 					continue
 				}
 				fenced := false

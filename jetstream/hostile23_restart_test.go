@@ -24,7 +24,7 @@ func TestHostile23RestartSnapshots(t *testing.T) {
 	const parts, perProducer = 4, 60
 	bt := topic(t, b, "t", parts)
 	groups, members, handles := faultMembers(t, bt)
-	h := &holds{held: map[string]string{}, acked: map[string]int{}, failed: map[string]bool{}}
+	h := newHolds()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var pmu sync.Mutex

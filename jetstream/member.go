@@ -286,12 +286,11 @@ func (m *Member) TryPollPartition(dst []engine.Record, partition int32) ([]engin
 func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record, joined bool, expiry int64, err error) {
 	out = dst
 	for range maxRetries {
-		// The group and the cursors and lows of its partitions (or of
-		// only) in one snapshot read where the state stream takes them
-		// (batch.go), else one after another.
-		// Of every partition while it is not known which the member owns;
-		// then of those it owned at its last poll (one it owns now that
-		// the snapshot lacks is read key by key: getIn).
+		// The group and the cursors and lows of only, or of the
+		// partitions the member owned at its last poll (of every one
+		// before its first), in one snapshot read where the state stream
+		// takes them (batch.go); a key the snapshot lacks, as a partition
+		// it owns since, is read by itself (getIn).
 		keys := []string{groupKey(m.t.name, m.group)}
 		switch owned := m.owned.Load(); {
 		case only >= 0:
@@ -301,7 +300,7 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 				keys = append(keys, cursorKey(m.t.name, m.group, p), lowKey(m.t.name, p))
 			}
 		default:
-			keys = append(keys, "cursor."+m.t.name+"."+m.group+".*", "low."+m.t.name+".*")
+			keys = append(keys, groupCursorsKey(m.t.name, m.group), lowsKey(m.t.name))
 		}
 		snap, err := m.b.read(keys...)
 		if err != nil && !errors.Is(err, errNoSnapshot) {
@@ -513,7 +512,7 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 	ch, unsub, err := b.wakeOn(
 		b.sp+".rec."+m.t.name+".*",
 		b.stateSubject(groupKey(m.t.name, m.group)),
-		b.stateSubject("cursor."+m.t.name+"."+m.group+".*"),
+		b.stateSubject(groupCursorsKey(m.t.name, m.group)),
 	)
 	if err != nil {
 		return out, err
@@ -567,10 +566,10 @@ func (m *Member) notJoined() error {
 // (SPEC rule 11): the committed offset advances, attempts reset, then
 // retention runs on the partition (retainAfterAck: low is raised at once,
 // the records below it purged by the next publish that finds the
-// partition full; package doc, "Deferred purge"). False, nothing changed, unless the
-// member owns partition in the group's current generation and exactly that
-// offset is in flight there (a partition that moved since the delivery
-// was migrated, which cancelled it). Errors: engine.ErrInvalidArgument
+// partition full; package doc, "Deferred purge"). False, nothing changed,
+// unless the member owns partition in the group's current generation and
+// exactly that offset is in flight there (a partition that moved since the
+// delivery was migrated, which cancelled it). Errors: engine.ErrInvalidArgument
 // (partition out of range, negative offset), ErrUnavailable. A retention
 // failure after the commit is not reported: the next Ack retries it.
 func (m *Member) Ack(partition int32, offset int64) (bool, error) {

@@ -189,6 +189,16 @@ func cursorKey(t, g string, p int32) string {
 	return "cursor." + t + "." + g + "." + strconv.Itoa(int(p))
 }
 
+// Key patterns (* one token), for listKeys, snapshot reads and wake-ups:
+// every group of topic t; low of each partition of t; group g's cursor on
+// each partition; every group's cursor on partition p.
+func groupsKey(t string) string          { return "group." + t + ".*" }
+func lowsKey(t string) string            { return "low." + t + ".*" }
+func groupCursorsKey(t, g string) string { return "cursor." + t + "." + g + ".*" }
+func partCursorsKey(t string, p int32) string {
+	return "cursor." + t + ".*." + strconv.Itoa(int(p))
+}
+
 // stateSubject returns key's subject.
 func (b *Backend) stateSubject(key string) string { return b.sp + ".state." + key }
 

@@ -181,8 +181,8 @@ func (t *Topic) Publish(ctx context.Context, stop <-chan struct{}, partition int
 	b := t.b
 	ch, unsub, err := b.wakeOn(
 		b.roomSubject(t.name, partition),
-		b.stateSubject("cursor."+t.name+".*."+strconv.Itoa(int(partition))),
-		b.stateSubject("group."+t.name+".*"),
+		b.stateSubject(partCursorsKey(t.name, partition)),
+		b.stateSubject(groupsKey(t.name)),
 	)
 	if err != nil {
 		return -1, err
