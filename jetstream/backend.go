@@ -276,23 +276,57 @@ func Open(cfg Config) (*Backend, error) {
 // at a server's shutdown).
 func asyncError(*nats.Conn, *nats.Subscription, error) {}
 
+// wakeSettle is how long after a wake-up wakeOn wakes its waiter again.
+const wakeSettle = 20 * time.Millisecond
+
 // wakeOn subscribes to subjects (core NATS) and returns a channel that
 // holds a value after any message arrived since it was last drained. The
 // callback never blocks (a 1-slot channel, a non-blocking send), so the
 // subscriptions cannot become slow consumers. stop unsubscribes.
+//
+// A message on a stream's subject reaches core subscribers when the
+// server receives it, not once the stream has stored it (the stream
+// stores on a queue of its own): a waiter woken by an Ack's cursor write
+// can read the state before that write is there, find nothing changed and
+// wait again, with no wake-up left to come (seen: a Publish to a full
+// partition waiting out its fallback after the last Ack that made room).
+// So each wake-up comes again wakeSettle later, by then stored.
 func (b *Backend) wakeOn(subjects ...string) (wake <-chan struct{}, stop func(), err error) {
 	ch := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	var (
+		mu      sync.Mutex // guards again and stopped
+		again   *time.Timer
+		stopped bool
+	)
 	subs := make([]*nats.Subscription, 0, len(subjects))
 	stop = func() {
 		for _, s := range subs {
 			s.Unsubscribe() //nolint:errcheck // best effort
 		}
+		mu.Lock()
+		stopped = true
+		if again != nil {
+			again.Stop()
+		}
+		mu.Unlock()
 	}
 	for _, subj := range subjects {
 		s, err := b.nc.Subscribe(subj, func(*nats.Msg) {
-			select {
-			case ch <- struct{}{}:
+			signal()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case stopped: // a callback still running as stop returned
+			case again == nil:
+				again = time.AfterFunc(wakeSettle, signal)
 			default:
+				again.Reset(wakeSettle)
 			}
 		})
 		if err != nil {
