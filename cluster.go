@@ -28,6 +28,10 @@ type Cluster struct {
 	producers map[string]producerEntry
 	consumers map[string]consumerEntry
 	closed    bool
+
+	// hooks are the cluster's Hooks (AddHooks): an atomic pointer, read
+	// without mu on every event's path.
+	hooks clusterHooks
 }
 
 // producerEntry is a registered producer, untyped.

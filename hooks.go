@@ -1,0 +1,174 @@
+package tributary
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Hooks are the library's instrumentation points, in the manner of
+// franz-go's kgo hooks and Watermill's middleware: funcs the library calls
+// as producers send and consumers receive, settle and rebalance, on which
+// logging (LogHooks), metrics and tracing (the otel module), a lag
+// exporter and a monitoring page (the monitor package) are built without
+// the core depending on them. Every field may be nil: an unset hook costs
+// one atomic load and a nil check on its path, and a cluster with no Hooks
+// added costs one atomic load per event (BenchmarkHooksOff, and the
+// AllocsPerRun guards of TestHooksOffAllocs).
+//
+// Hooks are called on the goroutine of the call that makes the event,
+// synchronously, without any lock of the library or the engine held: a
+// hook may call anything on the cluster, but the event's call waits for
+// it, so a slow hook slows its producer or consumer. A hook that panics
+// panics that call. Slices and headers a hook is given are valid only
+// during the call and must not be changed, but for SendInfo.Headers.
+//
+// Several Hooks may be added to one cluster (Cluster.AddHooks); each event
+// calls them in the order added.
+type Hooks struct {
+	// OnSend is called by Producer.Send and TrySend once the partition is
+	// chosen and the value encoded, before the record is published; ctx
+	// is Send's (TrySend's: context.Background()). The hook may append to
+	// s.Headers (a trace context: W3C traceparent): the headers it holds
+	// when the hook returns are published (they must not use
+	// HeaderPayloadType). done, if not nil, is called once the publish
+	// ended, with the record's offset (−1 when err is not nil) and the
+	// error Send returns.
+	OnSend func(ctx context.Context, s *SendInfo) (done func(offset int64, err error))
+	// OnWaitForRoom is called when Send finds its partition full (SPEC
+	// rule 15) and waits for room, once per Send.
+	OnWaitForRoom func(topic string, partition int32)
+	// OnDeliver is called for each message a poll gives the consumer
+	// (Poll, TryPoll, AppendPoll, TryPollPartition, Messages, Run): the
+	// record is in flight to it (SPEC rule 10).
+	OnDeliver func(d Delivery)
+	// OnProcess is called by Consumer.Run around each handler call: ctx is
+	// the handler's context, and the context it returns is the one the
+	// handler gets (a consumer span's, linked to the producer's trace
+	// context in d.Headers). end, if not nil, is called when the handler
+	// returned, with its error (a panic's, recovered), and how long it
+	// ran. A message whose payload does not decode is not handled: it has
+	// no OnProcess.
+	OnProcess func(ctx context.Context, d Delivery) (hctx context.Context, end func(err error, elapsed time.Duration))
+	// OnAck is called after a consumer's Ack of d took effect (SPEC rule
+	// 11): Consumer.Ack, Run's after its handler succeeded, and the ack of
+	// a dead letter.
+	OnAck func(d Delivery)
+	// OnRetry is called after d was released for redelivery (SPEC rules
+	// 12, 16): Consumer.Retry and Nack, and Run's retry of a failed
+	// record, with the backoff it waits first (0 for Retry and Nack).
+	OnRetry func(d Delivery, backoff time.Duration)
+	// OnDeadLetter is called after d was published to the group's
+	// dead-letter topic deadLetterTopic (before its ack); cause is the
+	// last handler or decode error.
+	OnDeadLetter func(d Delivery, deadLetterTopic string, cause error)
+	// OnAssigned and OnRevoked are called when a consumer finds its
+	// partitions changed (franz-go's OnPartitionsAssigned and
+	// OnPartitionsRevoked): after it joins (all its partitions assigned),
+	// after a poll that finds the assignment changed by a rebalance (SPEC
+	// rules 8, 9, 18, 19), and when it leaves or finds itself expired
+	// (all revoked). r.Partitions are the ones gained or lost, ascending.
+	// A consumer learns of a rebalance at its next poll, so a revoked
+	// partition's in-flight delivery may already be another member's.
+	OnAssigned func(r Rebalance)
+	OnRevoked  func(r Rebalance)
+	// OnExpired is called when a consumer finds its session expired (SPEC
+	// rule 24: it had left its group, its deliveries cancelled), before it
+	// joins again.
+	OnExpired func(m MemberRef)
+	// OnOutage is called when Run, or a consumer's poll, meets
+	// ErrUnavailable after a call that succeeded (o.Err, Ended false), and
+	// when a call succeeds again after it (Ended true, Duration the time
+	// since the outage began): once per outage, not per failed try.
+	OnOutage func(o Outage)
+}
+
+// SendInfo is what OnSend is told of a record about to be published.
+type SendInfo struct {
+	Producer  string
+	Topic     string
+	Partition int32
+	Key       string
+	// Headers are the record's headers: a copy of the message's (capacity
+	// its length, so an append never writes into the caller's slice),
+	// which the hook may append to.
+	Headers []Header
+	// Bytes is the encoded payload's length.
+	Bytes int
+}
+
+// Delivery is a message as a consumer holds it: the record (topic,
+// partition, offset, ID, attempt, headers, payload size) and the member
+// it is in flight to.
+type Delivery struct {
+	Topic, Group, Member string
+	Partition            int32
+	Offset               int64
+	ID                   string
+	Attempt              int32 // 1 the first delivery (SPEC rule 16)
+	Headers              []Header
+	Bytes                int       // the payload's length
+	Time                 time.Time // the record's creation time
+}
+
+// Rebalance is a change of one consumer's partitions.
+type Rebalance struct {
+	Topic, Group, Member string
+	Partitions           []int32 // those gained (OnAssigned) or lost (OnRevoked), ascending
+}
+
+// MemberRef names a consumer group member.
+type MemberRef struct{ Topic, Group, Member string }
+
+// Outage is a consumer's view of an unavailable backend.
+type Outage struct {
+	Topic, Group, Member string
+	Err                  error         // the first ErrUnavailable (Ended false)
+	Ended                bool          // a call succeeded again
+	Duration             time.Duration // Ended: since the outage began
+}
+
+// hookSet is the immutable list of a cluster's Hooks, replaced whole by
+// AddHooks, and which events of it have a func.
+type hookSet struct {
+	list                                          []Hooks
+	send, wait, deliver, process, ack, retry, dlq bool
+	rebalance, expired, outage                    bool
+}
+
+// clusterHooks is a cluster's hook set: nil until AddHooks.
+type clusterHooks struct {
+	set atomic.Pointer[hookSet]
+	mu  sync.Mutex // serialises AddHooks
+}
+
+// AddHooks adds h to the cluster's hooks: every producer and consumer of
+// the cluster, those made already included, calls them for the events
+// that follow. Hooks cannot be removed; a hook that should stop checks a
+// flag of its own.
+func (c *Cluster) AddHooks(h Hooks) {
+	c.hooks.mu.Lock()
+	defer c.hooks.mu.Unlock()
+	n := &hookSet{}
+	if old := c.hooks.set.Load(); old != nil {
+		n.list = append(n.list, old.list...)
+	}
+	n.list = append(n.list, h)
+	for _, h := range n.list {
+		n.send = n.send || h.OnSend != nil
+		n.wait = n.wait || h.OnWaitForRoom != nil
+		n.deliver = n.deliver || h.OnDeliver != nil
+		n.process = n.process || h.OnProcess != nil
+		n.ack = n.ack || h.OnAck != nil
+		n.retry = n.retry || h.OnRetry != nil
+		n.dlq = n.dlq || h.OnDeadLetter != nil
+		n.rebalance = n.rebalance || h.OnAssigned != nil || h.OnRevoked != nil
+		n.expired = n.expired || h.OnExpired != nil
+		n.outage = n.outage || h.OnOutage != nil
+	}
+	c.hooks.set.Store(n)
+}
+
+// hooksOf returns c's hook set, nil when none was added.
+func (c *Cluster) hooksOf() *hookSet { return c.hooks.set.Load() }
