@@ -174,6 +174,9 @@ func TestTypedRoundTripAllocations(t *testing.T) {
 		{"no hooks", nil},
 		{"empty Hooks", []tributary.Hooks{{}}},
 		{"per-record hooks", []tributary.Hooks{{
+			// done is one func for every send: a closure made per send
+			// would be the hook's own allocation.
+			OnSend: func(context.Context, *tributary.SendInfo) func(int64, error) { return sentNoop },
 			OnDeliver: func(tributary.Delivery) {},
 			OnAck:     func(tributary.Delivery) {},
 			OnRetry:   func(tributary.Delivery, time.Duration) {},
@@ -191,6 +194,9 @@ func TestTypedRoundTripAllocations(t *testing.T) {
 		})
 	}
 }
+
+// sentNoop is the per-record hooks' OnSend done func.
+func sentNoop(int64, error) {}
 
 // roundTripAllocs returns the allocations of a TrySend, TryPoll(1) and
 // Ack round trip on c, and of one whose poll is TryAppendPoll into a

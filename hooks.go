@@ -37,7 +37,9 @@ type Hooks struct {
 	// when the hook returns are published (they must not use
 	// HeaderPayloadType). done, if not nil, is called once the publish
 	// ended, with the record's offset (−1 when err is not nil) and the
-	// error Send returns.
+	// error Send returns. s is valid until the last done returns (the
+	// library reuses it), so a done func may read it but nothing may keep
+	// it.
 	OnSend func(ctx context.Context, s *SendInfo) (done func(offset int64, err error))
 	// OnWaitForRoom is called when Send finds its partition full (SPEC
 	// rule 15) and waits for room, once per Send.
@@ -94,9 +96,11 @@ type SendInfo struct {
 	Topic     string
 	Partition int32
 	Key       string
-	// Headers are the record's headers: a copy of the message's (capacity
-	// its length, so an append never writes into the caller's slice),
-	// which the hook may append to.
+	// Headers are the record's headers: the message's slice cut to its
+	// length (slices.Clip), so that an append copies it and never writes
+	// into the caller's array. A hook may append to it; one that changes
+	// or removes an element must first copy it (slices.Clone): the
+	// elements are the caller's Message.Headers.
 	Headers []Header
 	// Bytes is the encoded payload's length.
 	Bytes int
@@ -180,32 +184,42 @@ func (c *Cluster) hooksOf() *hookSet { return c.hooks.set.Load() }
 // sendStart calls every OnSend for the record em about to be published
 // by producer to (topic, partition) and returns their done funcs, nil when
 // none returned one. The headers the hooks leave in SendInfo become em's.
-func (hs *hookSet) sendStart(ctx context.Context, producer, topic string, partition int32, em *engine.Message) []func(int64, error) {
+// The SendInfo it hands the hooks comes from sendInfos and goes back
+// there in sendDone: a hook's pointer escapes, and a Send would otherwise
+// allocate one per record.
+func (hs *hookSet) sendStart(ctx context.Context, producer, topic string, partition int32, em *engine.Message) (*SendInfo, []func(int64, error)) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s := SendInfo{Producer: producer, Topic: topic, Partition: partition, Key: em.Key,
+	s := sendInfos.Get().(*SendInfo)
+	*s = SendInfo{Producer: producer, Topic: topic, Partition: partition, Key: em.Key,
 		Headers: slices.Clip(em.Headers), Bytes: len(em.Payload)}
 	var dones []func(int64, error)
 	for _, h := range hs.list {
 		if h.OnSend != nil {
-			if d := h.OnSend(ctx, &s); d != nil {
+			if d := h.OnSend(ctx, s); d != nil {
 				dones = append(dones, d)
 			}
 		}
 	}
 	em.Headers = s.Headers
-	return dones
+	return s, dones
 }
 
-// sendDone calls the done funcs sendStart returned, in reverse order.
-func sendDone(dones []func(int64, error), off int64, err error) {
+// sendInfos holds the SendInfos of sends whose hooks are done with them.
+var sendInfos = sync.Pool{New: func() any { return new(SendInfo) }}
+
+// sendDone calls the done funcs sendStart returned, in reverse order, and
+// gives s back.
+func sendDone(s *SendInfo, dones []func(int64, error), off int64, err error) {
 	if err != nil {
 		off = -1
 	}
 	for i := len(dones) - 1; i >= 0; i-- {
 		dones[i](off, err)
 	}
+	*s = SendInfo{}
+	sendInfos.Put(s)
 }
 
 // waitForRoom calls every OnWaitForRoom.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -404,5 +405,54 @@ func TestLogHooks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkHooks is the String round trip (TrySend, TryPoll, Ack) with no
+// hooks, with Hooks whose funcs are all nil, with LogHooks at Info (a
+// production logger: nothing per record is logged) and with hooks of
+// every per-record event that do nothing: what the hooks themselves cost.
+// Compare the sub-benchmarks of one run (go test -bench Hooks -count 5,
+// benchstat), not runs of different days.
+func BenchmarkHooks(b *testing.B) {
+	info := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	noop := tributary.Hooks{
+		OnSend:    func(context.Context, *tributary.SendInfo) func(int64, error) { return nil },
+		OnDeliver: func(tributary.Delivery) {},
+		OnAck:     func(tributary.Delivery) {},
+	}
+	for _, bc := range []struct {
+		name  string
+		hooks []tributary.Hooks
+	}{
+		{"none", nil},
+		{"empty", []tributary.Hooks{{}}},
+		{"LogHooks-info", []tributary.Hooks{tributary.LogHooks(info)}},
+		{"noop-per-record", []tributary.Hooks{noop}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := testCluster(b, 1000)
+			for _, h := range bc.hooks {
+				c.AddHooks(h)
+			}
+			tp := testTopic(b, c, "t", 1, tributary.String())
+			pr := testProducer[string](b, c, "p", tributary.Manual())
+			cons := testConsumer(b, tp, "g", "m")
+			msg := tributary.Message[string]{Value: "x"}
+			var buf []tributary.Message[string]
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := pr.TrySend(tp, msg); err != nil {
+					b.Fatal(err)
+				}
+				var err error
+				if buf, err = cons.TryAppendPoll(buf[:0], 1); err != nil || len(buf) != 1 {
+					b.Fatal(len(buf), err)
+				}
+				if err := cons.Ack(buf[0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -164,9 +164,12 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m *Message[T], wait
 // before (its headers added to em), OnWaitForRoom when a waiting publish
 // finds the partition full, and OnSend's done funcs after.
 func (p *Producer[T]) publishHooked(ctx context.Context, hs *hookSet, t *Topic[T], part int32, em *engine.Message, wait bool) (int64, time.Time, error) {
-	var dones []func(int64, error)
+	var (
+		info  *SendInfo
+		dones []func(int64, error)
+	)
 	if hs.onSend {
-		dones = hs.sendStart(ctx, p.name, t.Name(), part, em)
+		info, dones = hs.sendStart(ctx, p.name, t.Name(), part, em)
 	}
 	off, ts, err := t.sp.tryPublishStamped(part, *em)
 	if wait && errors.Is(err, ErrPartitionFull) {
@@ -175,6 +178,8 @@ func (p *Producer[T]) publishHooked(ctx context.Context, hs *hookSet, t *Topic[T
 		}
 		off, ts, err = t.sp.publishStamped(ctx, p.stop, part, *em)
 	}
-	sendDone(dones, off, err)
+	if info != nil {
+		sendDone(info, dones, off, err)
+	}
 	return off, ts, err
 }
