@@ -182,44 +182,51 @@ func (c *Cluster) AddHooks(h Hooks) {
 func (c *Cluster) hooksOf() *hookSet { return c.hooks.set.Load() }
 
 // sendStart calls every OnSend for the record em about to be published
-// by producer to (topic, partition) and returns their done funcs, nil when
-// none returned one. The headers the hooks leave in SendInfo become em's.
-// The SendInfo it hands the hooks comes from sendInfos and goes back
-// there in sendDone: a hook's pointer escapes, and a Send would otherwise
-// allocate one per record.
-func (hs *hookSet) sendStart(ctx context.Context, producer, topic string, partition int32, em *engine.Message) (*SendInfo, []func(int64, error)) {
+// by producer to (topic, partition) and returns the send's state: the
+// SendInfo the hooks were given and their done funcs. The headers the
+// hooks leave in SendInfo become em's. The state comes from sendStates
+// and goes back there in sendDone: a hook's pointer escapes, and a Send
+// would otherwise allocate it, and the done funcs' slice, per record.
+func (hs *hookSet) sendStart(ctx context.Context, producer, topic string, partition int32, em *engine.Message) *sendState {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	s := sendInfos.Get().(*SendInfo)
-	*s = SendInfo{Producer: producer, Topic: topic, Partition: partition, Key: em.Key,
+	st := sendStates.Get().(*sendState)
+	st.info = SendInfo{Producer: producer, Topic: topic, Partition: partition, Key: em.Key,
 		Headers: slices.Clip(em.Headers), Bytes: len(em.Payload)}
-	var dones []func(int64, error)
 	for _, h := range hs.list {
 		if h.OnSend != nil {
-			if d := h.OnSend(ctx, s); d != nil {
-				dones = append(dones, d)
+			if d := h.OnSend(ctx, &st.info); d != nil {
+				st.dones = append(st.dones, d)
 			}
 		}
 	}
-	em.Headers = s.Headers
-	return s, dones
+	em.Headers = st.info.Headers
+	return st
 }
 
-// sendInfos holds the SendInfos of sends whose hooks are done with them.
-var sendInfos = sync.Pool{New: func() any { return new(SendInfo) }}
+// sendState is one hooked send's: what its OnSend hooks were given and
+// returned.
+type sendState struct {
+	info  SendInfo
+	dones []func(int64, error)
+}
 
-// sendDone calls the done funcs sendStart returned, in reverse order, and
-// gives s back.
-func sendDone(s *SendInfo, dones []func(int64, error), off int64, err error) {
+// sendStates holds the states of sends whose hooks are done with them.
+var sendStates = sync.Pool{New: func() any { return new(sendState) }}
+
+// sendDone calls st's done funcs in reverse order and gives st back.
+func sendDone(st *sendState, off int64, err error) {
 	if err != nil {
 		off = -1
 	}
-	for i := len(dones) - 1; i >= 0; i-- {
-		dones[i](off, err)
+	for i := len(st.dones) - 1; i >= 0; i-- {
+		st.dones[i](off, err)
 	}
-	*s = SendInfo{}
-	sendInfos.Put(s)
+	st.info = SendInfo{}
+	clear(st.dones)
+	st.dones = st.dones[:0]
+	sendStates.Put(st)
 }
 
 // waitForRoom calls every OnWaitForRoom.

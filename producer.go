@@ -164,12 +164,9 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m *Message[T], wait
 // before (its headers added to em), OnWaitForRoom when a waiting publish
 // finds the partition full, and OnSend's done funcs after.
 func (p *Producer[T]) publishHooked(ctx context.Context, hs *hookSet, t *Topic[T], part int32, em *engine.Message, wait bool) (int64, time.Time, error) {
-	var (
-		info  *SendInfo
-		dones []func(int64, error)
-	)
+	var st *sendState
 	if hs.onSend {
-		info, dones = hs.sendStart(ctx, p.name, t.Name(), part, em)
+		st = hs.sendStart(ctx, p.name, t.Name(), part, em)
 	}
 	off, ts, err := t.sp.tryPublishStamped(part, *em)
 	if wait && errors.Is(err, ErrPartitionFull) {
@@ -178,8 +175,8 @@ func (p *Producer[T]) publishHooked(ctx context.Context, hs *hookSet, t *Topic[T
 		}
 		off, ts, err = t.sp.publishStamped(ctx, p.stop, part, *em)
 	}
-	if info != nil {
-		sendDone(info, dones, off, err)
+	if st != nil {
+		sendDone(st, off, err)
 	}
 	return off, ts, err
 }
