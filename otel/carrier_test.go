@@ -70,8 +70,10 @@ func TestHeaderCarrierReplaces(t *testing.T) {
 // TestDefaultPropagator: without a global propagator, New injects W3C
 // trace context and baggage; with one, New uses it.
 func TestDefaultPropagator(t *testing.T) {
-	saved := otel.GetTextMapPropagator()
-	defer otel.SetTextMapPropagator(saved)
+	// The API's initial global propagator delegates to the first one set,
+	// for good: restoring it would keep Baggage. An empty composite
+	// (no fields) is what the other tests expect of the global one.
+	defer otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator())
 	if got := tribotel.New().Propagator().Fields(); !slices.Contains(got, "traceparent") || !slices.Contains(got, "baggage") {
 		t.Errorf("default propagator's fields %v, want traceparent and baggage", got)
 	}
@@ -113,5 +115,33 @@ func TestBaggageReachesHandler(t *testing.T) {
 				t.Errorf("handler's baggage region %q, want %q", got, tt.wgot)
 			}
 		})
+	}
+}
+
+// TestSendReplacesStaleTraceparent: a message sent with a traceparent of
+// its own (forwarded from another record) is published with the send
+// span's alone, and the caller's headers are left as they were.
+func TestSendReplacesStaleTraceparent(t *testing.T) {
+	h := newHarness(t, 1000, 1, nil)
+	stale := "00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01"
+	headers := []tributary.Header{{Key: "traceparent", Value: stale}, {Key: "user", Value: "u"}}
+	if _, err := h.prod.Send(context.Background(), h.topic, tributary.Message[string]{Value: "a", Headers: headers}); err != nil {
+		t.Fatal(err)
+	}
+	if headers[0].Value != stale {
+		t.Errorf("the caller's traceparent changed to %q", headers[0].Value)
+	}
+	seen := h.consume("g", 1, func(context.Context, tributary.Message[string]) error { return nil })
+	if err := checkHeadersCarry(h, seen); err != nil {
+		t.Error(err)
+	}
+	n := 0
+	for _, hd := range seen[0].msg.Headers {
+		if hd.Key == "traceparent" {
+			n++
+		}
+	}
+	if n != 1 || len(seen[0].msg.Headers) != 2 {
+		t.Errorf("published headers %v: want one traceparent and the user's", seen[0].msg.Headers)
 	}
 }

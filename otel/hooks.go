@@ -2,6 +2,7 @@ package tribotel
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -49,6 +50,12 @@ func (i *Instrumentation) onSend(ctx context.Context, s *tributary.SendInfo) fun
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithTimestamp(start),
 		trace.WithAttributes(spanAttrs...))
+	if i.hasField(s.Headers) {
+		// HeaderCarrier.Set would replace the value in place, and
+		// s.Headers shares its array with the caller's Message.Headers:
+		// a message forwarded with another record's trace context.
+		s.Headers = slices.Clone(s.Headers)
+	}
 	i.prop.Inject(ctx, (*HeaderCarrier)(&s.Headers))
 	partition := s.Partition
 	return func(offset int64, err error) {
@@ -68,6 +75,16 @@ func (i *Instrumentation) onSend(ctx context.Context, s *tributary.SendInfo) fun
 		i.opDuration.Record(context.Background(), time.Since(start).Seconds(), opt)
 		span.End()
 	}
+}
+
+// hasField reports whether headers hold a key the propagator injects.
+func (i *Instrumentation) hasField(headers []tributary.Header) bool {
+	for _, h := range headers {
+		if slices.Contains(i.fields, h.Key) {
+			return true
+		}
+	}
+	return false
 }
 
 // onProcess starts the process span on the handler's context, linked to

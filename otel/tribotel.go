@@ -129,6 +129,7 @@ type Instrumentation struct {
 	tracer         trace.Tracer
 	meter          metric.Meter
 	prop           propagation.TextMapPropagator
+	fields         []string // prop.Fields()
 	producerParent bool
 
 	sent, consumed, acks, retries, deadLetters metric.Int64Counter
@@ -169,6 +170,7 @@ func New(opts ...Option) *Instrumentation {
 		tracer:         cfg.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		meter:          cfg.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL)),
 		prop:           cfg.prop,
+		fields:         cfg.prop.Fields(),
 		producerParent: cfg.producerParent,
 	}
 	m := i.meter
