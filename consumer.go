@@ -152,6 +152,12 @@ type Consumer[T any] struct {
 	unreleasedN  atomic.Int32
 
 	handled, acked, retried, deadLettered, heartbeats, expired atomic.Int64
+
+	// assignMu guards assigned: the partitions the consumer last told
+	// its cluster's OnAssigned and OnRevoked hooks of (noteAssignment);
+	// used only when the cluster has such hooks.
+	assignMu sync.Mutex
+	assigned []int32
 }
 
 // NewConsumer makes name (an identifier) a member of group on topic t: it
@@ -266,8 +272,12 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 			}
 		}
 	}
-	if _, err := m.Rejoin(); err != nil {
+	parts, err := m.Rejoin()
+	if err != nil {
 		return unregister(err)
+	}
+	if hs := cl.hooksOf(); hs != nil && hs.onRebalance {
+		c.setAssignment(hs, parts)
 	}
 	if superseding {
 		// The backend fenced the older incarnation's member with the
@@ -374,6 +384,9 @@ func (c *Consumer[T]) Close() error {
 		_, c.closeErr = c.m.Leave()
 		c.rejoinMu.Unlock()
 		c.unregister()
+		if hs := c.t.c.hooksOf(); hs != nil && hs.onRebalance {
+			c.setAssignment(hs, nil)
+		}
 	})
 	return c.closeErr
 }
@@ -459,10 +472,23 @@ func (c *Consumer[T]) rejoinLocked() error {
 	if ok, err := c.m.Heartbeat(); err != nil || ok {
 		return err
 	}
-	if _, err := c.m.Rejoin(); err != nil {
+	hs := c.t.c.hooksOf()
+	if hs != nil {
+		if hs.onExpired {
+			hs.expiredMember(MemberRef{Topic: c.t.Name(), Group: c.m.Group(), Member: c.name})
+		}
+		if hs.onRebalance {
+			c.setAssignment(hs, nil)
+		}
+	}
+	parts, err := c.m.Rejoin()
+	if err != nil {
 		return err
 	}
 	c.expired.Add(1)
+	if hs != nil && hs.onRebalance {
+		c.setAssignment(hs, parts)
+	}
 	return nil
 }
 
@@ -772,7 +798,12 @@ func (c *Consumer[T]) TryPollPartition(partition int32) (Message[T], bool, error
 			}
 			return Message[T]{}, false, nil
 		}
-		return c.message(&recs[0]), true, nil
+		m := c.message(&recs[0])
+		if hs := c.t.c.hooksOf(); hs != nil {
+			c.polledHooks(hs, &recs[0], m.ID)
+			c.noteAssignment(hs)
+		}
+		return m, true, nil
 	}
 }
 
@@ -794,13 +825,55 @@ func (c *Consumer[T]) appendMessages(dst []Message[T], recs []engine.Record) []M
 	if len(recs) == 1 {
 		r := &recs[0]
 		c.t.fillHeap(&dst[n], r, c.ids.id(r.Partition, r.Offset))
-		return dst
+	} else {
+		var ids [engine.MaxPollRecords]string
+		for i, id := range c.ids.appendIDs(ids[:0], recs) {
+			c.t.fillHeap(&dst[n+i], &recs[i], id)
+		}
 	}
-	var ids [engine.MaxPollRecords]string
-	for i, id := range c.ids.appendIDs(ids[:0], recs) {
-		c.t.fillHeap(&dst[n+i], &recs[i], id)
+	if hs := c.t.c.hooksOf(); hs != nil {
+		for i := range recs {
+			c.polledHooks(hs, &recs[i], dst[n+i].ID)
+		}
+		c.noteAssignment(hs)
 	}
 	return dst
+}
+
+// polledHooks calls hs's OnDeliver for rec, whose message ID is id, just
+// polled by the consumer.
+func (c *Consumer[T]) polledHooks(hs *hookSet, rec *engine.Record, id string) {
+	if hs.onDeliver {
+		hs.deliver(recordDelivery(rec, id, c.m.Group(), c.name))
+	}
+}
+
+// noteAssignment tells hs's OnRevoked and OnAssigned hooks of the change
+// of the consumer's partitions since it last did (SPEC rules 8, 9, 18,
+// 19), revocations first, as Kafka's consumers do.
+func (c *Consumer[T]) noteAssignment(hs *hookSet) {
+	if !hs.onRebalance {
+		return
+	}
+	c.setAssignment(hs, c.m.Assignment())
+}
+
+// setAssignment records now as the consumer's partitions and calls hs's
+// OnRevoked and OnAssigned hooks for the difference from the last ones.
+func (c *Consumer[T]) setAssignment(hs *hookSet, now []int32) {
+	c.assignMu.Lock()
+	old := c.assigned
+	if slices.Equal(old, now) {
+		c.assignMu.Unlock()
+		return
+	}
+	c.assigned = now
+	c.assignMu.Unlock()
+	ref := func(ps []int32) Rebalance {
+		return Rebalance{Topic: c.t.Name(), Group: c.m.Group(), Member: c.name, Partitions: ps}
+	}
+	hs.revoked(ref(diffPartitions(old, now)))
+	hs.assigned(ref(diffPartitions(now, old)))
 }
 
 // message is the typed Message of r, its ID built by the consumer's arena.
@@ -874,14 +947,22 @@ func (c *Consumer[T]) putRecords(b *recordBuf, recs []engine.Record) {
 // name holds the record; only an Ack racing with Close itself can land on
 // the successor.
 func (c *Consumer[T]) Ack(m Message[T]) error {
-	return c.settle(m.Partition, m.Offset, false)
+	err := c.settle(m.Partition, m.Offset, false)
+	if hs := c.t.c.hooksOf(); hs != nil && hs.onAck && err == nil {
+		hs.acked(messageDelivery(&m, c.m.Group(), c.name))
+	}
+	return err
 }
 
 // Retry releases m, which must be in flight to this consumer, without
 // committing it: the next poll delivers it again with Attempt + 1 (SPEC
 // rules 12, 16). Errors: as Ack.
 func (c *Consumer[T]) Retry(m Message[T]) error {
-	return c.settle(m.Partition, m.Offset, true)
+	err := c.settle(m.Partition, m.Offset, true)
+	if hs := c.t.c.hooksOf(); hs != nil && hs.onRetry && err == nil {
+		hs.retried(messageDelivery(&m, c.m.Group(), c.name), 0)
+	}
+	return err
 }
 
 // settle is Ack (retry false: the member's Ack) and Retry (its Retry) of
@@ -1131,6 +1212,9 @@ type runner[T any] struct {
 	buf  []engine.Record
 	ids  []string
 	next int
+	// outageAt is when the backend outage under way began (the worker's;
+	// zero when none), for the OnOutage hooks.
+	outageAt time.Time
 
 	mu      sync.Mutex
 	pending map[int32]*retryTimer // partition → its pending retry; guarded by mu
@@ -1226,6 +1310,9 @@ func (r *runner[T]) drive() error {
 		r.buf, err = c.m.Poll(r.ctx, c.stop, r.buf[:0], c.cfg.batch)
 		r.next = 0
 		if errors.Is(err, ErrUnavailable) {
+			if outage == 0 {
+				r.outageBegan(err)
+			}
 			r.buf = r.buf[:0]
 			if err := c.waitOutage(r.ctx, outage); err != nil {
 				return c.runEnd(r.ctx, err)
@@ -1254,9 +1341,38 @@ func (r *runner[T]) drive() error {
 		if err != nil {
 			return c.runEnd(r.ctx, err)
 		}
-		outage = 0
 		r.ids = c.ids.appendIDs(r.ids[:0], r.buf)
+		if hs := c.t.c.hooksOf(); hs != nil {
+			if outage > 0 {
+				r.outageEnded(hs)
+			}
+			for i := range r.buf {
+				c.polledHooks(hs, &r.buf[i], r.ids[i])
+			}
+			c.noteAssignment(hs)
+		}
+		outage = 0
 	}
+}
+
+// outageBegan notes the start of an outage of Run's backend (err, its
+// first ErrUnavailable) and calls the cluster's OnOutage hooks.
+func (r *runner[T]) outageBegan(err error) {
+	r.outageAt = time.Now()
+	if hs := r.c.t.c.hooksOf(); hs != nil && hs.onOutage {
+		c := r.c
+		hs.outageEvent(Outage{Topic: c.t.Name(), Group: c.m.Group(), Member: c.name, Err: err})
+	}
+}
+
+// outageEnded calls hs's OnOutage hooks for the end of the outage that
+// outageBegan noted.
+func (r *runner[T]) outageEnded(hs *hookSet) {
+	if hs.onOutage && !r.outageAt.IsZero() {
+		c := r.c
+		hs.outageEvent(Outage{Topic: c.t.Name(), Group: c.m.Group(), Member: c.name, Ended: true, Duration: time.Since(r.outageAt)})
+	}
+	r.outageAt = time.Time{}
 }
 
 // errHandlerExit is the failure of a handler that ended its goroutine
@@ -1323,17 +1439,29 @@ func (r *runner[T]) call(rec *engine.Record, m *Message[T]) error {
 
 // handle runs the handler on m's copy, its panic recovered as an error.
 func (r *runner[T]) handle(m *Message[T]) (err error) {
+	ctx := r.ctx
+	var (
+		ends  []func(error, time.Duration)
+		start time.Time
+	)
+	if hs := r.c.t.c.hooksOf(); hs != nil && hs.onProcess {
+		ctx, ends = hs.processStart(ctx, messageDelivery(m, r.c.m.Group(), r.c.name))
+		start = time.Now()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = newPanicError("handler", p)
 		}
+		if ends != nil {
+			processEnd(ends, err, time.Since(start))
+		}
 	}()
 	if m.Headers == nil {
-		return r.h(r.ctx, *m) // a copy already: nothing of it is shared with m
+		return r.h(ctx, *m) // a copy already: nothing of it is shared with m
 	}
 	hm := *m
 	hm.Headers = slices.Clone(m.Headers)
-	return r.h(r.ctx, hm)
+	return r.h(ctx, hm)
 }
 
 // resume is the worker that follows one whose handler called
@@ -1373,6 +1501,9 @@ func (r *runner[T]) settleRecord(rec *engine.Record, m *Message[T], herr error) 
 			}
 			if ok {
 				c.acked.Add(1)
+				if hs := c.t.c.hooksOf(); hs != nil && hs.onAck {
+					hs.acked(messageDelivery(m, c.m.Group(), c.name))
+				}
 			}
 			return nil
 		}
@@ -1381,7 +1512,11 @@ func (r *runner[T]) settleRecord(rec *engine.Record, m *Message[T], herr error) 
 		return c.deadLetter(r.settle, m, herr, true)
 	}
 	c.retried.Add(1)
-	r.retryLater(rec.Partition, rec.Offset, r.backoff(rec.Attempt))
+	d := r.backoff(rec.Attempt)
+	r.retryLater(rec.Partition, rec.Offset, d)
+	if hs := c.t.c.hooksOf(); hs != nil && hs.onRetry {
+		hs.retried(messageDelivery(m, c.m.Group(), c.name), d)
+	}
 	return nil
 }
 
@@ -1541,13 +1676,20 @@ func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error
 		break
 	}
 	c.deadLettered.Add(1)
+	hs := c.t.c.hooksOf()
+	if hs != nil && hs.onDLQ {
+		hs.deadLettered(messageDelivery(m, c.m.Group(), c.name), c.dlq.Name(), cause)
+	}
 	for outage := 0; ; outage++ {
-		_, err := c.m.Ack(m.Partition, m.Offset)
+		ok, err := c.m.Ack(m.Partition, m.Offset)
 		if rideOut && errors.Is(err, ErrUnavailable) {
 			if werr := c.waitOutage(ctx, outage); werr != nil {
 				return werr
 			}
 			continue
+		}
+		if ok && hs != nil && hs.onAck {
+			hs.acked(messageDelivery(m, c.m.Group(), c.name))
 		}
 		return err
 	}

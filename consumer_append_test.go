@@ -159,12 +159,43 @@ func TestMessagesIterates(t *testing.T) {
 // TestTypedRoundTripAllocations: the String codec's round trip allocates
 // one message slice in TryPoll and nothing else (the IDs come from a
 // shared block: AllocsPerRun's integer average shows 0), and nothing with
-// a reused buffer; publishing allocates nothing.
+// a reused buffer; publishing allocates nothing. The same with Hooks added
+// whose funcs are all nil, and with hooks of every per-record event that
+// do nothing (Hooks cost nothing by themselves: an unset hook is a nil
+// check).
 func TestTypedRoundTripAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	c := testCluster(t, 1000)
+	for _, hc := range []struct {
+		name  string
+		hooks []tributary.Hooks
+	}{
+		{"no hooks", nil},
+		{"empty Hooks", []tributary.Hooks{{}}},
+		{"per-record hooks", []tributary.Hooks{{
+			OnDeliver: func(tributary.Delivery) {},
+			OnAck:     func(tributary.Delivery) {},
+			OnRetry:   func(tributary.Delivery, time.Duration) {},
+		}}},
+	} {
+		t.Run(hc.name, func(t *testing.T) {
+			c := testCluster(t, 1000)
+			for _, h := range hc.hooks {
+				c.AddHooks(h)
+			}
+			fresh, reused := roundTripAllocs(t, c)
+			if fresh > 1 || reused > 0 {
+				t.Fatalf("allocations per round trip: TryPoll %v (want ≤ 1), TryAppendPoll %v (want 0)", fresh, reused)
+			}
+		})
+	}
+}
+
+// roundTripAllocs returns the allocations of a TrySend, TryPoll(1) and
+// Ack round trip on c, and of one whose poll is TryAppendPoll into a
+// reused slice.
+func roundTripAllocs(t *testing.T, c *tributary.Cluster) (fresh, reused float64) {
 	tp := testTopic(t, c, "t", 1, tributary.String())
 	pr := testProducer[string](t, c, "p", tributary.Manual())
 	cons := testConsumer(t, tp, "g", "m")
@@ -181,7 +212,7 @@ func TestTypedRoundTripAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fresh := testing.AllocsPerRun(2000, func() {
+	fresh = testing.AllocsPerRun(2000, func() {
 		roundTrip(func() []tributary.Message[string] {
 			ms, err := cons.TryPoll(1)
 			if err != nil {
@@ -191,7 +222,7 @@ func TestTypedRoundTripAllocations(t *testing.T) {
 		})
 	})
 	var buf []tributary.Message[string]
-	reused := testing.AllocsPerRun(2000, func() {
+	reused = testing.AllocsPerRun(2000, func() {
 		roundTrip(func() []tributary.Message[string] {
 			var err error
 			if buf, err = cons.TryAppendPoll(buf[:0], 1); err != nil {
@@ -200,9 +231,7 @@ func TestTypedRoundTripAllocations(t *testing.T) {
 			return buf
 		})
 	})
-	if fresh > 1 || reused > 0 {
-		t.Fatalf("allocations per round trip: TryPoll %v (want ≤ 1), TryAppendPoll %v (want 0)", fresh, reused)
-	}
+	return fresh, reused
 }
 
 // TestMessagesLoopHeartbeats: a range loop over Messages whose body works

@@ -2,9 +2,12 @@ package tributary
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/f91dcac0/tributary/engine"
 )
 
 // Hooks are the library's instrumentation points, in the manner of
@@ -52,12 +55,13 @@ type Hooks struct {
 	// no OnProcess.
 	OnProcess func(ctx context.Context, d Delivery) (hctx context.Context, end func(err error, elapsed time.Duration))
 	// OnAck is called after a consumer's Ack of d took effect (SPEC rule
-	// 11): Consumer.Ack, Run's after its handler succeeded, and the ack of
-	// a dead letter.
+	// 11): Consumer.Ack, Run's after its handler succeeded, and the ack
+	// that follows a dead letter (Run's and Nack's).
 	OnAck func(d Delivery)
-	// OnRetry is called after d was released for redelivery (SPEC rules
-	// 12, 16): Consumer.Retry and Nack, and Run's retry of a failed
-	// record, with the backoff it waits first (0 for Retry and Nack).
+	// OnRetry is called after Consumer.Retry (and Nack's retry) released
+	// d for redelivery (SPEC rules 12, 16), backoff 0, and when Run
+	// schedules the retry of a record its handler failed, backoff the
+	// delay before the record is released.
 	OnRetry func(d Delivery, backoff time.Duration)
 	// OnDeadLetter is called after d was published to the group's
 	// dead-letter topic deadLetterTopic (before its ack); cause is the
@@ -77,10 +81,10 @@ type Hooks struct {
 	// rule 24: it had left its group, its deliveries cancelled), before it
 	// joins again.
 	OnExpired func(m MemberRef)
-	// OnOutage is called when Run, or a consumer's poll, meets
-	// ErrUnavailable after a call that succeeded (o.Err, Ended false), and
-	// when a call succeeds again after it (Ended true, Duration the time
-	// since the outage began): once per outage, not per failed try.
+	// OnOutage is called when Consumer.Run's poll meets ErrUnavailable
+	// after one that succeeded (o.Err, Ended false), and when a poll
+	// delivers again after it (Ended true, Duration the time since the
+	// outage began): once per outage, not per failed try.
 	OnOutage func(o Outage)
 }
 
@@ -132,9 +136,9 @@ type Outage struct {
 // hookSet is the immutable list of a cluster's Hooks, replaced whole by
 // AddHooks, and which events of it have a func.
 type hookSet struct {
-	list                                          []Hooks
-	send, wait, deliver, process, ack, retry, dlq bool
-	rebalance, expired, outage                    bool
+	list                                                 []Hooks
+	onSend, onWait, onDeliver, onProcess, onAck, onRetry bool
+	onDLQ, onRebalance, onExpired, onOutage              bool
 }
 
 // clusterHooks is a cluster's hook set: nil until AddHooks.
@@ -156,19 +160,188 @@ func (c *Cluster) AddHooks(h Hooks) {
 	}
 	n.list = append(n.list, h)
 	for _, h := range n.list {
-		n.send = n.send || h.OnSend != nil
-		n.wait = n.wait || h.OnWaitForRoom != nil
-		n.deliver = n.deliver || h.OnDeliver != nil
-		n.process = n.process || h.OnProcess != nil
-		n.ack = n.ack || h.OnAck != nil
-		n.retry = n.retry || h.OnRetry != nil
-		n.dlq = n.dlq || h.OnDeadLetter != nil
-		n.rebalance = n.rebalance || h.OnAssigned != nil || h.OnRevoked != nil
-		n.expired = n.expired || h.OnExpired != nil
-		n.outage = n.outage || h.OnOutage != nil
+		n.onSend = n.onSend || h.OnSend != nil
+		n.onWait = n.onWait || h.OnWaitForRoom != nil
+		n.onDeliver = n.onDeliver || h.OnDeliver != nil
+		n.onProcess = n.onProcess || h.OnProcess != nil
+		n.onAck = n.onAck || h.OnAck != nil
+		n.onRetry = n.onRetry || h.OnRetry != nil
+		n.onDLQ = n.onDLQ || h.OnDeadLetter != nil
+		n.onRebalance = n.onRebalance || h.OnAssigned != nil || h.OnRevoked != nil
+		n.onExpired = n.onExpired || h.OnExpired != nil
+		n.onOutage = n.onOutage || h.OnOutage != nil
 	}
 	c.hooks.set.Store(n)
 }
 
 // hooksOf returns c's hook set, nil when none was added.
 func (c *Cluster) hooksOf() *hookSet { return c.hooks.set.Load() }
+
+// sendStart calls every OnSend for the record em about to be published
+// by producer to (topic, partition) and returns their done funcs, nil when
+// none returned one. The headers the hooks leave in SendInfo become em's.
+func (hs *hookSet) sendStart(ctx context.Context, producer, topic string, partition int32, em *engine.Message) []func(int64, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s := SendInfo{Producer: producer, Topic: topic, Partition: partition, Key: em.Key,
+		Headers: slices.Clip(em.Headers), Bytes: len(em.Payload)}
+	var dones []func(int64, error)
+	for _, h := range hs.list {
+		if h.OnSend != nil {
+			if d := h.OnSend(ctx, &s); d != nil {
+				dones = append(dones, d)
+			}
+		}
+	}
+	em.Headers = s.Headers
+	return dones
+}
+
+// sendDone calls the done funcs sendStart returned, in reverse order.
+func sendDone(dones []func(int64, error), off int64, err error) {
+	if err != nil {
+		off = -1
+	}
+	for i := len(dones) - 1; i >= 0; i-- {
+		dones[i](off, err)
+	}
+}
+
+// waitForRoom calls every OnWaitForRoom.
+func (hs *hookSet) waitForRoom(topic string, partition int32) {
+	for _, h := range hs.list {
+		if h.OnWaitForRoom != nil {
+			h.OnWaitForRoom(topic, partition)
+		}
+	}
+}
+
+// deliver calls every OnDeliver with d.
+func (hs *hookSet) deliver(d Delivery) {
+	for _, h := range hs.list {
+		if h.OnDeliver != nil {
+			h.OnDeliver(d)
+		}
+	}
+}
+
+// processStart calls every OnProcess, each given the context the one
+// before returned, and returns the handler's context and the end funcs.
+func (hs *hookSet) processStart(ctx context.Context, d Delivery) (context.Context, []func(error, time.Duration)) {
+	var ends []func(error, time.Duration)
+	for _, h := range hs.list {
+		if h.OnProcess == nil {
+			continue
+		}
+		hctx, end := h.OnProcess(ctx, d)
+		if hctx != nil {
+			ctx = hctx
+		}
+		if end != nil {
+			ends = append(ends, end)
+		}
+	}
+	return ctx, ends
+}
+
+// processEnd calls the end funcs processStart returned, in reverse order.
+func processEnd(ends []func(error, time.Duration), err error, elapsed time.Duration) {
+	for i := len(ends) - 1; i >= 0; i-- {
+		ends[i](err, elapsed)
+	}
+}
+
+// acked, retried and deadLettered call every OnAck, OnRetry and
+// OnDeadLetter.
+func (hs *hookSet) acked(d Delivery) {
+	for _, h := range hs.list {
+		if h.OnAck != nil {
+			h.OnAck(d)
+		}
+	}
+}
+
+func (hs *hookSet) retried(d Delivery, backoff time.Duration) {
+	for _, h := range hs.list {
+		if h.OnRetry != nil {
+			h.OnRetry(d, backoff)
+		}
+	}
+}
+
+func (hs *hookSet) deadLettered(d Delivery, topic string, cause error) {
+	for _, h := range hs.list {
+		if h.OnDeadLetter != nil {
+			h.OnDeadLetter(d, topic, cause)
+		}
+	}
+}
+
+// assigned and revoked call every OnAssigned or OnRevoked with r, when r
+// has partitions.
+func (hs *hookSet) assigned(r Rebalance) {
+	if len(r.Partitions) == 0 {
+		return
+	}
+	for _, h := range hs.list {
+		if h.OnAssigned != nil {
+			h.OnAssigned(r)
+		}
+	}
+}
+
+func (hs *hookSet) revoked(r Rebalance) {
+	if len(r.Partitions) == 0 {
+		return
+	}
+	for _, h := range hs.list {
+		if h.OnRevoked != nil {
+			h.OnRevoked(r)
+		}
+	}
+}
+
+// expiredMember calls every OnExpired.
+func (hs *hookSet) expiredMember(m MemberRef) {
+	for _, h := range hs.list {
+		if h.OnExpired != nil {
+			h.OnExpired(m)
+		}
+	}
+}
+
+// outage calls every OnOutage.
+func (hs *hookSet) outageEvent(o Outage) {
+	for _, h := range hs.list {
+		if h.OnOutage != nil {
+			h.OnOutage(o)
+		}
+	}
+}
+
+// recordDelivery is the Delivery of rec, whose message ID is id, in
+// flight to member of group.
+func recordDelivery(rec *engine.Record, id, group, member string) Delivery {
+	return Delivery{Topic: rec.Topic, Group: group, Member: member, Partition: rec.Partition,
+		Offset: rec.Offset, ID: id, Attempt: rec.Attempt, Headers: rec.Headers,
+		Bytes: len(rec.Payload), Time: rec.Time}
+}
+
+// messageDelivery is the Delivery of m, in flight to member of group.
+func messageDelivery[T any](m *Message[T], group, member string) Delivery {
+	return Delivery{Topic: m.Topic, Group: group, Member: member, Partition: m.Partition,
+		Offset: m.Offset, ID: m.ID, Attempt: m.Attempt, Headers: m.Headers,
+		Bytes: len(m.Payload), Time: m.Time}
+}
+
+// diffPartitions returns the partitions of a not in b; both ascending.
+func diffPartitions(a, b []int32) []int32 {
+	var out []int32
+	for _, p := range a {
+		if _, found := slices.BinarySearch(b, p); !found {
+			out = append(out, p)
+		}
+	}
+	return out
+}

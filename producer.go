@@ -2,6 +2,7 @@ package tributary
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync/atomic"
@@ -143,7 +144,9 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m *Message[T], wait
 	em := engine.Message{Key: m.Key, Headers: m.Headers, Payload: payload, Time: m.Time}
 	var off int64
 	var ts time.Time
-	if wait {
+	if hs := p.c.hooksOf(); hs != nil {
+		off, ts, err = p.publishHooked(ctx, hs, t, part, &em, wait)
+	} else if wait {
 		off, ts, err = t.sp.publishStamped(ctx, p.stop, part, em)
 	} else {
 		off, ts, err = t.sp.tryPublishStamped(part, em)
@@ -155,4 +158,23 @@ func (p *Producer[T]) send(ctx context.Context, t *Topic[T], m *Message[T], wait
 	m.ID, m.Topic, m.Partition, m.Offset, m.Time = p.ids.id(part, off), t.Name(), part, off, ts
 	m.PayloadType, m.Payload, m.Attempt, m.Err = t.pt, payload, 0, nil
 	return nil
+}
+
+// publishHooked is send's publish with the cluster's hooks hs: OnSend
+// before (its headers added to em), OnWaitForRoom when a waiting publish
+// finds the partition full, and OnSend's done funcs after.
+func (p *Producer[T]) publishHooked(ctx context.Context, hs *hookSet, t *Topic[T], part int32, em *engine.Message, wait bool) (int64, time.Time, error) {
+	var dones []func(int64, error)
+	if hs.onSend {
+		dones = hs.sendStart(ctx, p.name, t.Name(), part, em)
+	}
+	off, ts, err := t.sp.tryPublishStamped(part, *em)
+	if wait && errors.Is(err, ErrPartitionFull) {
+		if hs.onWait {
+			hs.waitForRoom(t.Name(), part)
+		}
+		off, ts, err = t.sp.publishStamped(ctx, p.stop, part, *em)
+	}
+	sendDone(dones, off, err)
+	return off, ts, err
 }

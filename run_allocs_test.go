@@ -3,6 +3,8 @@ package tributary_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -24,13 +26,29 @@ func mallocs() uint64 {
 // the consumer's block), the handler's copy, the hand-off to the handler
 // and the Ack allocate nothing per record; what Run allocates once
 // (contexts, goroutines, its state) and the ID blocks are amortised.
+//
+// The same with LogHooks at Info added (a production logger: its
+// per-record hooks check the level and log nothing; its rebalance hooks
+// read the assignment once per poll).
 func TestRunAllocatesNothingPerRecord(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
+	t.Run("no hooks", func(t *testing.T) { runAllocs(t, nil) })
+	t.Run("LogHooks at Info", func(t *testing.T) {
+		l := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		runAllocs(t, []tributary.Hooks{tributary.LogHooks(l)})
+	})
+}
+
+// runAllocs is TestRunAllocatesNothingPerRecord on a cluster with hooks.
+func runAllocs(t *testing.T, hooks []tributary.Hooks) {
 	const partitions, capacity = 16, 1000
 	const n = partitions * capacity
 	c := testCluster(t, capacity)
+	for _, h := range hooks {
+		c.AddHooks(h)
+	}
 	tp := testTopic(t, c, "t", partitions, tributary.String())
 	cons := testConsumer(t, tp, "g", "c1")
 	pr := testProducer[string](t, c, "p", tributary.RoundRobin())

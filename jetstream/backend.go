@@ -276,8 +276,9 @@ func Open(cfg Config) (*Backend, error) {
 // at a server's shutdown).
 func asyncError(*nats.Conn, *nats.Subscription, error) {}
 
-// wakeSettle is how long after a wake-up wakeOn wakes its waiter again.
-const wakeSettle = 20 * time.Millisecond
+// wakeSettle is when, after the last message that woke it, wakeOn wakes
+// its waiter again: each delay counted from the one before.
+var wakeSettle = [...]time.Duration{20 * time.Millisecond, 80 * time.Millisecond, 400 * time.Millisecond}
 
 // wakeOn subscribes to subjects (core NATS) and returns a channel that
 // holds a value after any message arrived since it was last drained. The
@@ -290,7 +291,17 @@ const wakeSettle = 20 * time.Millisecond
 // can read the state before that write is there, find nothing changed and
 // wait again, with no wake-up left to come (seen: a Publish to a full
 // partition waiting out its fallback after the last Ack that made room).
-// So each wake-up comes again wakeSettle later, by then stored.
+// The same lag hides a write whose message passed before the
+// subscriptions were made: the waiter's re-check, made once they are,
+// can still read the state without it, and no message of it is to come
+// (seen: one loaded race run in 50 of TestPublishWakesOnCommit, its
+// Publish subscribing just after the Ack that made room, waited out its
+// fallback so).
+// So each wake-up, and the subscribing itself, comes again after each
+// delay of wakeSettle (20 ms, then 100 ms and 500 ms after), by when a
+// loaded server has stored the write; a message meanwhile starts the
+// series again. Past the last, the waiter's fallback (fallbackWait) is
+// left.
 func (b *Backend) wakeOn(subjects ...string) (wake <-chan struct{}, stop func(), err error) {
 	ch := make(chan struct{}, 1)
 	signal := func() {
@@ -300,10 +311,19 @@ func (b *Backend) wakeOn(subjects ...string) (wake <-chan struct{}, stop func(),
 		}
 	}
 	var (
-		mu      sync.Mutex // guards again and stopped
+		mu      sync.Mutex // guards again, step and stopped
 		again   *time.Timer
+		step    int // the delay of wakeSettle again is timing
 		stopped bool
 	)
+	settle := func() {
+		signal()
+		mu.Lock()
+		defer mu.Unlock()
+		if step++; !stopped && step < len(wakeSettle) {
+			again.Reset(wakeSettle[step])
+		}
+	}
 	subs := make([]*nats.Subscription, 0, len(subjects))
 	stop = func() {
 		for _, s := range subs {
@@ -324,9 +344,10 @@ func (b *Backend) wakeOn(subjects ...string) (wake <-chan struct{}, stop func(),
 			switch {
 			case stopped: // a callback still running as stop returned
 			case again == nil:
-				again = time.AfterFunc(wakeSettle, signal)
+				again = time.AfterFunc(wakeSettle[0], settle)
 			default:
-				again.Reset(wakeSettle)
+				step = 0
+				again.Reset(wakeSettle[0])
 			}
 		})
 		if err != nil {
@@ -339,6 +360,14 @@ func (b *Backend) wakeOn(subjects ...string) (wake <-chan struct{}, stop func(),
 		stop()
 		return nil, nil, b.fail(err)
 	}
+	// A write whose message passed before the subscriptions were made
+	// may be stored only after the waiter's re-check has read the state:
+	// the series starts now too, as if a message had just come.
+	mu.Lock()
+	if again == nil && !stopped {
+		again = time.AfterFunc(wakeSettle[0], settle)
+	}
+	mu.Unlock()
 	return ch, stop, nil
 }
 
