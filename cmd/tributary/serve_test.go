@@ -42,6 +42,9 @@ produce event web orders order.json
 produce event web orders order.json
 produce event web orders order.json
 consume event c1 p0
+create consumer group fraud orders Sticky --dead-letter dlq --max-attempts 1
+create consumer fraud f1
+consume event f1 p1 --fail
 `
 
 var urlRE = regexp.MustCompile(`commands done; serving (http://127\.0\.0\.1:[0-9]+/) until interrupted`)
@@ -95,9 +98,10 @@ func TestServe(t *testing.T) {
 	if err := json.Unmarshal(get(t, url+"api/state"), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Topics) != 1 || st.Topics[0].Topic != "orders" {
-		t.Fatalf("topics %+v, want orders", st.Topics)
+	if len(st.Topics) != 2 || st.Topics[0].Topic != "dlq" || st.Topics[1].Topic != "orders" {
+		t.Fatalf("topics %+v, want dlq and orders", st.Topics)
 	}
+	orders := st.Topics[1]
 	type wgroup struct {
 		assignor, members string
 		lag               []int64
@@ -105,11 +109,12 @@ func TestServe(t *testing.T) {
 	want := map[string]wgroup{
 		"audit":   {"RoundRobin", "a1", []int64{2, 1}},
 		"billing": {"Range", "c1 c2", []int64{1, 1}}, // c1 consumed orders p0's first event
+		"fraud":   {"Sticky", "f1", []int64{2, 0}},   // f1 dead-lettered p1's
 	}
-	if len(st.Topics[0].Groups) != len(want) {
-		t.Fatalf("groups %+v, want audit and billing", st.Topics[0].Groups)
+	if len(orders.Groups) != len(want) {
+		t.Fatalf("groups %+v, want audit, billing and fraud", orders.Groups)
 	}
-	for _, g := range st.Topics[0].Groups {
+	for _, g := range orders.Groups {
 		w := want[g.Group]
 		var lag []int64
 		for _, p := range g.Partitions {
@@ -118,6 +123,12 @@ func TestServe(t *testing.T) {
 		if g.Assignor != w.assignor || strings.Join(g.Members, " ") != w.members || !equalInts(lag, w.lag) {
 			t.Errorf("group %s: %s, members %v, lag %v; want %s, %s, %v", g.Group, g.Assignor, g.Members, lag, w.assignor, w.members, w.lag)
 		}
+	}
+	if len(st.DeadLetters) != 1 {
+		t.Fatalf("dead letters %+v, want f1's", st.DeadLetters)
+	}
+	if d := st.DeadLetters[0]; d.Topic != "orders" || d.Group != "fraud" || d.Partition != 1 || d.Offset != 0 || d.Attempt != 1 || d.DeadLetterTopic != "dlq" || !strings.Contains(d.Cause, "--fail") {
+		t.Errorf("dead letter %+v, want orders/fraud p1 offset 0 attempt 1 to dlq, cause the --fail", d)
 	}
 	if page := get(t, url); !bytes.Contains(page, []byte("Tributary monitor")) {
 		t.Errorf("GET / is not the page:\n%.200s", page)
