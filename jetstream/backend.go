@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strconv"
@@ -135,6 +136,12 @@ type Config struct {
 	// for a topic when the topic is created (stored with it); later Opens
 	// with another window do not change it.
 	ReplayWindow int32
+	// Logger receives the backend's events (nil: silent, the default):
+	// the connection lost (Warn) and back (Info), group rebalances and
+	// session expiries (Info), and the repairs the backend makes for a
+	// process that died mid-call (Warn: a cursor a placer left below the
+	// log start moved up to it). Nothing per record.
+	Logger *slog.Logger
 }
 
 // Backend is a tributary.Backend on NATS JetStream: every partition is a
@@ -218,6 +225,12 @@ func Open(cfg Config) (*Backend, error) {
 		nats.ReconnectWait(100 * time.Millisecond),
 		nats.NoCallbacksAfterClientClose(),
 		nats.ErrorHandler(asyncError),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			cfg.Logger.Warn("tributary/jetstream: connection lost", "prefix", cfg.Prefix, "error", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			cfg.Logger.Info("tributary/jetstream: connection back", "prefix", cfg.Prefix, "url", nc.ConnectedUrlRedacted())
+		}),
 	}
 	url := cfg.URL
 	if cfg.Server != nil {
@@ -405,6 +418,9 @@ func connect(url string, timeout time.Duration, opts []nats.Option) (*nats.Conn,
 func (cfg *Config) fill() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: jetstream config: "+format, append([]any{engine.ErrInvalidArgument}, args...)...)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case (cfg.URL == "") == (cfg.Server == nil):

@@ -132,6 +132,8 @@ func (b *Backend) waitPlacer(t, g string, p int32, inc uint64, since *time.Time)
 		return nil
 	}
 	*since = time.Time{}
+	b.cfg.Logger.Warn("tributary/jetstream: a placement left the cursor below the log start; moving it up",
+		"topic", t, "group", g, "partition", p, "waited", fallbackWait)
 	_, _, err := b.place(t, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
 		if !ok || cur.Inc != inc || cur.Committed >= low {
 			return cursorVal{}, false, nil // replaced, deleted or put back meanwhile
@@ -533,6 +535,8 @@ func (b *Backend) rebalance(t, g string, given engine.Assignor, change func(next
 				}
 			}
 		}
+		b.cfg.Logger.Info("tributary/jetstream: group rebalanced", "topic", t, "group", g,
+			"generation", next.Gen, "members", next.Members, "assignor", next.Assignor)
 		// Every cursor is brought up to next, not only those moved by
 		// this commit: an earlier rebalance's migration may still be
 		// running (or its rebalancer gone), and after this call returns no

@@ -111,7 +111,8 @@ func (b *Backend) expire(t, g string, gv *groupVal, sv seenVal) error {
 	if len(b.expired(gv, sv, now)) == 0 {
 		return nil
 	}
-	_, _, err := b.rebalance(t, g, nil, func(next *groupVal, exists bool, _ int32) (bool, error) {
+	var gone []string
+	_, changed, err := b.rebalance(t, g, nil, func(next *groupVal, exists bool, _ int32) (bool, error) {
 		if !exists {
 			return false, nil
 		}
@@ -119,13 +120,16 @@ func (b *Backend) expire(t, g string, gv *groupVal, sv seenVal) error {
 		if _, _, err := b.get(seenKey(t, g), &fresh); err != nil {
 			return false, err
 		}
-		gone := b.expired(next, fresh, now)
+		gone = b.expired(next, fresh, now)
 		if len(gone) == 0 {
 			return false, nil
 		}
 		next.Members = slices.DeleteFunc(next.Members, func(x string) bool { return slices.Contains(gone, x) })
 		return true, nil
 	})
+	if changed {
+		b.cfg.Logger.Info("tributary/jetstream: sessions expired", "topic", t, "group", g, "members", gone)
+	}
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -338,6 +339,8 @@ type subscription struct {
 func (sub *subscription) run() {
 	var workers sync.WaitGroup
 	work := make(chan *tributary.Message[[]byte]) // to an idle worker
+	var assigned []int32
+	assigned = sub.logAssignment(assigned)
 	for {
 		acks := sub.ackCount()
 		msgs, err := sub.c.Poll(sub.ctx, engine.MaxPollRecords)
@@ -347,6 +350,7 @@ func (sub *subscription) run() {
 			}
 			break
 		}
+		assigned = sub.logAssignment(assigned)
 		for i := range msgs {
 			m := &msgs[i]
 			if !sub.hold(m, acks) {
@@ -366,11 +370,29 @@ func (sub *subscription) run() {
 		sub.logger.Error("Cannot leave the consumer group", err, nil)
 	}
 	sub.s.dropEphemeral(sub.c.Topic(), sub.c.Group())
+	sub.logger.Info("Subscription closed", watermill.LogFields{"partitions_revoked": fmt.Sprint(assigned)})
 	close(sub.out)
 	sub.s.mu.Lock()
 	delete(sub.s.subs, sub)
 	sub.s.mu.Unlock()
 	sub.s.running.Done()
+}
+
+// logAssignment logs, at Info, the partitions the subscription's consumer
+// gained and lost since its assignment was last, and returns the one it
+// has now (a rebalance: SPEC rules 8, 9, 18, 19; the consumer learns of
+// it at its poll).
+func (sub *subscription) logAssignment(last []int32) []int32 {
+	now := sub.c.Assignment()
+	if slices.Equal(now, last) {
+		return last
+	}
+	diff := func(a, b []int32) []int32 {
+		return slices.DeleteFunc(slices.Clone(a), func(p int32) bool { return slices.Contains(b, p) })
+	}
+	sub.logger.Info("Partitions assigned", watermill.LogFields{
+		"partitions": fmt.Sprint(now), "gained": fmt.Sprint(diff(now, last)), "lost": fmt.Sprint(diff(last, now))})
+	return now
 }
 
 // worker delivers m, then each message run hands it, until the
