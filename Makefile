@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test fuzz-short test-watermill test-otel test-jetstream demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
+.PHONY: all test fuzz-short test-watermill test-otel test-jetstream test-browser monitor-screenshot demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -66,6 +66,22 @@ test-otel:
 ## detector. CI runs it after make test.
 test-jetstream:
 	TRIBUTARY_JS_CLUSTER=1 $(GO) test -race -count=1 -timeout 10m ./jetstream/
+
+## test-browser: the monitor page (package monitor) in headless Chromium: a
+## live cluster's page loaded, its DOM checked against Describe, and pages
+## with a wrong lag rejected (monitor/browser_test.go, about 15 s). Installs
+## Debian's chromium first when it is missing (as root, with apt-get: about a
+## minute); TRIBUTARY_BROWSER=1 makes a missing browser a failure, not a
+## skip. CI runs it after make test.
+test-browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	TRIBUTARY_BROWSER=1 $(GO) test -race -count=1 -run Browser -v ./monitor/
+
+## monitor-screenshot: the browser test, writing its screenshot of the page
+## to docs/images/monitor.png.
+monitor-screenshot:
+	TRIBUTARY_BROWSER=1 $(GO) test -count=1 -run Browser ./monitor/ -screenshot $(CURDIR)/docs/images/monitor.png
 
 ## demo: the worked examples, then a concurrent workload with its checks.
 demo:

@@ -10,6 +10,9 @@
 //	tributary [flags]            prompt with line editing and history
 //	                             (commands from standard input when it is not a terminal)
 //	tributary run [flags] FILE   run a script, stopping at the first error
+//	tributary serve -http ADDR [flags] [FILE]
+//	                             the same with the cluster's monitor page served at ADDR,
+//	                             kept serving after the commands until interrupted
 //	tributary demo [flags]       the example script examples/demo.tri, then the audit
 //	tributary audit [flags]      a concurrent workload checked for loss, duplicates and order
 //	tributary help               this text
@@ -19,9 +22,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"golang.org/x/term"
 )
@@ -48,6 +54,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runRun(args[1:], stdin, stdout, stderr)
+	case "serve":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runServe(ctx, args[1:], stdin, isTerminal(stdin), stdout, stderr)
 	case "demo":
 		return runDemoScript(args[1:], stdout, stderr)
 	case "audit":
@@ -82,6 +92,10 @@ Usage:
             [-seed N] [-backend memory|jetstream] [-nats URL] [-session-timeout D] FILE
         run the commands of FILE (- for standard input); stops at the first
         error with its line number and exit status 1
+  tributary serve -http ADDR [run's flags] [FILE]
+        the cluster's monitor page at http://ADDR/ (JSON at /api/state) while
+        the commands of FILE run (none: standard input, or the prompt), then
+        until interrupted (Ctrl-C); the URL is printed on standard error
   tributary demo [audit flags]
         the example script (examples/demo.tri) with a transcript, then the audit
   tributary audit [flags]

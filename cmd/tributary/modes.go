@@ -41,15 +41,19 @@ type sessionFlags struct {
 	brokerNow func() time.Time
 }
 
-// parseSessionFlags parses args for cmd ("tributary" or "tributary run"),
-// flags before or after the positional arguments, and returns the
+// parseSessionFlags parses args for cmd ("tributary", "tributary run" or
+// "tributary serve", whose own flags extra defines), flags before or
+// after the positional arguments, and returns the
 // positional arguments. Every value is checked before any work; a bad one
 // is one line naming the flag (and its range), -h prints the usage on
 // stdout.
-func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(io.Writer)) (sessionFlags, []string, error) {
+func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(io.Writer), extra ...func(*flag.FlagSet)) (sessionFlags, []string, error) {
 	f := sessionFlags{capacity: 1000, window: -1, now: time.Now, seed: -1, backend: "memory"}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	for _, define := range extra { // a mode's own flags (serve's -http)
+		define(fs)
+	}
 	fs.BoolVar(&f.keepGoing, "keep-going", false, "in a script, report a failing command and go on (the exit status is still 1)")
 	fs.BoolVar(&f.echo, "echo", false, "print each command (after \"> \") and comment before its output, like a transcript")
 	flagx.IntVar(fs, &f.capacity, "capacity", f.capacity, "events each partition retains, 1..16777216 (a full partition refuses events until every group acks; memory follows what is retained)")
@@ -143,7 +147,12 @@ func runInteractive(args []string, stdin io.Reader, stdout, stderr io.Writer, is
 	}
 	defer s.close()
 	fmt.Fprintln(stdout, "tributary: an in-process cluster; type help for the commands, quit to leave.")
+	return prompt(s, stdout, stderr)
+}
 
+// prompt reads commands at a prompt with line editing and history, and
+// runs them on s, until quit or end of input (exitOK).
+func prompt(s *session, stdout, stderr io.Writer) int {
 	ln := liner.NewLiner()
 	defer ln.Close()
 	// A line longer than the terminal wraps onto the next rows instead of
@@ -264,6 +273,11 @@ func runScript(f sessionFlags, r io.Reader, name string, readFile func(string) (
 		return exitFailed
 	}
 	defer s.close()
+	return runScriptOn(s, f, r, name, stdout, stderr)
+}
+
+// runScriptOn runs the commands of r on s, as runScript does.
+func runScriptOn(s *session, f sessionFlags, r io.Reader, name string, stdout, stderr io.Writer) int {
 	br := bufio.NewReader(r)
 	status := exitOK
 	for n := 1; ; n++ {
