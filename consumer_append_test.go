@@ -176,7 +176,7 @@ func TestTypedRoundTripAllocations(t *testing.T) {
 		{"per-record hooks", []tributary.Hooks{{
 			// done is one func for every send: a closure made per send
 			// would be the hook's own allocation.
-			OnSend: func(context.Context, *tributary.SendInfo) func(int64, error) { return sentNoop },
+			OnSend:    func(context.Context, *tributary.SendInfo) func(int64, error) { return sentNoop },
 			OnDeliver: func(tributary.Delivery) {},
 			OnAck:     func(tributary.Delivery) {},
 			OnRetry:   func(tributary.Delivery, time.Duration) {},
