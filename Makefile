@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test fuzz-short test-watermill test-jetstream demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
+.PHONY: all test fuzz-short test-watermill test-prometheus test-jetstream demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -13,7 +13,8 @@ all: verify test
 ## variants (ringlog/faults_test.go), and Consumer.Run's state tests against its broken
 ## hand-offs (run_faults_test.go),
 ## then the Watermill adapter (its own module, watermill/) with Watermill's
-## universal Pub/Sub suite at its -short size, then fuzz-short.
+## universal Pub/Sub suite at its -short size, then the Prometheus exporter
+## (its own module, prometheus/: test-prometheus), then fuzz-short.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
@@ -22,6 +23,7 @@ test:
 	$(GO) test -count=1 -tags tributary_faults -run 'RunFaults' .
 	cd watermill && $(GO) vet ./... && $(GO) vet -tags tributarywm_faults ./...
 	cd watermill && $(GO) test -race -short -count=1 ./...
+	$(MAKE) test-prometheus
 	$(MAKE) fuzz-short
 
 ## fuzz-short: each fuzz target of the codecs (root package) and of the
@@ -51,6 +53,13 @@ fuzz-short:
 test-watermill:
 	cd watermill && $(GO) test -race -count=1 -timeout 10m -skip Stress ./...
 	cd watermill && $(GO) test -count=1 -timeout 10m -run Stress ./...
+
+## test-prometheus: the Prometheus lag exporter (its own module,
+## prometheus/): go vet, then its tests under the race detector (exact
+## expositions of a cluster in a known state, promlint, concurrent scrapes).
+## make test runs it.
+test-prometheus:
+	cd prometheus && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 ## test-jetstream: the JetStream backend's 3-node cluster tests that make
 ## test leaves out (porcupine histories on Replicas 3: TRIBUTARY_JS_CLUSTER=1),
@@ -129,6 +138,7 @@ verify:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd watermill && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd prometheus && $(GO) mod tidy -diff && $(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; \
 	else echo "staticcheck unavailable; skipped"; fi
