@@ -15,8 +15,9 @@ import (
 // engine's, the JetStream backend) satisfy it.
 //
 // Topics returns the topic names; the Collector only reads the slice.
-// Describe returns one atomic snapshot of topic (SPEC rule 23); any error
-// is reported by the Collector as a failed topic, never as a failed scrape.
+// Describe returns one snapshot of topic (SPEC rule 23: one atomic instant
+// on the engine, weakened on JetStream); any error is reported by the
+// Collector as a failed topic, never as a failed scrape.
 // Both may be called from several scrapes at once.
 type Source interface {
 	Topics() []string
