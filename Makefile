@@ -1,7 +1,7 @@
 # Tributary — common tasks. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all test fuzz-short test-watermill test-otel test-jetstream test-browser monitor-screenshot demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
+.PHONY: all test fuzz-short test-watermill test-otel test-prometheus test-jetstream test-browser monitor-screenshot demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -14,7 +14,8 @@ all: verify test
 ## hand-offs (run_faults_test.go),
 ## then the Watermill adapter (its own module, watermill/) with Watermill's
 ## universal Pub/Sub suite at its -short size, then the OpenTelemetry
-## instrumentation (its own module, otel/: test-otel), then fuzz-short.
+## instrumentation (its own module, otel/: test-otel) and the Prometheus
+## exporter (its own module, prometheus/: test-prometheus), then fuzz-short.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
@@ -24,6 +25,7 @@ test:
 	cd watermill && $(GO) vet ./... && $(GO) vet -tags tributarywm_faults ./...
 	cd watermill && $(GO) test -race -short -count=1 ./...
 	$(MAKE) test-otel
+	$(MAKE) test-prometheus
 	$(MAKE) fuzz-short
 
 ## fuzz-short: each fuzz target of the codecs (root package) and of the
@@ -59,6 +61,13 @@ test-watermill:
 ## in-memory metric reader and span recorder (a few seconds).
 test-otel:
 	cd otel && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+## test-prometheus: the Prometheus lag exporter (its own module,
+## prometheus/): go vet, then its tests under the race detector (exact
+## expositions of a cluster in a known state, promlint, concurrent scrapes).
+## make test runs it.
+test-prometheus:
+	cd prometheus && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 ## test-jetstream: the JetStream backend's 3-node cluster tests that make
 ## test leaves out (porcupine histories on Replicas 3: TRIBUTARY_JS_CLUSTER=1),
@@ -154,6 +163,7 @@ verify:
 	$(GO) mod tidy -diff
 	cd watermill && $(GO) mod tidy -diff && $(GO) vet ./...
 	cd otel && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd prometheus && $(GO) mod tidy -diff && $(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; \
 	else echo "staticcheck unavailable; skipped"; fi

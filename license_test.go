@@ -13,10 +13,10 @@ import (
 const apache20SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
 
 // Each module carries the licence's canonical text, unedited: the root
-// module and the Watermill adapter's (its module zip holds only its own
-// directory, so it needs a copy of its own).
+// module, the Watermill adapter's and the Prometheus exporter's (a module
+// zip holds only its own directory, so each needs a copy of its own).
 func TestLicenseIsApache20(t *testing.T) {
-	for _, path := range []string{"LICENSE", "watermill/LICENSE"} {
+	for _, path := range []string{"LICENSE", "watermill/LICENSE", "prometheus/LICENSE"} {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
