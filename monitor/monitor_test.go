@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,14 +161,14 @@ func TestThroughputAndRing(t *testing.T) {
 	m := testMonitor(t, c, WithClock(clock.now), WithHistory(3))
 
 	s := m.Sample()
-	if w := []float64{0, 0}; !equalFloats(s.Topics[0].Rate, w) {
+	if w := []float64{0, 0}; !slices.Equal(s.Topics[0].Rate, w) {
 		t.Errorf("first sample's rate %v, want %v", s.Topics[0].Rate, w)
 	}
 	send(t, p, orders, 0, 10)
 	send(t, p, orders, 1, 3)
 	clock.advance(2 * time.Second)
 	s = m.Sample()
-	if w := []float64{5, 1.5}; !equalFloats(s.Topics[0].Rate, w) {
+	if w := []float64{5, 1.5}; !slices.Equal(s.Topics[0].Rate, w) {
 		t.Errorf("rate %v after 10 and 3 records in 2 s, want %v", s.Topics[0].Rate, w)
 	}
 	if w := []int64{10, 3}; s.Topics[0].LogEnd[0] != w[0] || s.Topics[0].LogEnd[1] != w[1] {
@@ -175,7 +176,7 @@ func TestThroughputAndRing(t *testing.T) {
 	}
 	clock.advance(0) // no time passed: no rate
 	send(t, p, orders, 0, 1)
-	if s = m.Sample(); !equalFloats(s.Topics[0].Rate, []float64{0, 0}) {
+	if s = m.Sample(); !slices.Equal(s.Topics[0].Rate, []float64{0, 0}) {
 		t.Errorf("rate %v with no time passed, want 0s", s.Topics[0].Rate)
 	}
 	for range 4 {
@@ -200,18 +201,6 @@ func TestThroughputAndRing(t *testing.T) {
 	if got := st.Topics[0].Partitions[0].Rate; got != 0 {
 		t.Errorf("table rate %v, want 0 (no records in the last second)", got)
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSamplingGoroutine: Start samples every interval, Close stops it

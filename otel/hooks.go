@@ -60,11 +60,7 @@ func (i *Instrumentation) onSend(ctx context.Context, s *tributary.SendInfo) fun
 	partition := s.Partition
 	return func(offset int64, err error) {
 		if err != nil {
-			et := errorType(err)
-			attrs = append(attrs, et)
-			span.SetAttributes(et)
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
+			attrs = failSpan(span, attrs, err)
 		} else {
 			span.SetAttributes(
 				semconv.MessagingMessageID(messageID(partition, offset)),
@@ -117,11 +113,7 @@ func (i *Instrumentation) onProcess(ctx context.Context, d tributary.Delivery) (
 	ctx, span := i.tracer.Start(ctx, "process "+d.Topic, opts...)
 	return ctx, func(err error, elapsed time.Duration) {
 		if err != nil {
-			et := errorType(err)
-			attrs = append(attrs, et)
-			span.SetAttributes(et)
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
+			attrs = failSpan(span, attrs, err)
 		}
 		i.processDuration.Record(context.Background(), elapsed.Seconds(), metric.WithAttributes(attrs...))
 		span.End()
@@ -187,4 +179,15 @@ func member(topic, g string) []attribute.KeyValue {
 // messageID is the library's Message.ID of a record: "<partition>-<offset>".
 func messageID(partition int32, offset int64) string {
 	return strconv.Itoa(int(partition)) + "-" + strconv.FormatInt(offset, 10)
+}
+
+// failSpan records err on span (the error, status Error and its
+// error.type) and returns attrs with the error.type added, for the
+// operation's metric.
+func failSpan(span trace.Span, attrs []attribute.KeyValue, err error) []attribute.KeyValue {
+	et := errorType(err)
+	span.SetAttributes(et)
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	return append(attrs, et)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -120,7 +121,7 @@ func TestServe(t *testing.T) {
 		for _, p := range g.Partitions {
 			lag = append(lag, p.Lag)
 		}
-		if g.Assignor != w.assignor || strings.Join(g.Members, " ") != w.members || !equalInts(lag, w.lag) {
+		if g.Assignor != w.assignor || strings.Join(g.Members, " ") != w.members || !slices.Equal(lag, w.lag) {
 			t.Errorf("group %s: %s, members %v, lag %v; want %s, %s, %v", g.Group, g.Assignor, g.Members, lag, w.assignor, w.members, w.lag)
 		}
 	}
@@ -166,18 +167,6 @@ func get(t *testing.T, url string) []byte {
 		t.Fatalf("GET %s: %d %v\n%s", url, resp.StatusCode, err, b)
 	}
 	return b
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestServeCommandLine: serve's own errors, each before anything runs.
