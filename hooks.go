@@ -75,8 +75,11 @@ type Hooks struct {
 	// after a poll that finds the assignment changed by a rebalance (SPEC
 	// rules 8, 9, 18, 19), and when it leaves or finds itself expired
 	// (all revoked). r.Partitions are the ones gained or lost, ascending.
-	// A consumer learns of a rebalance at its next poll, so a revoked
-	// partition's in-flight delivery may already be another member's.
+	// A consumer learns of a rebalance when its poll returns, so a
+	// revoked partition's in-flight delivery may already be another
+	// member's, and one waiting with nothing to deliver (an idle Run, a
+	// blocked Poll) reports it only once a record arrives for it or it
+	// leaves; Describe shows the group's assignment at once.
 	OnAssigned func(r Rebalance)
 	OnRevoked  func(r Rebalance)
 	// OnExpired is called when a consumer finds its session expired (SPEC
