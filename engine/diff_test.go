@@ -2171,6 +2171,51 @@ func (b snapshotHidesOldest) Snapshot(topic string) (engine.TopicSnapshot, error
 	return s, err
 }
 
+// rangeGivesExtraLast is a broken broker whose Range assignor gives the
+// larger blocks to the last members instead of the first (rule 18). The
+// model computes the built-ins' answers itself, so an engine assignor bug
+// like this one shows as a different assignment.
+type rangeGivesExtraLast struct{ *engine.Broker }
+
+func (b rangeGivesExtraLast) swap(a engine.Assignor) engine.Assignor {
+	if a == engine.Range {
+		return rangeExtraLast{}
+	}
+	return a
+}
+
+func (b rangeGivesExtraLast) CreateGroup(topic, group string, a engine.Assignor) (bool, error) {
+	return b.Broker.CreateGroup(topic, group, b.swap(a))
+}
+
+func (b rangeGivesExtraLast) CreateGroupAt(topic, group string, a engine.Assignor, start engine.GroupStart) (bool, error) {
+	return b.Broker.CreateGroupAt(topic, group, b.swap(a), start)
+}
+
+func (b rangeGivesExtraLast) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
+	return b.Broker.SetAssignor(topic, group, b.swap(a))
+}
+
+// rangeExtraLast is Range with the ⌈P/n⌉ blocks at the end, named "Range".
+type rangeExtraLast struct{}
+
+func (rangeExtraLast) Name() string { return "Range" }
+
+func (rangeExtraLast) Assign(members, previous []string) []string {
+	n, parts := len(members), len(previous)
+	owner := make([]string, 0, parts)
+	for i, m := range members {
+		size := parts / n
+		if i >= n-parts%n {
+			size++
+		}
+		for range size {
+			owner = append(owner, m)
+		}
+	}
+	return owner
+}
+
 // wrapped returns a newSubject building the engine wrapped by wrap.
 func wrapped(wrap func(*engine.Broker) subject) newSubject {
 	return func(capacity int32, opts ...engine.Option) (subject, error) {
@@ -2211,10 +2256,11 @@ func TestDifferentialCatchesBrokenBrokers(t *testing.T) {
 		mk        newSubject
 		maxShrunk int
 	}{
-		"retry commits":         {wrapped(func(b *engine.Broker) subject { return retryCommits{b} }), 12},
-		"poll hides a record":   {wrapped(func(b *engine.Broker) subject { return pollSkipsFirst{b} }), 12},
-		"publish ignores full":  {wrapped(func(b *engine.Broker) subject { return publishIgnoresFull{b} }), 12},
-		"snapshot hides oldest": {wrapped(func(b *engine.Broker) subject { return snapshotHidesOldest{b} }), 12},
+		"retry commits":          {wrapped(func(b *engine.Broker) subject { return retryCommits{b} }), 12},
+		"poll hides a record":    {wrapped(func(b *engine.Broker) subject { return pollSkipsFirst{b} }), 12},
+		"publish ignores full":   {wrapped(func(b *engine.Broker) subject { return publishIgnoresFull{b} }), 12},
+		"snapshot hides oldest":  {wrapped(func(b *engine.Broker) subject { return snapshotHidesOldest{b} }), 12},
+		"range gives extra last": {wrapped(func(b *engine.Broker) subject { return rangeGivesExtraLast{b} }), 12},
 	}
 	for name, tt := range broken {
 		t.Run(name, func(t *testing.T) {

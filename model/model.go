@@ -33,7 +33,8 @@
 //     partition; -1 when full), and 21 (a full partition gives up its oldest
 //     fully committed record when a replay window is set).
 //   - Ownership: rules 6 and 18. Each group stores its owner per partition,
-//     computed by the group's Assignor through assign.Run at every rebalance
+//     computed by the group's Assignor at every rebalance (the built-ins'
+//     answers are the model's own, assignors.go; others through assign.Run)
 //     with the previous owners (Sticky reads them); RoundRobin is rule 6.
 //   - Join: rules 7 and 17; Leave: rule 8; rebalance: rule 9, applied by
 //     Join, Leave, SetAssignor (rule 18) and AddPartitions (rule 19).
@@ -237,12 +238,17 @@ func (g *group) partitionsOf(member string) []int32 {
 // assignment returns the owners of the partitions under a for members,
 // given the previous owners (one per partition, "" for none), or the
 // assignor's error (wrapping ErrInvalidAssignment). A memberless group's
-// owners are all "" and its assignor is not asked. assign.Run gives the
-// assignor its own copies of members and previous, so it cannot change the
-// state, and returns a slice that is ours.
+// owners are all "" and its assignor is not asked. A built-in assignor's
+// answer is the model's own (referenceOwners, from rule 18's text); any
+// other goes through assign.Run, which gives the assignor its own copies
+// of members and previous, so it cannot change the state, and returns a
+// slice that is ours.
 func assignment(a Assignor, members, previous []string) ([]string, error) {
 	if len(members) == 0 {
 		return make([]string, len(previous)), nil
+	}
+	if owner, ok := referenceOwners(a, members, previous); ok {
+		return owner, nil
 	}
 	return assign.Run(a, members, previous)
 }

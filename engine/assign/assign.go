@@ -1,7 +1,10 @@
 // Package assign holds Tributary's partition assignors: the functions that
 // decide which member of a consumer group owns each partition of a topic
-// (SPEC rule 18). Package engine and package model both call them, so the
-// broker and its reference model agree on every rebalance.
+// (SPEC rule 18). Package engine calls them; package model computes the
+// built-ins' answers itself from rule 18's text (model/assignors.go), so
+// the differential test and the linearizability checker check these
+// assignors too, and calls a user's assignor through Run as the engine
+// does.
 //
 // Usage:
 //
