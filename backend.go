@@ -34,11 +34,11 @@ type Backend interface {
 	// and the configuration opts give (NewGroupConfig: where it starts, its
 	// failure policy), which the backend keeps with the group for every
 	// process to read (GroupConfig); false, changing nothing, if the group
-	// exists (SPEC rule 17). With engine.StartLatest the committed offsets
+	// exists (SPEC rule 17). With StartLatest the committed offsets
 	// start at the log ends. Errors: ErrInvalidArgument (unknown topic,
 	// invalid identifier, nil assignor, an option NewGroupConfig refuses),
 	// ErrInvalidAssignment.
-	CreateGroup(topic, group string, a engine.Assignor, opts ...GroupOption) (bool, error)
+	CreateGroup(topic, group string, a Assignor, opts ...GroupOption) (bool, error)
 	// GroupConfig returns the configuration group was created with and
 	// true; false when the group is absent. A group created by a Join has
 	// the zero GroupConfig, and a group deleted and created again has the
@@ -53,10 +53,10 @@ type Backend interface {
 	// invalid identifier), ErrInvalidAssignment.
 	RemoveMember(topic, group, member string) (bool, error)
 	DeleteGroup(topic, group string) (bool, error)
-	SetAssignor(topic, group string, a engine.Assignor) (bool, error)
+	SetAssignor(topic, group string, a Assignor) (bool, error)
 	AddPartitions(topic string, count int32) (int32, error)
 	Seek(topic, group string, partition int32, offset int64) (bool, error)
-	Describe(topic string) (engine.TopicDescription, error)
+	Describe(topic string) (TopicDescription, error)
 	// Snapshot is Describe plus every retained record, of one instant.
 	Snapshot(topic string) (engine.TopicSnapshot, error)
 	// SessionTimeout is the session timeout the backend enforces (SPEC

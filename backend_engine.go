@@ -57,10 +57,10 @@ func newEngineBackend(b *engine.Broker) *engineBackend {
 // library's capacity (1..MaxCapacity, engine.WithExtendedCapacity) and
 // exactly the options given. NewCluster is NewClusterOn(NewEngineBackend(…))
 // with DefaultSessionTimeout added when opts set none; this one adds
-// nothing, so without engine.WithSessionTimeout its members never expire
+// nothing, so without WithSessionTimeout its members never expire
 // (SPEC rule 24). Errors: ErrInvalidArgument for a capacity or option out
 // of range, and for a session timeout below MinSessionTimeout.
-func NewEngineBackend(capacityPerPartition int32, opts ...engine.Option) (Backend, error) {
+func NewEngineBackend(capacityPerPartition int32, opts ...ClusterOption) (Backend, error) {
 	if capacityPerPartition < 1 || capacityPerPartition > MaxCapacity {
 		return nil, fmt.Errorf("%w: capacity %d outside [1,%d]", ErrInvalidArgument, capacityPerPartition, MaxCapacity)
 	}
@@ -74,7 +74,7 @@ func NewEngineBackend(capacityPerPartition int32, opts ...engine.Option) (Backen
 	return newEngineBackend(b), nil
 }
 
-// SessionTimeout is the engine's (engine.WithSessionTimeout; 0: none).
+// SessionTimeout is the engine's (WithSessionTimeout; 0: none).
 func (e *engineBackend) SessionTimeout() time.Duration { return e.b.SessionTimeout() }
 
 func (e *engineBackend) CreateTopic(topic string, partitions int32, payloadType string) (bool, error) {
@@ -109,7 +109,7 @@ func (e *engineBackend) Topics() []string {
 
 // CreateGroup is the engine's CreateGroupAt, whose start is atomic with the
 // group's creation; the rest of the configuration is kept here.
-func (e *engineBackend) CreateGroup(topic, group string, a engine.Assignor, opts ...GroupOption) (bool, error) {
+func (e *engineBackend) CreateGroup(topic, group string, a Assignor, opts ...GroupOption) (bool, error) {
 	cfg, err := NewGroupConfig(topic, opts...)
 	if err != nil {
 		if _, lerr := e.b.PartitionCount(topic); lerr != nil {
@@ -165,7 +165,7 @@ func (e *engineBackend) DeleteGroup(topic, group string) (bool, error) {
 	}
 	return ok, err
 }
-func (e *engineBackend) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
+func (e *engineBackend) SetAssignor(topic, group string, a Assignor) (bool, error) {
 	return e.b.SetAssignor(topic, group, a)
 }
 func (e *engineBackend) AddPartitions(topic string, count int32) (int32, error) {
@@ -174,7 +174,7 @@ func (e *engineBackend) AddPartitions(topic string, count int32) (int32, error) 
 func (e *engineBackend) Seek(topic, group string, partition int32, offset int64) (bool, error) {
 	return e.b.Seek(topic, group, partition, offset)
 }
-func (e *engineBackend) Describe(topic string) (engine.TopicDescription, error) {
+func (e *engineBackend) Describe(topic string) (TopicDescription, error) {
 	return e.b.Describe(topic)
 }
 func (e *engineBackend) Snapshot(topic string) (engine.TopicSnapshot, error) {

@@ -57,7 +57,7 @@ type consumerEntry struct {
 const MaxCapacity = engine.MaxExtendedCapacity
 
 // DefaultSessionTimeout is the session timeout NewCluster gives the engine
-// when its options set none (engine.WithSessionTimeout; SPEC rule 24):
+// when its options set none (WithSessionTimeout; SPEC rule 24):
 // 45 s, Kafka's session.timeout.ms and franz-go's SessionTimeout. A member
 // that makes no call naming it for that long, by the broker clock, leaves
 // its group as by Leave. Consumer.Run and a blocked Consumer.Poll
@@ -90,10 +90,10 @@ func HeartbeatInterval(d time.Duration) time.Duration {
 
 // NewCluster returns a cluster on a new in-process engine whose partitions
 // each retain at most capacityPerPartition records, 1..MaxCapacity
-// (16,777,216; docs/contract.md, the typed library's capacity), with the engine's options
-// (engine.WithReplayWindow, 0..capacityPerPartition, WithAckTimeout,
+// (16,777,216; docs/contract.md, the typed library's capacity), with the broker's options
+// (ClusterOption: WithReplayWindow, 0..capacityPerPartition, WithAckTimeout,
 // WithClock, WithMaxMessageBytes, WithSessionTimeout). Without
-// engine.WithSessionTimeout the engine gets DefaultSessionTimeout (45 s);
+// WithSessionTimeout the engine gets DefaultSessionTimeout (45 s);
 // NewClusterOn(NewEngineBackend(…)) makes a cluster whose members never
 // expire. A partition's memory follows the records
 // it retains, not its capacity: beyond 1,024 records of capacity the
@@ -101,10 +101,10 @@ func HeartbeatInterval(d time.Duration) time.Duration {
 // retained, so a cluster of capacity 16,777,216 with a 64-partition topic
 // and nothing published holds well under 64 MiB. Errors:
 // ErrInvalidArgument for a capacity or option out of range.
-func NewCluster(capacityPerPartition int32, opts ...engine.Option) (*Cluster, error) {
+func NewCluster(capacityPerPartition int32, opts ...ClusterOption) (*Cluster, error) {
 	// The default first: a WithSessionTimeout among opts, applied after
 	// it, replaces it.
-	b, err := NewEngineBackend(capacityPerPartition, append([]engine.Option{engine.WithSessionTimeout(DefaultSessionTimeout)}, opts...)...)
+	b, err := NewEngineBackend(capacityPerPartition, append([]ClusterOption{WithSessionTimeout(DefaultSessionTimeout)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -162,14 +162,14 @@ func (c *Cluster) Close() error {
 func (c *Cluster) Topics() []string { return c.backend.Topics() }
 
 // CreateGroup creates an empty consumer group on topic with assignor a
-// (engine.RoundRobin, engine.Range, engine.Sticky or a user's) and the
+// (RoundRobinAssignor, RangeAssignor, StickyAssignor or a user's) and the
 // configuration opts give (SPEC rule 17), and returns true; false, changing
 // nothing, if it exists. The options, kept by the backend for every
 // consumer of the group in any process (GroupConfig):
 //
-//   - WithStart: where the committed offsets start, engine.StartEarliest
+//   - WithStart: where the committed offsets start, StartEarliest
 //     (the default) at the log start, the earliest retained record (SPEC
-//     rule 7), or engine.StartLatest at the log end (Kafka's
+//     rule 7), or StartLatest at the log end (Kafka's
 //     auto.offset.reset=latest).
 //   - WithDeadLetter, WithBackoff: the group's failure policy, which every
 //     consumer follows (Consumer.Run, Consumer.Nack). Without them a
@@ -180,7 +180,7 @@ func (c *Cluster) Topics() []string { return c.backend.Topics() }
 // ErrInvalidArgument (unknown topic, invalid id, nil assignor, an option
 // NewGroupConfig refuses), ErrTypeMismatch (an existing dead-letter topic
 // holds another payload type than topic), ErrInvalidAssignment.
-func (c *Cluster) CreateGroup(topic, group string, a engine.Assignor, opts ...GroupOption) (bool, error) {
+func (c *Cluster) CreateGroup(topic, group string, a Assignor, opts ...GroupOption) (bool, error) {
 	if err := c.checkOpen(); err != nil {
 		return false, err
 	}
@@ -254,7 +254,7 @@ func (c *Cluster) DeleteGroup(topic, group string) (bool, error) {
 // SetAssignor switches a group's assignor and rebalances it at one instant
 // (SPEC rule 18). False when the group is absent. Errors:
 // ErrInvalidArgument, ErrInvalidAssignment.
-func (c *Cluster) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
+func (c *Cluster) SetAssignor(topic, group string, a Assignor) (bool, error) {
 	if err := c.checkOpen(); err != nil {
 		return false, err
 	}
@@ -297,7 +297,7 @@ func (c *Cluster) checkOpen() error {
 // partition's log start and end offsets, every group's assignor, members
 // and, per partition, owner, committed offset, in-flight flag, attempts and
 // lag. The result is the caller's. Errors: ErrInvalidArgument.
-func (c *Cluster) Describe(topic string) (engine.TopicDescription, error) {
+func (c *Cluster) Describe(topic string) (TopicDescription, error) {
 	return c.backend.Describe(topic)
 }
 

@@ -161,7 +161,7 @@ type Consumer[T any] struct {
 }
 
 // NewConsumer makes name (an identifier) a member of group on topic t: it
-// joins, creating the group with engine.RoundRobin if absent (SPEC rule 7;
+// joins, creating the group with RoundRobinAssignor if absent (SPEC rule 7;
 // Cluster.CreateGroup picks another assignor and the group's
 // configuration), which rebalances the group. The consumer follows its
 // group's failure policy (GroupConfig: dead-letter topic, attempts,
@@ -254,7 +254,7 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 		}
 	}
 	if len(cfg.failure) > 0 {
-		if _, err := be.CreateGroup(t.Name(), group, engine.RoundRobin, cfg.failure...); err != nil {
+		if _, err := be.CreateGroup(t.Name(), group, RoundRobinAssignor, cfg.failure...); err != nil {
 			return unregister(err)
 		}
 	}
@@ -1660,7 +1660,7 @@ func (c *Consumer[T]) deadLetter(ctx context.Context, m *Message[T], cause error
 	for outage := 0; ; outage++ {
 		_, err := c.dlq.bt.Publish(ctx, c.stop, p, em)
 		if errors.Is(err, ErrInvalidArgument) {
-			// Over engine.WithMaxMessageBytes: send it without the error text.
+			// Over WithMaxMessageBytes: send it without the error text.
 			headers[len(headers)-1].Value = ""
 			_, err = c.dlq.bt.Publish(ctx, c.stop, p, em)
 		}

@@ -66,7 +66,7 @@
 // A group's configuration is the group's, kept by the backend for every
 // process (Cluster.CreateGroup's GroupOptions, Cluster.GroupConfig): where
 // it starts, at the log start (SPEC rule 7, the default) or with
-// WithStart(engine.StartLatest) at the log end, and its failure policy,
+// WithStart(StartLatest) at the log end, and its failure policy,
 // WithDeadLetter and WithBackoff, which every consumer of the group
 // follows. A consumer given a failure option that differs from its
 // group's is refused (ErrPolicyMismatch); the first consumer of an absent

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/engine"
 )
 
 // Order is the payload of the examples' "orders" topics.
@@ -19,7 +18,7 @@ type Order struct {
 func ExampleNewCluster() {
 	// Each partition retains at most 100 records; deliveries not acked
 	// within a minute are redelivered.
-	c, err := tributary.NewCluster(100, engine.WithAckTimeout(time.Minute))
+	c, err := tributary.NewCluster(100, tributary.WithAckTimeout(time.Minute))
 	if err != nil {
 		panic(err)
 	}
@@ -314,7 +313,7 @@ func ExampleConsumer_Seek() {
 	c, _ := tributary.NewCluster(100)
 	defer c.Close()
 	names, _ := tributary.CreateTopic(c, "names", 1, tributary.String())
-	c.CreateGroup("names", "archive", engine.RoundRobin) // keeps the records retained
+	c.CreateGroup("names", "archive", tributary.RoundRobinAssignor) // keeps the records retained
 	p, _ := tributary.NewProducer[string](c, "p", tributary.Manual())
 	for _, n := range []string{"ada", "grace", "edsger"} {
 		p.TrySend(names, tributary.Message[string]{Value: n})
@@ -416,7 +415,7 @@ func ExampleCluster_SetAssignor() {
 	b, _ := tributary.NewConsumer(orders, "billing", "b")
 	fmt.Println("RoundRobin:", a.Assignment(), b.Assignment())
 
-	c.SetAssignor("orders", "billing", engine.Range) // rebalances now
+	c.SetAssignor("orders", "billing", tributary.RangeAssignor) // rebalances now
 	fmt.Println("Range:", a.Assignment(), b.Assignment())
 	// Output:
 	// RoundRobin: [0 2 4] [1 3]
@@ -427,9 +426,9 @@ func ExampleCluster_CreateGroup() {
 	c, _ := tributary.NewCluster(100)
 	defer c.Close()
 	orders, _ := tributary.CreateTopic[Order](c, "orders", 4, nil)
-	ok, _ := c.CreateGroup("orders", "billing", engine.Sticky)
+	ok, _ := c.CreateGroup("orders", "billing", tributary.StickyAssignor)
 	fmt.Println(ok)
-	ok, _ = c.CreateGroup("orders", "billing", engine.Range) // exists: unchanged
+	ok, _ = c.CreateGroup("orders", "billing", tributary.RangeAssignor) // exists: unchanged
 	fmt.Println(ok)
 	tributary.NewConsumer(orders, "billing", "b1")
 	d, _ := c.Describe("orders")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/engine/assign"
 )
 
 // The library's options, one namespace (With…), in the style of franz-go's
@@ -108,7 +109,7 @@ const MaxDeadLetterAttempts = 1000
 // dead-letter topic's count). When the dead-letter topic is full, Run
 // waits for room: the record stays in flight and is never lost. The error
 // header keeps at most 512 bytes of the error's text, and none when the
-// copy would exceed engine.WithMaxMessageBytes; a copy too big even so
+// copy would exceed WithMaxMessageBytes; a copy too big even so
 // stops Run with that ErrInvalidArgument (the record stays unacked).
 // Without a dead-letter topic a failing record is retried for ever (with
 // backoff), as Watermill does without a poison queue. topic must be an
@@ -126,16 +127,16 @@ func WithBackoff(initial, max time.Duration) FailureOption {
 }
 
 // WithStart sets where a new consumer group starts on each partition:
-// engine.StartEarliest (the default) at the log start, the earliest
+// StartEarliest (the default) at the log start, the earliest
 // retained record (SPEC rules 7, 17; with a replay window the window's
 // records included), so the group receives everything the topic still
-// holds; engine.StartLatest at the log end, Kafka's
+// holds; StartLatest at the log end, Kafka's
 // auto.offset.reset=latest, so the group receives only what is published
 // after it was created (a record published before the call never, one
 // published after it returns always). A group created at the log end
 // commits past every retained record: records no other group needs are
 // removed at once, beyond the replay window, as after a forward Seek.
-func WithStart(start engine.GroupStart) GroupOption {
+func WithStart(start GroupStart) GroupOption {
 	return groupOption(func(g *GroupConfig) { g.Start = start })
 }
 
@@ -171,7 +172,7 @@ func WithStopGrace(d time.Duration) ConsumerOption {
 // retries a failing record for ever with the default backoff.
 type GroupConfig struct {
 	// Start is where the group's committed offsets began (WithStart).
-	Start engine.GroupStart
+	Start GroupStart
 	// DeadLetter is the dead-letter topic (WithDeadLetter); "" for none:
 	// a failing record is retried for ever.
 	DeadLetter string
@@ -186,7 +187,7 @@ type GroupConfig struct {
 // NewGroupConfig returns the configuration opts give a new consumer group
 // of topic, checked: what a Backend's CreateGroup stores. Errors
 // (ErrInvalidArgument, naming the option): a nil or zero option, a start
-// other than engine.StartEarliest or engine.StartLatest, a dead-letter topic
+// other than StartEarliest or StartLatest, a dead-letter topic
 // that is not an identifier or is topic itself, maxAttempts outside
 // 1..1000, a backoff outside 0 < initial ≤ max.
 func NewGroupConfig(topic string, opts ...GroupOption) (GroupConfig, error) {
@@ -218,8 +219,8 @@ func checkOption(o any) error {
 
 // check validates g for a group of topic: see NewGroupConfig.
 func (g GroupConfig) check(topic string) error {
-	if g.Start != engine.StartEarliest && g.Start != engine.StartLatest {
-		return fmt.Errorf("%w: WithStart(%v): want engine.StartEarliest or engine.StartLatest", ErrInvalidArgument, g.Start)
+	if g.Start != StartEarliest && g.Start != StartLatest {
+		return fmt.Errorf("%w: WithStart(%v): want StartEarliest or StartLatest", ErrInvalidArgument, g.Start)
 	}
 	if g.DeadLetter != "" || g.MaxAttempts != 0 {
 		if err := engine.CheckIdentifier("dead-letter topic", g.DeadLetter); err != nil {
@@ -260,3 +261,99 @@ func (g GroupConfig) Policy() string {
 	}
 	return fmt.Sprintf("dead-letter to %s after %s, backoff %v to %v", g.DeadLetter, n, initial, max)
 }
+
+// The broker's settings, the assignors, the group starts and the
+// description types under the library's own names, so that a program
+// configures and inspects a Cluster without importing package engine.
+// Each is the engine's own (a type alias, a copy of the engine's variable
+// or constant, or a call of the engine's constructor): values of either
+// name mix freely, and a program written with the engine's names compiles
+// as before.
+
+// ClusterOption configures the broker that NewCluster and NewEngineBackend
+// build: WithReplayWindow, WithAckTimeout, WithMaxMessageBytes,
+// WithSessionTimeout, WithClock. It is engine.Option; a value outside an
+// option's range makes NewCluster return ErrInvalidArgument.
+type ClusterOption = engine.Option
+
+// WithReplayWindow makes each partition keep up to records of its most
+// recent fully committed records (committed by every group of the topic)
+// instead of removing them at once, so that Seek can replay them; a
+// publish to a full partition then removes the oldest fully committed
+// record to make room (SPEC rule 21). records is 0..capacityPerPartition;
+// the default 0 removes what every group has committed at once (rule 13).
+func WithReplayWindow(records int32) ClusterOption { return engine.WithReplayWindow(records) }
+
+// WithAckTimeout makes an in-flight delivery d or more old by the broker
+// clock stop blocking its partition: the owner's next poll delivers it
+// again with Attempt + 1 (SPEC rule 22). d > 0; the default is none.
+func WithAckTimeout(d time.Duration) ClusterOption { return engine.WithAckTimeout(d) }
+
+// WithMaxMessageBytes bounds one message: a send whose key, header keys,
+// header values and encoded payload add up to more than n bytes returns
+// ErrInvalidArgument and changes nothing (SPEC rule 15). n > 0; the
+// default is no limit.
+func WithMaxMessageBytes(n int) ClusterOption { return engine.WithMaxMessageBytes(n) }
+
+// WithSessionTimeout sets how long a member may go unseen before the
+// broker removes it from its group and rebalances (SPEC rule 24):
+// MinSessionTimeout ≤ d, as NewCluster checks; consumers heartbeat every
+// HeartbeatInterval(d). NewCluster's default is DefaultSessionTimeout
+// (45 s).
+func WithSessionTimeout(d time.Duration) ClusterOption { return engine.WithSessionTimeout(d) }
+
+// WithClock sets the broker clock: record times (when a message has
+// none), delivery ages (WithAckTimeout) and last-seen instants
+// (WithSessionTimeout) are read from now, which must not be nil nor call
+// the broker. Tests use it to control time; the default is the wall clock
+// (engine.WithClock tells how it is read).
+func WithClock(now func() time.Time) ClusterOption { return engine.WithClock(now) }
+
+// Assignor decides which member of a consumer group owns each partition
+// (SPEC rule 18): RoundRobinAssignor, RangeAssignor, StickyAssignor or a
+// user's (the contract: package engine/assign). It is engine.Assignor.
+type Assignor = engine.Assignor
+
+// The built-in assignors (SPEC rule 18), named as Kafka's; their Name()s
+// are "RoundRobin", "Range" and "Sticky", as Describe reports them.
+var (
+	// RoundRobinAssignor gives partition p to member p mod n, members
+	// sorted bytewise (rule 6): the assignor of a group a Join creates.
+	RoundRobinAssignor Assignor = engine.RoundRobin
+	// RangeAssignor gives contiguous blocks in member order from partition
+	// 0; the first P mod n members take ⌈P/n⌉ partitions, the rest ⌊P/n⌋.
+	RangeAssignor Assignor = engine.Range
+	// StickyAssignor balances first (⌊P/n⌋ or ⌈P/n⌉ partitions each), then
+	// keeps as many partitions as possible with their previous owner, so a
+	// rebalance cancels as few in-flight deliveries as balance allows.
+	StickyAssignor Assignor = engine.Sticky
+)
+
+// LookupAssignor returns the built-in assignor whose Name() is name
+// ("RoundRobin", "Range", "Sticky"; case-sensitive) and true, or nil and
+// false.
+func LookupAssignor(name string) (Assignor, bool) { return assign.Lookup(name) }
+
+// GroupStart says where a new consumer group's committed offsets start
+// (WithStart): StartEarliest or StartLatest. It is engine.GroupStart.
+type GroupStart = engine.GroupStart
+
+const (
+	// StartEarliest starts a new group at each partition's log start
+	// offset, the earliest retained record (SPEC rules 7, 17): the default.
+	StartEarliest = engine.StartEarliest
+	// StartLatest starts a new group at each partition's log end offset,
+	// Kafka's auto.offset.reset=latest.
+	StartLatest = engine.StartLatest
+)
+
+// The types Describe returns (SPEC rule 23), each the engine's: one atomic
+// description of a topic, its partitions' logs, its groups and each
+// group's state on each partition (offsets, owner, in flight, attempts,
+// lag in records).
+type (
+	TopicDescription     = engine.TopicDescription
+	PartitionDescription = engine.PartitionDescription
+	GroupDescription     = engine.GroupDescription
+	GroupPartition       = engine.GroupPartition
+)

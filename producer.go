@@ -95,7 +95,7 @@ func (p *Producer[T]) Close() error {
 // ErrEncode (the codec's error, or its panic, recovered); ErrInvalidArgument
 // (a nil ctx or t, a partition out of range from the
 // partitioner or a Manual m.Partition, a header named HeaderPayloadType, a
-// message over engine.WithMaxMessageBytes); ErrClosed (the producer or
+// message over WithMaxMessageBytes); ErrClosed (the producer or
 // its cluster was closed, before or while Send waited; nothing published).
 // Every error but ctx's and ErrClosed's comes before anything is published.
 func (p *Producer[T]) Send(ctx context.Context, t *Topic[T], m Message[T]) (Message[T], error) {

@@ -139,14 +139,14 @@ func (t *Topic[T]) Codec() Codec[T] { return t.codec }
 func (t *Topic[T]) Cluster() *Cluster { return t.c }
 
 // Describe is Cluster.Describe of this topic (SPEC rule 23).
-func (t *Topic[T]) Describe() (engine.TopicDescription, error) {
+func (t *Topic[T]) Describe() (TopicDescription, error) {
 	return t.c.backend.Describe(t.bt.Name())
 }
 
 // TopicSnapshot is a topic's description and its retained messages, all of
 // one instant (Topic.Snapshot).
 type TopicSnapshot[T any] struct {
-	engine.TopicDescription
+	TopicDescription
 	// Messages[p] holds partition p's retained messages, from its log start
 	// offset to its log end offset, ascending. Attempt is 0: a snapshot is no
 	// delivery. A payload that does not decode has Err set.

@@ -52,7 +52,7 @@
 //     group: the messages it held unacked go to the group's other members,
 //     or to the next subscription of the group (at least once).
 //   - Liveness is the cluster's session timeout (SPEC rule 24;
-//     tributary.NewCluster's default 45 s, engine.WithSessionTimeout):
+//     tributary.NewCluster's default 45 s, tributary.WithSessionTimeout):
 //     each subscription heartbeats while it runs, whatever its handlers
 //     take, and one whose process stops (or stalls past the timeout)
 //     leaves its group, its unacked messages going to the other members;
@@ -61,7 +61,7 @@
 //
 // Retention is the cluster's: a message is removed once every group of its
 // topic has acked it (SPEC rule 13), or kept as a replay window
-// (engine.WithReplayWindow, rule 21), which is what lets an Ephemeral
+// (tributary.WithReplayWindow, rule 21), which is what lets an Ephemeral
 // subscription read messages other groups have already consumed.
 //
 // Watermill's universal Pub/Sub test suite (pubsub/tests.TestPubSub) runs

@@ -68,7 +68,7 @@ func NewPublisher(cluster *tributary.Cluster, cfg PublisherConfig, logger waterm
 // Errors: the message context's error or ErrClosed (that message not
 // published); tributary.ErrInvalidArgument (a topic name that is not an
 // identifier, a nil message, metadata named HeaderUUID or tributary.HeaderPayloadType, a
-// message over engine.WithMaxMessageBytes); tributary.ErrTypeMismatch (a
+// message over tributary.WithMaxMessageBytes); tributary.ErrTypeMismatch (a
 // topic of another payload type); tributary.ErrPartitioner wrapping the
 // PartitionKey function's error or panic.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {

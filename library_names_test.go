@@ -1,0 +1,103 @@
+package tributary_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+)
+
+// TestLibraryNamesAreTheEngines: the library's names for the broker's
+// settings, assignors, group starts and descriptions are the engine's
+// values, so either name may be used and they mix.
+func TestLibraryNamesAreTheEngines(t *testing.T) {
+	for _, tt := range []struct {
+		lib, eng tributary.Assignor
+		name     string
+	}{
+		{tributary.RoundRobinAssignor, engine.RoundRobin, "RoundRobin"},
+		{tributary.RangeAssignor, engine.Range, "Range"},
+		{tributary.StickyAssignor, engine.Sticky, "Sticky"},
+	} {
+		if tt.lib != tt.eng || tt.lib.Name() != tt.name {
+			t.Errorf("%s: library %v, engine %v", tt.name, tt.lib, tt.eng)
+		}
+		if a, ok := tributary.LookupAssignor(tt.name); !ok || a != tt.lib {
+			t.Errorf("LookupAssignor(%q) = %v, %v", tt.name, a, ok)
+		}
+	}
+	if a, ok := tributary.LookupAssignor("sticky"); ok || a != nil {
+		t.Errorf(`LookupAssignor("sticky") = %v, %v; want nil, false (names are case-sensitive)`, a, ok)
+	}
+	if tributary.StartEarliest != engine.StartEarliest || tributary.StartLatest != engine.StartLatest {
+		t.Error("group starts differ from the engine's")
+	}
+}
+
+// TestClusterConfiguredWithLibraryNames configures and inspects a cluster
+// with the library's names only: each option takes effect, and a value out
+// of range is refused by NewCluster.
+func TestClusterConfiguredWithLibraryNames(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c, err := tributary.NewCluster(4,
+		tributary.WithReplayWindow(2),
+		tributary.WithMaxMessageBytes(16),
+		tributary.WithAckTimeout(time.Minute),
+		tributary.WithSessionTimeout(time.Hour),
+		tributary.WithClock(func() time.Time { return now }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	topic, err := tributary.CreateTopic(c, "t", 3, tributary.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.CreateGroup("t", "g", tributary.RangeAssignor, tributary.WithStart(tributary.StartLatest)); !ok || err != nil {
+		t.Fatalf("CreateGroup = %v, %v", ok, err)
+	}
+	p, err := tributary.NewProducer[string](c, "p", tributary.Manual())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.TrySend(topic, tributary.Message[string]{Value: strings.Repeat("x", 17)}); !errors.Is(err, tributary.ErrInvalidArgument) {
+		t.Errorf("a 17-byte payload under WithMaxMessageBytes(16): %v, want ErrInvalidArgument", err)
+	}
+	sent, err := p.TrySend(topic, tributary.Message[string]{Value: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sent.Time.Equal(now) {
+		t.Errorf("record time %v, want the WithClock reading %v", sent.Time, now)
+	}
+	var d tributary.TopicDescription
+	if d, err = c.Describe("t"); err != nil {
+		t.Fatal(err)
+	}
+	var g tributary.GroupDescription = d.Groups[0]
+	if g.Assignor != "Range" || len(g.LastSeen) != 0 {
+		t.Errorf("group %+v: want assignor Range and a session timeout's LastSeen (empty, not nil)", g)
+	}
+	if g.LastSeen == nil {
+		t.Error("LastSeen nil: WithSessionTimeout not applied")
+	}
+	if c.Backend().SessionTimeout() != time.Hour {
+		t.Errorf("session timeout %v, want 1h", c.Backend().SessionTimeout())
+	}
+
+	for name, opt := range map[string]tributary.ClusterOption{
+		"window over capacity":  tributary.WithReplayWindow(5),
+		"ack timeout 0":         tributary.WithAckTimeout(0),
+		"max message bytes 0":   tributary.WithMaxMessageBytes(0),
+		"session under minimum": tributary.WithSessionTimeout(time.Millisecond),
+		"nil clock":             tributary.WithClock(nil),
+	} {
+		if _, err := tributary.NewCluster(4, opt); !errors.Is(err, tributary.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+}
