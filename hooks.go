@@ -83,8 +83,8 @@ type Hooks struct {
 	OnAssigned func(r Rebalance)
 	OnRevoked  func(r Rebalance)
 	// OnExpired is called when a consumer finds its session expired (SPEC
-	// rule 24: it had left its group, its deliveries cancelled), before it
-	// joins again.
+	// rule 24: it had left its group, its deliveries cancelled), before
+	// the OnRevoked and OnAssigned of its joining again.
 	OnExpired func(m MemberRef)
 	// OnOutage is called when Consumer.Run's poll meets ErrUnavailable
 	// after one that succeeded (o.Err, Ended false), and when a poll
