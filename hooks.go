@@ -73,8 +73,9 @@ type Hooks struct {
 	// partitions changed (franz-go's OnPartitionsAssigned and
 	// OnPartitionsRevoked): after it joins (all its partitions assigned),
 	// after a poll that finds the assignment changed by a rebalance (SPEC
-	// rules 8, 9, 18, 19), and when it leaves or finds itself expired
-	// (all revoked). r.Partitions are the ones gained or lost, ascending.
+	// rules 8, 9, 18, 19), and when it leaves, is fenced or finds itself
+	// expired (all revoked). r.Partitions are the ones gained or lost,
+	// ascending.
 	// A consumer learns of a rebalance when its poll returns, so a
 	// revoked partition's in-flight delivery may already be another
 	// member's, and one waiting with nothing to deliver (an idle Run, a
