@@ -1465,20 +1465,26 @@ func (r *runner[T]) handle(m *Message[T]) (err error) {
 		ctx, ends = hs.processStart(ctx, messageDelivery(m, r.c.m.Group(), r.c.name))
 		start = time.Now()
 	}
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			err = newPanicError("handler", p)
+		} else if !returned {
+			err = errHandlerExit // runtime.Goexit: the record fails (resume)
 		}
 		if ends != nil {
 			processEnd(ends, err, time.Since(start))
 		}
 	}()
 	if m.Headers == nil {
-		return r.h(ctx, *m) // a copy already: nothing of it is shared with m
+		err = r.h(ctx, *m) // a copy already: nothing of it is shared with m
+	} else {
+		hm := *m
+		hm.Headers = slices.Clone(m.Headers)
+		err = r.h(ctx, hm)
 	}
-	hm := *m
-	hm.Headers = slices.Clone(m.Headers)
-	return r.h(ctx, hm)
+	returned = true
+	return err
 }
 
 // resume is the worker that follows one whose handler called

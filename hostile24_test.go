@@ -1,6 +1,9 @@
 package tributary_test
 
 import (
+	"context"
+	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -139,5 +142,44 @@ func TestHostile24FencedConsumerRevoked(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: member m holds %d partitions by its hooks, want %d", how, got, want)
 		}
+	}
+}
+
+// TestHostile24ProcessEndOnGoexit: a handler that calls runtime.Goexit
+// (t.FailNow in a handler) fails its record; OnProcess's end is called
+// once, with an error, not as a success.
+func TestHostile24ProcessEndOnGoexit(t *testing.T) {
+	c := hxCluster(t, 10)
+	tp := hxTopic(t, c, "orders", 1)
+	var mu sync.Mutex
+	var ends []error
+	c.AddHooks(tributary.Hooks{OnProcess: func(ctx context.Context, d tributary.Delivery) (context.Context, func(error, time.Duration)) {
+		return ctx, func(err error, _ time.Duration) {
+			mu.Lock()
+			ends = append(ends, err)
+			mu.Unlock()
+		}
+	}})
+	hxSend(t, hxProducer(t, c, "p"), tp, 0, "v")
+	m, err := tributary.NewConsumer(tp, "g", "m", tributary.WithBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hxGuard)
+	defer cancel()
+	err = m.Run(ctx, func(_ context.Context, msg tributary.Message[string]) error {
+		if msg.Attempt == 1 {
+			runtime.Goexit()
+		}
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ends) != 2 || ends[0] == nil || ends[1] != nil {
+		t.Fatalf("end funcs called with %v, want [an error, <nil>]", ends)
 	}
 }
