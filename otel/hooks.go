@@ -2,6 +2,8 @@ package tribotel
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -186,8 +188,24 @@ func messageID(partition int32, offset int64) string {
 // operation's metric.
 func failSpan(span trace.Span, attrs []attribute.KeyValue, err error) []attribute.KeyValue {
 	et := errorType(err)
+	text, ok := errorText(err)
+	if !ok {
+		err = errors.New(text) // RecordError calls Error too
+	}
 	span.SetAttributes(et)
 	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
+	span.SetStatus(codes.Error, text)
 	return append(attrs, et)
+}
+
+// errorText is err.Error(), and true; when that panics (a handler's typed
+// nil whose Error dereferences its receiver), a fixed text naming err's
+// type, as the library writes in the dead letter, and false.
+func errorText(err error) (text string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			text, ok = fmt.Sprintf("%T with a panicking Error method", err), false
+		}
+	}()
+	return err.Error(), true
 }
