@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,5 +182,184 @@ func TestHostile24ProcessEndOnGoexit(t *testing.T) {
 	defer mu.Unlock()
 	if len(ends) != 2 || ends[0] == nil || ends[1] != nil {
 		t.Fatalf("end funcs called with %v, want [an error, <nil>]", ends)
+	}
+}
+
+// TestHostile24SendDoneOncePerSend: every send that reaches OnSend gets
+// its done exactly once, with the send's error, on every path: a
+// publish, TrySend on a full partition, Send cancelled or its producer
+// or cluster closed while it waits for room, a record over
+// WithMaxMessageBytes; the sends refused before it (closed producer, bad
+// partition, reserved header) get neither.
+func TestHostile24SendDoneOncePerSend(t *testing.T) {
+	c := hxCluster(t, 1, engine.WithMaxMessageBytes(64))
+	tp := hxTopic(t, c, "orders", 1)
+	var mu sync.Mutex
+	var starts, dones int
+	var errs []error
+	c.AddHooks(tributary.Hooks{OnSend: func(context.Context, *tributary.SendInfo) func(int64, error) {
+		mu.Lock()
+		starts++
+		mu.Unlock()
+		return func(off int64, err error) {
+			mu.Lock()
+			dones++
+			errs = append(errs, err)
+			mu.Unlock()
+			if (err == nil) != (off >= 0) {
+				t.Errorf("done(%d, %v)", off, err)
+			}
+		}
+	}})
+	check := func(what string, wantStarts int, wantErr error) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if starts != wantStarts || dones != wantStarts {
+			t.Fatalf("%s: %d OnSend, %d done, want %d of each", what, starts, dones, wantStarts)
+		}
+		if wantErr != nil && !errors.Is(errs[len(errs)-1], wantErr) {
+			t.Fatalf("%s: done's error %v, want %v", what, errs[len(errs)-1], wantErr)
+		}
+	}
+	p := hxProducer(t, c, "p")
+	hxSend(t, p, tp, 0, "fills")
+	check("publish", 1, nil)
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: "full"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatal(err)
+	}
+	check("TrySend full", 2, tributary.ErrPartitionFull)
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: strings.Repeat("x", 100)}); err == nil {
+		t.Fatal("a record over WithMaxMessageBytes was published")
+	}
+	check("too big", 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Send(ctx, tp, tributary.Message[string]{Value: "waits"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	check("Send cancelled waiting", 4, context.DeadlineExceeded)
+	for _, closer := range []string{"producer", "cluster"} {
+		pc := hxProducer(t, c, "p-"+closer)
+		sent := make(chan error, 1)
+		go func() {
+			_, err := pc.Send(context.Background(), tp, tributary.Message[string]{Value: "waits"})
+			sent <- err
+		}()
+		for {
+			mu.Lock()
+			n := starts
+			mu.Unlock()
+			if n == 5 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if closer == "producer" {
+			pc.Close() //nolint:errcheck // the Send's error is checked
+		} else {
+			c.Close()
+		}
+		if err := <-sent; !errors.Is(err, tributary.ErrClosed) {
+			t.Fatalf("Send while its %s closes: %v", closer, err)
+		}
+		check("Send while its "+closer+" closes", 5, tributary.ErrClosed)
+		mu.Lock()
+		starts, dones = 4, 4
+		mu.Unlock()
+	}
+	// Refused before OnSend.
+	if _, err := p.TrySend(tp, tributary.Message[string]{Partition: 7, Value: "v"}); err == nil {
+		t.Fatal("partition 7 accepted")
+	}
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: "v", Headers: []tributary.Header{{Key: tributary.HeaderPayloadType, Value: "x"}}}); err == nil {
+		t.Fatal("reserved header accepted")
+	}
+	check("refused", 4, nil)
+}
+
+// TestHostile24ReentrantHooks: hooks that call back into the library —
+// OnDeliver acking its own delivery by hand and sending, OnAck adding
+// hooks, OnSend describing the topic — and AddHooks racing with traffic
+// (run under -race) neither deadlock nor lose an event.
+func TestHostile24ReentrantHooks(t *testing.T) {
+	c := hxCluster(t, 1000)
+	tp := hxTopic(t, c, "orders", 2)
+	out := hxTopic(t, c, "out", 1)
+	p := hxProducer(t, c, "p")
+	fwd := hxProducer(t, c, "fwd")
+	var m *tributary.Consumer[string]
+	var mu sync.Mutex
+	var acks, added int
+	c.AddHooks(tributary.Hooks{
+		OnSend: func(_ context.Context, s *tributary.SendInfo) func(int64, error) {
+			if _, err := c.Describe(s.Topic); err != nil {
+				t.Error(err)
+			}
+			return nil
+		},
+		OnDeliver: func(d tributary.Delivery) {
+			if d.Topic != "orders" {
+				return
+			}
+			if _, err := fwd.TrySend(out, tributary.Message[string]{Value: d.ID}); err != nil {
+				t.Error(err)
+			}
+		},
+		OnAck: func(tributary.Delivery) {
+			mu.Lock()
+			acks++
+			mu.Unlock()
+			c.AddHooks(tributary.Hooks{OnAck: func(tributary.Delivery) { mu.Lock(); added++; mu.Unlock() }})
+		},
+	})
+	var err error
+	if m, err = tributary.NewConsumer(tp, "g", "m"); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // AddHooks racing with the traffic
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				c.AddHooks(tributary.Hooks{OnDeliver: func(tributary.Delivery) {}})
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	const n = 50
+	for i := range n {
+		hxSend(t, p, tp, int32(i%2), "v")
+	}
+	got := 0
+	hx24Within(t, "poll and ack from hooks", func() {
+		for got < n {
+			msgs, err := m.TryPoll(10)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, msg := range msgs {
+				if err := m.Ack(msg); err != nil {
+					t.Error(err)
+				}
+				got++
+			}
+		}
+	})
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if acks != n || added == 0 {
+		t.Errorf("%d OnAck, %d by the hooks added from OnAck; want %d and some", acks, added, n)
+	}
+	if d, err := c.Describe("out"); err != nil || d.Partitions[0].LogEndOffset != n {
+		t.Errorf("out: %+v, %v; want %d records forwarded by OnDeliver", d.Partitions, err, n)
 	}
 }
