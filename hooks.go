@@ -75,7 +75,9 @@ type Hooks struct {
 	// after a poll that finds the assignment changed by a rebalance (SPEC
 	// rules 8, 9, 18, 19), and when it leaves, is fenced or finds itself
 	// expired (all revoked). r.Partitions are the ones gained or lost,
-	// ascending.
+	// ascending. Over a consumer's life they balance: every partition
+	// assigned is revoked once, by its Close at the latest; the calls of
+	// a poll and of a Close racing with it may come in either order.
 	// A consumer learns of a rebalance when its poll returns, so a
 	// revoked partition's in-flight delivery may already be another
 	// member's, and one waiting with nothing to deliver (an idle Run, a

@@ -3,6 +3,7 @@ package tributary_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -361,5 +362,70 @@ func TestHostile24ReentrantHooks(t *testing.T) {
 	}
 	if d, err := c.Describe("out"); err != nil || d.Partitions[0].LogEndOffset != n {
 		t.Errorf("out: %+v, %v; want %d records forwarded by OnDeliver", d.Partitions, err, n)
+	}
+}
+
+// TestHostile24RebalanceHooksBalanced: consumers that poll on goroutines
+// of their own while others join, leave, are removed or superseded:
+// once all are closed, every member's OnAssigned partitions were all
+// revoked (counted per member name: the hooks of two incarnations of a
+// name, or of a poll and a Close, may come in either order).
+func TestHostile24RebalanceHooksBalanced(t *testing.T) {
+	c := hxCluster(t, 1000)
+	tp := hxTopic(t, c, "orders", 4)
+	var mu sync.Mutex
+	held := map[string]int{} // assigned minus revoked
+	c.AddHooks(tributary.Hooks{
+		OnAssigned: func(r tributary.Rebalance) { mu.Lock(); held[r.Member] += len(r.Partitions); mu.Unlock() },
+		OnRevoked:  func(r tributary.Rebalance) { mu.Lock(); held[r.Member] -= len(r.Partitions); mu.Unlock() },
+	})
+	p := hxProducer(t, c, "p")
+	for i := range 40 {
+		hxSend(t, p, tp, int32(i%4), "v")
+	}
+	var wg sync.WaitGroup
+	var all []*tributary.Consumer[string]
+	var allMu sync.Mutex
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 15 {
+				name := fmt.Sprintf("m%d", (w*15+i)%6)
+				m, err := tributary.NewConsumer(tp, "g", name)
+				if err != nil {
+					continue // ErrExists and the like, racing
+				}
+				allMu.Lock()
+				all = append(all, m)
+				allMu.Unlock()
+				for range 3 {
+					msgs, err := m.TryPoll(2)
+					if err != nil {
+						break
+					}
+					for _, msg := range msgs {
+						m.Retry(msg) //nolint:errcheck // may have moved
+					}
+				}
+				switch i % 3 {
+				case 0:
+					m.Close() //nolint:errcheck // racing
+				case 1:
+					c.RemoveMember("orders", "g", name) //nolint:errcheck // racing
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, m := range all {
+		m.Close() //nolint:errcheck // closed already, some
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for member, n := range held {
+		if n != 0 {
+			t.Errorf("%s: %d partitions assigned minus revoked by the hooks, want 0", member, n)
+		}
 	}
 }
