@@ -34,8 +34,8 @@ type Hooks struct {
 	// chosen and the value encoded, before the record is published; ctx
 	// is Send's (TrySend's: context.Background()). The hook may append to
 	// s.Headers (a trace context: W3C traceparent): the headers it holds
-	// when the hook returns are published (they must not use
-	// HeaderPayloadType). done, if not nil, is called once the publish
+	// when the hook returns are published (one named HeaderPayloadType
+	// fails the send with ErrInvalidArgument). done, if not nil, is called once the publish
 	// ended, with the record's offset (−1 when err is not nil) and the
 	// error Send returns. s is valid until the last done returns (the
 	// library reuses it), so a done func may read it but nothing may keep

@@ -429,3 +429,28 @@ func TestHostile24RebalanceHooksBalanced(t *testing.T) {
 		}
 	}
 }
+
+// TestHostile24SendHookReservedHeader: an OnSend hook that adds the
+// reserved HeaderPayloadType header (Hooks: it must not) makes the send
+// fail with ErrInvalidArgument, as the same header in the Message does,
+// instead of publishing a record whose consumers read the hook's value
+// as its payload type.
+func TestHostile24SendHookReservedHeader(t *testing.T) {
+	c := hxCluster(t, 10)
+	tp := hxTopic(t, c, "orders", 1)
+	var doneErr error
+	c.AddHooks(tributary.Hooks{OnSend: func(_ context.Context, s *tributary.SendInfo) func(int64, error) {
+		s.Headers = append(s.Headers, tributary.Header{Key: tributary.HeaderPayloadType, Value: "JSON:other"})
+		return func(_ int64, err error) { doneErr = err }
+	}})
+	p := hxProducer(t, c, "p")
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: "v"}); !errors.Is(err, tributary.ErrInvalidArgument) {
+		t.Errorf("TrySend with a hook adding %s: %v, want ErrInvalidArgument", tributary.HeaderPayloadType, err)
+	}
+	if !errors.Is(doneErr, tributary.ErrInvalidArgument) {
+		t.Errorf("done's error %v, want ErrInvalidArgument", doneErr)
+	}
+	if d, err := c.Describe("orders"); err != nil || d.Partitions[0].LogEndOffset != 0 {
+		t.Errorf("orders: %+v, %v; want nothing published", d.Partitions, err)
+	}
+}
