@@ -53,12 +53,22 @@ func (i *Instrumentation) onSend(ctx context.Context, s *tributary.SendInfo) fun
 		trace.WithTimestamp(start),
 		trace.WithAttributes(spanAttrs...))
 	if i.hasField(s.Headers) {
-		// HeaderCarrier.Set would replace the value in place, and
-		// s.Headers shares its array with the caller's Message.Headers:
-		// a message forwarded with another record's trace context.
-		s.Headers = slices.Clone(s.Headers)
+		// A message forwarded with another record's trace context: the
+		// send's replaces it whole when there is one, so that no field of
+		// the other stays beside it (TraceContext writes a tracestate only
+		// when not empty: the other trace's would pair with this
+		// traceparent). Not in place: s.Headers shares its array with the
+		// caller's Message.Headers.
+		var fresh HeaderCarrier
+		i.prop.Inject(ctx, &fresh)
+		if len(fresh) > 0 {
+			s.Headers = append(slices.DeleteFunc(slices.Clone(s.Headers), func(h tributary.Header) bool {
+				return slices.Contains(i.fields, h.Key)
+			}), fresh...)
+		}
+	} else {
+		i.prop.Inject(ctx, (*HeaderCarrier)(&s.Headers))
 	}
-	i.prop.Inject(ctx, (*HeaderCarrier)(&s.Headers))
 	partition := s.Partition
 	return func(offset int64, err error) {
 		if err != nil {

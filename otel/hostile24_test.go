@@ -38,3 +38,36 @@ func TestHostile24HandlerErrorWhoseErrorPanics(t *testing.T) {
 		t.Errorf("process span status %+v", s)
 	}
 }
+
+// TestHostile24SendDropsStaleTracestate: a message forwarded with another
+// record's traceparent and tracestate is published with the send span's
+// traceparent and not the other trace's tracestate (W3C: a tracestate
+// belongs to the traceparent it came with); the consumer's link carries
+// the send span's (empty) trace state.
+func TestHostile24SendDropsStaleTracestate(t *testing.T) {
+	h := newHarness(t, 1000, 1, nil)
+	headers := []tributary.Header{
+		{Key: "traceparent", Value: "00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01"},
+		{Key: "tracestate", Value: "vendor=stale"},
+		{Key: "user", Value: "u"},
+	}
+	if _, err := h.prod.Send(context.Background(), h.topic, tributary.Message[string]{Value: "a", Headers: headers}); err != nil {
+		t.Fatal(err)
+	}
+	if headers[1].Value != "vendor=stale" {
+		t.Errorf("the caller's tracestate changed to %q", headers[1].Value)
+	}
+	seen := h.consume("g", 1, func(context.Context, tributary.Message[string]) error { return nil })
+	for _, hd := range seen[0].msg.Headers {
+		if hd.Key == "tracestate" {
+			t.Errorf("published headers %v: the forwarded tracestate stays with the send's traceparent", seen[0].msg.Headers)
+		}
+	}
+	proc := h.ended("process orders")
+	if len(proc) != 1 || len(proc[0].Links()) != 1 {
+		t.Fatalf("process spans %d, want 1 with one link", len(proc))
+	}
+	if ts := proc[0].Links()[0].SpanContext.TraceState(); ts.Len() != 0 {
+		t.Errorf("process span's link trace state %q, want the send span's (empty)", ts.String())
+	}
+}
