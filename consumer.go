@@ -276,14 +276,15 @@ func NewConsumer[T any](t *Topic[T], group, name string, opts ...ConsumerOption)
 	if err != nil {
 		return unregister(err)
 	}
-	if hs := cl.hooksOf(); hs != nil && hs.onRebalance {
-		c.setAssignment(hs, parts)
-	}
 	if superseding {
 		// The backend fenced the older incarnation's member with the
-		// Rejoin; close that consumer now rather than at its next call.
+		// Rejoin; close that consumer now rather than at its next call
+		// (its OnRevoked before this one's OnAssigned, of the same member).
 		prev.fence(fmt.Errorf("%w: %w: consumer %q of group %q of topic %q: a newer consumer of its name joined",
 			ErrClosed, ErrFenced, name, group, t.Name()))
+	}
+	if hs := cl.hooksOf(); hs != nil && hs.onRebalance {
+		c.setAssignment(hs, parts)
 	}
 	if c.closed() {
 		// Closed (Cluster.Close, CloseConsumer) between register and Join:
@@ -384,11 +385,18 @@ func (c *Consumer[T]) Close() error {
 		_, c.closeErr = c.m.Leave()
 		c.rejoinMu.Unlock()
 		c.unregister()
-		if hs := c.t.c.hooksOf(); hs != nil && hs.onRebalance {
-			c.setAssignment(hs, nil)
-		}
 	})
+	c.revokeAll()
 	return c.closeErr
+}
+
+// revokeAll tells the OnRevoked hooks that the closed or fenced consumer
+// holds no partition. It runs after closeOnce.Do, not in it, so that a
+// hook may call Close (a no-op then) or Cluster.Close.
+func (c *Consumer[T]) revokeAll() {
+	if hs := c.t.c.hooksOf(); hs != nil && hs.onRebalance {
+		c.setAssignment(hs, nil)
+	}
 }
 
 // unregister removes the consumer from its cluster's registry.
@@ -412,6 +420,7 @@ func (c *Consumer[T]) fence(err error) {
 		close(c.stop)
 		c.unregister()
 	})
+	c.revokeAll()
 }
 
 // noteErr fences the consumer when err says the backend fenced its member,
@@ -456,40 +465,46 @@ func (c *Consumer[T]) expiredErr(ctx context.Context, err error) bool {
 // heartbeat, that it is still not a member: a rejoin that ran meanwhile
 // (the heartbeat loop's, another poll's) has done it, and joining again
 // would cancel the deliveries taken since.
+//
+// The hooks are told after rejoinMu is released (Close takes it, and a
+// hook may call Close): OnExpired, the partitions revoked and, when the
+// consumer joined again, assigned.
 func (c *Consumer[T]) rejoin() error {
-	if err := c.rejoinLocked(); err != nil {
-		return c.noteErr(err) // not under rejoinMu: fencing waits for a Close under way
-	}
-	return nil
-}
-
-func (c *Consumer[T]) rejoinLocked() error {
-	c.rejoinMu.Lock()
-	defer c.rejoinMu.Unlock()
-	if c.closed() {
-		return c.closedErr()
-	}
-	if ok, err := c.m.Heartbeat(); err != nil || ok {
-		return err
-	}
-	hs := c.t.c.hooksOf()
-	if hs != nil {
+	expired, parts, err := c.rejoinLocked()
+	if hs := c.t.c.hooksOf(); expired && hs != nil {
 		if hs.onExpired {
 			hs.expiredMember(MemberRef{Topic: c.t.Name(), Group: c.m.Group(), Member: c.name})
 		}
 		if hs.onRebalance {
 			c.setAssignment(hs, nil)
+			if err == nil {
+				c.setAssignment(hs, parts)
+			}
 		}
 	}
-	parts, err := c.m.Rejoin()
 	if err != nil {
-		return err
-	}
-	c.expired.Add(1)
-	if hs != nil && hs.onRebalance {
-		c.setAssignment(hs, parts)
+		return c.noteErr(err) // not under rejoinMu: fencing waits for a Close under way
 	}
 	return nil
+}
+
+// rejoinLocked is rejoin's work under rejoinMu: expired reports that the
+// consumer found itself no longer a member, parts the partitions it got
+// joining again.
+func (c *Consumer[T]) rejoinLocked() (expired bool, parts []int32, err error) {
+	c.rejoinMu.Lock()
+	defer c.rejoinMu.Unlock()
+	if c.closed() {
+		return false, nil, c.closedErr()
+	}
+	if ok, err := c.m.Heartbeat(); err != nil || ok {
+		return false, nil, err
+	}
+	if parts, err = c.m.Rejoin(); err != nil {
+		return true, nil, err
+	}
+	c.expired.Add(1)
+	return true, parts, nil
 }
 
 // ensureMember is the expiry check of a poll that found nothing: with a
@@ -863,7 +878,9 @@ func (c *Consumer[T]) noteAssignment(hs *hookSet) {
 func (c *Consumer[T]) setAssignment(hs *hookSet, now []int32) {
 	c.assignMu.Lock()
 	old := c.assigned
-	if slices.Equal(old, now) {
+	if slices.Equal(old, now) || len(now) > 0 && c.closed() {
+		// A closed consumer holds nothing: a poll's or a join's
+		// assignment that comes after its revokeAll is stale.
 		c.assignMu.Unlock()
 		return
 	}
@@ -1448,20 +1465,26 @@ func (r *runner[T]) handle(m *Message[T]) (err error) {
 		ctx, ends = hs.processStart(ctx, messageDelivery(m, r.c.m.Group(), r.c.name))
 		start = time.Now()
 	}
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			err = newPanicError("handler", p)
+		} else if !returned {
+			err = errHandlerExit // runtime.Goexit: the record fails (resume)
 		}
 		if ends != nil {
 			processEnd(ends, err, time.Since(start))
 		}
 	}()
 	if m.Headers == nil {
-		return r.h(ctx, *m) // a copy already: nothing of it is shared with m
+		err = r.h(ctx, *m) // a copy already: nothing of it is shared with m
+	} else {
+		hm := *m
+		hm.Headers = slices.Clone(m.Headers)
+		err = r.h(ctx, hm)
 	}
-	hm := *m
-	hm.Headers = slices.Clone(m.Headers)
-	return r.h(ctx, hm)
+	returned = true
+	return err
 }
 
 // resume is the worker that follows one whose handler called

@@ -34,8 +34,8 @@ type Hooks struct {
 	// chosen and the value encoded, before the record is published; ctx
 	// is Send's (TrySend's: context.Background()). The hook may append to
 	// s.Headers (a trace context: W3C traceparent): the headers it holds
-	// when the hook returns are published (they must not use
-	// HeaderPayloadType). done, if not nil, is called once the publish
+	// when the hook returns are published (one named HeaderPayloadType
+	// fails the send with ErrInvalidArgument). done, if not nil, is called once the publish
 	// ended, with the record's offset (−1 when err is not nil) and the
 	// error Send returns. s is valid until the last done returns (the
 	// library reuses it), so a done func may read it but nothing may keep
@@ -73,8 +73,11 @@ type Hooks struct {
 	// partitions changed (franz-go's OnPartitionsAssigned and
 	// OnPartitionsRevoked): after it joins (all its partitions assigned),
 	// after a poll that finds the assignment changed by a rebalance (SPEC
-	// rules 8, 9, 18, 19), and when it leaves or finds itself expired
-	// (all revoked). r.Partitions are the ones gained or lost, ascending.
+	// rules 8, 9, 18, 19), and when it leaves, is fenced or finds itself
+	// expired (all revoked). r.Partitions are the ones gained or lost,
+	// ascending. Over a consumer's life they balance: every partition
+	// assigned is revoked once, by its Close at the latest; the calls of
+	// a poll and of a Close racing with it may come in either order.
 	// A consumer learns of a rebalance when its poll returns, so a
 	// revoked partition's in-flight delivery may already be another
 	// member's, and one waiting with nothing to deliver (an idle Run, a
@@ -83,8 +86,8 @@ type Hooks struct {
 	OnAssigned func(r Rebalance)
 	OnRevoked  func(r Rebalance)
 	// OnExpired is called when a consumer finds its session expired (SPEC
-	// rule 24: it had left its group, its deliveries cancelled), before it
-	// joins again.
+	// rule 24: it had left its group, its deliveries cancelled), before
+	// the OnRevoked and OnAssigned of its joining again.
 	OnExpired func(m MemberRef)
 	// OnOutage is called when Consumer.Run's poll meets ErrUnavailable
 	// after one that succeeded (o.Err, Ended false), and when a poll

@@ -167,6 +167,14 @@ func (p *Producer[T]) publishHooked(ctx context.Context, hs *hookSet, t *Topic[T
 	var st *sendState
 	if hs.onSend {
 		st = hs.sendStart(ctx, p.name, t.Name(), part, em)
+		for _, h := range em.Headers {
+			if h.Key == HeaderPayloadType {
+				// Published, it would be read as the record's payload type.
+				err := fmt.Errorf("%w: producer %q: an OnSend hook set header %q, which is reserved", ErrInvalidArgument, p.name, HeaderPayloadType)
+				sendDone(st, -1, err)
+				return -1, time.Time{}, err
+			}
+		}
 	}
 	off, ts, err := t.sp.tryPublishStamped(part, *em)
 	if wait && errors.Is(err, ErrPartitionFull) {

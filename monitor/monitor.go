@@ -314,13 +314,19 @@ func (m *Monitor) onDeadLetter(d tributary.Delivery, dlqTopic string, cause erro
 	m.deadTotal++
 }
 
-// causeText is err's text, at most MaxCauseBytes bytes; "" for nil. A
-// panicking Error method is the library's to recover: the hook is called
-// with the error the handler returned.
-func causeText(err error) string {
+// causeText is err's text, at most MaxCauseBytes bytes; "" for nil. The
+// hook is called with the error the handler returned, as it is: an Error
+// method that panics (a typed nil's) gives a fixed text naming its type,
+// as the dead letter's header has, rather than crash the consumer.
+func causeText(err error) (text string) {
 	if err == nil {
 		return ""
 	}
+	defer func() {
+		if recover() != nil {
+			text = fmt.Sprintf("%T with a panicking Error method", err)
+		}
+	}()
 	s := err.Error()
 	if len(s) > MaxCauseBytes {
 		cut := MaxCauseBytes

@@ -2,6 +2,8 @@ package tribotel
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -51,12 +53,22 @@ func (i *Instrumentation) onSend(ctx context.Context, s *tributary.SendInfo) fun
 		trace.WithTimestamp(start),
 		trace.WithAttributes(spanAttrs...))
 	if i.hasField(s.Headers) {
-		// HeaderCarrier.Set would replace the value in place, and
-		// s.Headers shares its array with the caller's Message.Headers:
-		// a message forwarded with another record's trace context.
-		s.Headers = slices.Clone(s.Headers)
+		// A message forwarded with another record's trace context: the
+		// send's replaces it whole when there is one, so that no field of
+		// the other stays beside it (TraceContext writes a tracestate only
+		// when not empty: the other trace's would pair with this
+		// traceparent). Not in place: s.Headers shares its array with the
+		// caller's Message.Headers.
+		var fresh HeaderCarrier
+		i.prop.Inject(ctx, &fresh)
+		if len(fresh) > 0 {
+			s.Headers = append(slices.DeleteFunc(slices.Clone(s.Headers), func(h tributary.Header) bool {
+				return slices.Contains(i.fields, h.Key)
+			}), fresh...)
+		}
+	} else {
+		i.prop.Inject(ctx, (*HeaderCarrier)(&s.Headers))
 	}
-	i.prop.Inject(ctx, (*HeaderCarrier)(&s.Headers))
 	partition := s.Partition
 	return func(offset int64, err error) {
 		if err != nil {
@@ -186,8 +198,24 @@ func messageID(partition int32, offset int64) string {
 // operation's metric.
 func failSpan(span trace.Span, attrs []attribute.KeyValue, err error) []attribute.KeyValue {
 	et := errorType(err)
+	text, ok := errorText(err)
+	if !ok {
+		err = errors.New(text) // RecordError calls Error too
+	}
 	span.SetAttributes(et)
 	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
+	span.SetStatus(codes.Error, text)
 	return append(attrs, et)
+}
+
+// errorText is err.Error(), and true; when that panics (a handler's typed
+// nil whose Error dereferences its receiver), a fixed text naming err's
+// type, as the library writes in the dead letter, and false.
+func errorText(err error) (text string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			text, ok = fmt.Sprintf("%T with a panicking Error method", err), false
+		}
+	}()
+	return err.Error(), true
 }
