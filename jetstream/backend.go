@@ -62,6 +62,11 @@ var errStale = errors.New("stale group view")
 // after Seek wrote it, and Seek put the cursor back.
 var errOvertaken = errors.New("seek overtaken by a purge")
 
+// errWaitPlacer is internal to Seek: its overtaken write was replaced by
+// another placement below the log start, whose placer may put this write
+// back; wait and look again.
+var errWaitPlacer = errors.New("waiting for another placer")
+
 // maxRetries bounds every compare-and-set loop.
 const maxRetries = 1000
 

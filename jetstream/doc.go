@@ -171,14 +171,21 @@
 // A Seek whose cursor write a purge overtook (its fence failed and low has
 // passed its offset) puts back the cursor it replaced: the purge read the
 // cursors before the write (else it could not have passed the offset), so
-// that cursor is at or above the new low. The Seek then reports
-// ErrOffsetOutOfRange having changed nothing, as if after the purge; so it
-// does too when another call has replaced its overtaken write meanwhile
-// (it no longer counts that write as standing). While such a write is
-// briefly below low, no call acts on it: a Poll, Ack, Retry or migration
-// that finds its cursor below the log start waits for the placer to finish
-// (it reads low after the cursor, or at the same instant), for at most
-// fallbackWait: a placer that died there, or lost its fence request, would
+// that cursor is at or above the new low, unless it is itself a placement
+// the purge overtook: two Seeks of one cursor, the second made over the
+// first's write before its fence. The second then puts back the first's
+// write all the same, and the first, finding its write replaced by one
+// below the log start, waits for that (as a waiter below, fallbackWait at
+// most) and puts back the cursor it replaced: the one the purge read. The
+// Seek then reports ErrOffsetOutOfRange having changed nothing, as if
+// after the purge (moving the cursor to the log start instead would undo
+// commits the purge kept: seen as publishes answering full); so it does
+// too when another call has replaced its overtaken write meanwhile with
+// one at or above the log start (it no longer counts that write as
+// standing). While such a write is briefly below low, no call acts on it:
+// a Poll, Ack, Retry or migration that finds its cursor below the log
+// start waits for the placer to finish (it reads low after the cursor, or
+// at the same instant), for at most fallbackWait: a placer that died there, or lost its fence request, would
 // strand the partition, so then the waiter moves the cursor up to the log
 // start itself, fenced as a placement. A retention pass that finds a cursor below
 // the low it read waits and reads that cursor again (else a publish would

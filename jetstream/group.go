@@ -929,12 +929,21 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 		// first write replaced. When the fence after a write fails (after),
 		// a purge may have raced it: if it removed the sought offset, the
 		// purge read the cursor before the write (else it could not pass
-		// it), so prev is at or above the new log start and is put back:
-		// the Seek reports ErrOffsetOutOfRange having changed nothing, as
-		// if it came after the purge.
+		// it), so prev is put back: the Seek reports ErrOffsetOutOfRange
+		// having changed nothing, as if it came after the purge. prev is
+		// at or above the new log start unless it is itself a placement
+		// the purge overtook (another Seek's write, unfenced when this
+		// one read it); then it is put back all the same, for its placer
+		// to undo in turn, and a placer that finds its write replaced by
+		// a write below the log start waits for that undoing
+		// (errWaitPlacer) rather than give up its own, which may stand
+		// (package doc).
 		var written, prev cursorVal
-		wrote, overtaken := false, false
+		wrote, overtaken, waiting := false, false, false
+		var waited time.Time // since when it waits for another placer (waitPlacer)
+	undo:
 		_, _, err = b.place(topic, group, partition, func(cur *cursorVal, ok bool, low int64, after bool) (cursorVal, bool, error) {
+			after = after || waiting // a round after waiting follows this call's write
 			switch {
 			case !ok || cur.Inc != gv.Inc:
 				return *cur, false, errStale
@@ -966,6 +975,11 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 				written = *cur
 				written.Committed, written.InFlight, written.Attempts, written.DeliveredAt = offset, false, 0, 0
 				return written, true, nil
+			case *cur != written && cur.Committed < low:
+				// Replaced by another placement that the purge overtook,
+				// perhaps made over this write (its prev), which its
+				// placer puts back: wait for it (this write may stand).
+				return *cur, false, errWaitPlacer
 			case *cur != written && offset < low:
 				// Another call replaced this write after a purge passed
 				// it: the purge read the cursors before the write (else
@@ -975,18 +989,29 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 				return *cur, false, errOvertaken
 			case cur.Committed >= low:
 				return *cur, false, nil // stands: fence again
-			case *cur == written && !overtaken && prev.Committed >= low:
+			case *cur == written && !overtaken:
 				overtaken = true
 				written = prev
 				return written, true, nil
+			case *cur == written && written == prev:
+				// prev put back below low: another placer's overtaken
+				// write, for that placer to undo. Fence again.
+				return *cur, false, nil
 			}
-			// Changed since by another call (or prev below low too): keep
-			// the cursor at the log start.
+			// This call's own put-back or move, overtaken again: keep the
+			// cursor at the log start.
 			overtaken = true
 			written = *cur
 			written.Committed, written.InFlight, written.Attempts, written.DeliveredAt = low, false, 0, 0
 			return written, true, nil
 		})
+		if errors.Is(err, errWaitPlacer) {
+			if err = b.waitPlacer(topic, group, partition, gv.Inc, &waited); err != nil {
+				return false, err
+			}
+			waiting = true
+			goto undo
+		}
 		if errors.Is(err, errOvertaken) {
 			err, overtaken = nil, true
 		}
