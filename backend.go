@@ -145,6 +145,17 @@ type stampedPublisher interface {
 	publishStamped(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, time.Time, error)
 }
 
+// pollCounter is implemented by a BackendMember that counts its own
+// polling work (the engine backend's member): Consumer.Stats reports these
+// counters as Polls, Waits and Wakeups, and leaves them 0 for a member
+// that does not implement it. pollStats returns, since the member was
+// made, the broker polls its TryPoll, TryPollPartition and Poll made, the
+// times Poll blocked with nothing deliverable, and the times a blocked
+// Poll was woken. It is safe for concurrent use and allocates nothing.
+type pollCounter interface {
+	pollStats() (polls, waits, wakeups int64)
+}
+
 // clockStamped is the stampedPublisher of a BackendTopic that does not
 // report record times: a message with a zero Time is sent with time.Now,
 // which is the time it reports.
