@@ -435,7 +435,10 @@ func (m *engineMember) Poll(ctx context.Context, stop <-chan struct{}, dst []eng
 	}
 }
 
-// pollStats returns the member's counters.
+// engineMember counts its polling work for Consumer.Stats.
+var _ pollCounter = (*engineMember)(nil)
+
+// pollStats returns the member's counters (pollCounter).
 func (m *engineMember) pollStats() (polls, waits, wakeups int64) {
 	return m.polls.Load(), m.waits.Load(), m.wakeups.Load()
 }

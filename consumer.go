@@ -76,7 +76,10 @@ func (c *consumerConfig) agree(g GroupConfig, topic, group, name string) error {
 		ErrPolicyMismatch, name, strings.Join(want, " and "), group, topic, g.Policy())
 }
 
-// ConsumerStats counts a consumer's work since it was made.
+// ConsumerStats counts a consumer's work since it was made. Polls, Waits
+// and Wakeups are counted by the in-process backend (NewCluster,
+// NewEngineBackend); on a backend that does not count them (JetStream's)
+// they stay 0.
 type ConsumerStats struct {
 	Polls        int64 // polls of the broker (a blocked Poll makes none until woken)
 	Waits        int64 // times Poll blocked with nothing deliverable
@@ -361,12 +364,14 @@ func (c *Consumer[T]) Assignment() []int32 {
 	return c.m.Assignment()
 }
 
-// Stats returns the consumer's counters.
+// Stats returns the consumer's counters. Polls, Waits and Wakeups come
+// from the backend's member when it counts them (pollCounter: the
+// in-process backend does); on other backends they stay 0.
 func (c *Consumer[T]) Stats() ConsumerStats {
 	s := ConsumerStats{Handled: c.handled.Load(), Acked: c.acked.Load(), Retried: c.retried.Load(), DeadLettered: c.deadLettered.Load(),
 		Heartbeats: c.heartbeats.Load(), Expired: c.expired.Load()}
-	if em, ok := c.m.(*engineMember); ok {
-		s.Polls, s.Waits, s.Wakeups = em.pollStats()
+	if pc, ok := c.m.(pollCounter); ok {
+		s.Polls, s.Waits, s.Wakeups = pc.pollStats()
 	}
 	return s
 }

@@ -32,6 +32,15 @@
 // fails on a faulty backend (see faults_test.go, where each of 46 faults
 // trips at least one check and every check is tripped by some fault).
 //
+// # Codecs and assignors
+//
+// The library's other extension points have checks here too, for a test
+// of a user's implementation (docs/extending.md): CheckCodec and
+// CheckCodecPayload hold a tributary.Codec to its contract (round trips,
+// refused payloads, concurrent use, no panics), and CheckAssignor holds a
+// tributary.Assignor to what the broker requires of every answer (SPEC
+// rule 18), to purity and to determinism.
+//
 // # Coverage, rule by rule
 //
 // Errors are compared with errors.Is against tributary's sentinels, which
