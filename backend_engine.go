@@ -228,7 +228,7 @@ func (t *engineTopic) publishStamped(ctx context.Context, stop <-chan struct{}, 
 		},
 		try: func(bool) (stamped, bool, error) {
 			off, ts, err := t.h.PublishStamped(partition, m)
-			return stamped{off, ts}, off >= 0, err
+			return stamped{off, ts}, err != nil || off >= 0, err
 		},
 		stopped: func() error {
 			return fmt.Errorf("%w: waiting for room in topic %q partition %d", ErrClosed, t.h.Name(), partition)

@@ -17,8 +17,9 @@ import (
 type blocking[T any] struct {
 	// arm takes the signals for the next wait; a nil channel is none.
 	arm func() (a, b <-chan struct{}, err error)
-	// try tries once; done (or an error) ends run with its result.
-	// woken: an earlier round of this run waited and was woken.
+	// try tries once; done ends run, which returns out and err (a try
+	// that fails is done). woken: an earlier round of this run waited and
+	// was woken.
 	try func(woken bool) (out T, done bool, err error)
 	// timeout, if set, bounds the next wait (ok false: unbounded), so a
 	// change the engine signals on no channel (an ack timeout running
@@ -36,8 +37,8 @@ type waitStats struct {
 	waits, wakeups atomic.Int64
 }
 
-// run repeats arm, try and wait until a try is done or fails, returning
-// what it returned; or until ctx ends (ctx.Err()) or stop closes
+// run repeats arm, try and wait until a try is done, returning what it
+// returned; or until ctx ends (ctx.Err()) or stop closes
 // (stopped()), or arm fails, returning the last try's out with that error
 // (out, the caller's own first try's, before run's first). ctx and stop
 // are read only while waiting, so a try that is done wins over both.
@@ -55,7 +56,7 @@ func (c blocking[T]) run(ctx context.Context, stop <-chan struct{}, out T) (T, e
 			return out, err
 		}
 		var done bool
-		if out, done, err = c.try(woken); done || err != nil {
+		if out, done, err = c.try(woken); done {
 			return out, err
 		}
 		var expiry <-chan time.Time
