@@ -210,29 +210,31 @@ func (t *engineTopic) tryPublishStamped(partition int32, m engine.Message) (int6
 
 // publishStamped tries once; on a full partition it takes the partition's
 // room signal, tries again (a trim between the two tries closed the channel
-// it now holds) and waits. A publish that finds room never touches a
-// signal.
+// it now holds) and waits (blocking). A publish that finds room never
+// touches a signal.
 func (t *engineTopic) publishStamped(ctx context.Context, stop <-chan struct{}, partition int32, m engine.Message) (int64, time.Time, error) {
-	for {
-		off, ts, err := t.h.PublishStamped(partition, m)
-		if err != nil || off >= 0 {
-			return off, ts, err
-		}
-		room, err := t.h.Room(partition)
-		if err != nil {
-			return -1, ts, err
-		}
-		if off, ts, err = t.h.PublishStamped(partition, m); err != nil || off >= 0 {
-			return off, ts, err
-		}
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return -1, ts, ctx.Err()
-		case <-stop:
-			return -1, ts, fmt.Errorf("%w: waiting for room in topic %q partition %d", ErrClosed, t.h.Name(), partition)
-		}
+	type stamped struct {
+		off int64
+		ts  time.Time
 	}
+	off, ts, err := t.h.PublishStamped(partition, m)
+	if err != nil || off >= 0 {
+		return off, ts, err
+	}
+	r, err := blocking[stamped]{
+		arm: func() (<-chan struct{}, <-chan struct{}, error) {
+			room, err := t.h.Room(partition)
+			return room, nil, err
+		},
+		try: func(bool) (stamped, bool, error) {
+			off, ts, err := t.h.PublishStamped(partition, m)
+			return stamped{off, ts}, err != nil || off >= 0, err
+		},
+		stopped: func() error {
+			return fmt.Errorf("%w: waiting for room in topic %q partition %d", ErrClosed, t.h.Name(), partition)
+		},
+	}.run(ctx, stop, stamped{off, ts})
+	return r.off, r.ts, err
 }
 
 func (t *engineTopic) Member(group, member string) (BackendMember, error) {
@@ -264,10 +266,9 @@ type engineMember struct {
 	// signals before its first poll, so a consumer that keeps waiting
 	// polls once before each wait and once after each wake-up, never more.
 	// A Poll that finds records at once clears it (the fast path).
-	idle    atomic.Bool
-	polls   atomic.Int64 // engine polls made by Poll and TryPoll
-	waits   atomic.Int64 // times Poll blocked
-	wakeups atomic.Int64 // times a blocked Poll was woken by the broker or an ack timeout
+	idle  atomic.Bool
+	polls atomic.Int64 // engine polls made by Poll and TryPoll
+	stats waitStats    // times Poll blocked, and was woken by the broker or an ack timeout
 }
 
 func (m *engineMember) Group() string            { return m.h.Group() }
@@ -384,8 +385,8 @@ func (m *engineMember) TryPollPartition(dst []engine.Record, partition int32) ([
 // Poll polls once; when that is empty it takes the topic's and the group's
 // ready signals, polls again (a change between the two polls closed a
 // channel it now holds) and, still empty, waits on them, on a timer for the
-// oldest in-flight delivery's ack timeout, on ctx and on stop. A consumer
-// that keeps finding records never touches a signal.
+// oldest in-flight delivery's ack timeout, on ctx and on stop (blocking). A
+// consumer that keeps finding records never touches a signal.
 func (m *engineMember) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Record, max int32) ([]engine.Record, error) {
 	n := len(dst)
 	var out []engine.Record
@@ -395,44 +396,25 @@ func (m *engineMember) Poll(ctx context.Context, stop <-chan struct{}, dst []eng
 			return out, err
 		}
 	}
-	waited := false // this call has blocked
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		topicReady, groupReady := m.t.Ready(), m.h.Ready()
-		if out, err = m.TryPoll(dst, max); err != nil || len(out) > n {
-			m.idle.Store(waited)
-			return out, err
-		}
-		if !m.h.Joined() {
-			return out, fmt.Errorf("%w: member %q is not in group %q of topic %q", ErrClosed, m.h.Member(), m.h.Group(), m.h.Topic())
-		}
-		var expiry <-chan time.Time
-		if d, ok := m.h.NextTimeout(); ok {
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
+	return blocking[[]engine.Record]{
+		arm: func() (<-chan struct{}, <-chan struct{}, error) {
+			return m.t.Ready(), m.h.Ready(), nil
+		},
+		try: func(woken bool) ([]engine.Record, bool, error) {
+			out, err := m.TryPoll(dst, max)
+			if err != nil || len(out) > n {
+				m.idle.Store(woken)
+				return out, true, err
 			}
-			expiry = timer.C
-		}
-		m.waits.Add(1)
-		select {
-		case <-topicReady:
-		case <-groupReady:
-		case <-expiry:
-		case <-ctx.Done():
-			return out, ctx.Err()
-		case <-stop:
-			return out, ErrClosed
-		}
-		m.wakeups.Add(1)
-		waited = true
-	}
+			if !m.h.Joined() {
+				return out, true, fmt.Errorf("%w: member %q is not in group %q of topic %q", ErrClosed, m.h.Member(), m.h.Group(), m.h.Topic())
+			}
+			return out, false, nil
+		},
+		timeout: m.h.NextTimeout,
+		stopped: func() error { return ErrClosed },
+		stats:   &m.stats,
+	}.run(ctx, stop, out)
 }
 
 // engineMember counts its polling work for Consumer.Stats.
@@ -440,5 +422,5 @@ var _ pollCounter = (*engineMember)(nil)
 
 // pollStats returns the member's counters (pollCounter).
 func (m *engineMember) pollStats() (polls, waits, wakeups int64) {
-	return m.polls.Load(), m.waits.Load(), m.wakeups.Load()
+	return m.polls.Load(), m.stats.waits.Load(), m.stats.wakeups.Load()
 }

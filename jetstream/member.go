@@ -509,27 +509,20 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 		return out, err // the requests are not bound by ctx: stop between them
 	}
 	b := m.b
-	ch, unsub, err := b.wakeOn(
-		b.sp+".rec."+m.t.name+".*",
+	return block(ctx, stop, b, []string{
+		b.sp + ".rec." + m.t.name + ".*",
 		b.stateSubject(groupKey(m.t.name, m.group)),
 		b.stateSubject(groupCursorsKey(m.t.name, m.group)),
-	)
-	if err != nil {
-		return out, err
-	}
-	defer unsub()
-	timer := time.NewTimer(fallbackWait)
-	defer timer.Stop()
-	for {
+	}, out, func() ([]engine.Record, time.Duration, bool, error) {
 		if err := ctx.Err(); err != nil {
-			return dst, err
+			return dst, 0, true, err
 		}
 		out, joined, expiry, err := m.poll(dst, max, -1)
 		if err != nil || len(out) > n {
-			return out, err
+			return out, 0, true, err
 		}
 		if !joined {
-			return out, m.notJoined()
+			return out, 0, true, m.notJoined()
 		}
 		wait := fallbackWait
 		if expiry > 0 {
@@ -538,24 +531,13 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 				wait = time.Millisecond
 			}
 		}
-		timer.Reset(wait)
-		select {
-		case <-ch:
-		case <-timer.C:
-		case <-ctx.Done():
-			return out, ctx.Err()
-		case <-stop:
-			return out, tributary.ErrClosed
-		case <-b.closed:
-			return out, fmt.Errorf("%w: backend closed", tributary.ErrClosed)
+		return out, wait, false, nil
+	}, func(backendClosed bool) error {
+		if backendClosed {
+			return fmt.Errorf("%w: backend closed", tributary.ErrClosed)
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-	}
+		return tributary.ErrClosed
+	})
 }
 
 func (m *Member) notJoined() error {

@@ -179,34 +179,19 @@ func (t *Topic) Publish(ctx context.Context, stop <-chan struct{}, partition int
 		return off, err
 	}
 	b := t.b
-	ch, unsub, err := b.wakeOn(
+	return block(ctx, stop, b, []string{
 		b.roomSubject(t.name, partition),
 		b.stateSubject(partCursorsKey(t.name, partition)),
 		b.stateSubject(groupsKey(t.name)),
-	)
-	if err != nil {
-		return -1, err
-	}
-	defer unsub()
-	timer := time.NewTimer(b.roomWait)
-	defer timer.Stop()
-	for {
+	}, -1, func() (int64, time.Duration, bool, error) {
 		off, err := t.TryPublish(partition, m)
-		if !isFull(err) {
-			return off, err
+		return off, b.roomWait, !isFull(err), err
+	}, func(backendClosed bool) error {
+		if backendClosed {
+			return fmt.Errorf("%w: backend closed while waiting for room in topic %q partition %d", tributary.ErrClosed, t.name, partition)
 		}
-		select {
-		case <-ch:
-		case <-timer.C:
-		case <-ctx.Done():
-			return -1, ctx.Err()
-		case <-stop:
-			return -1, fmt.Errorf("%w: waiting for room in topic %q partition %d", tributary.ErrClosed, t.name, partition)
-		case <-t.b.closed:
-			return -1, fmt.Errorf("%w: backend closed while waiting for room in topic %q partition %d", tributary.ErrClosed, t.name, partition)
-		}
-		timer.Reset(b.roomWait)
-	}
+		return fmt.Errorf("%w: waiting for room in topic %q partition %d", tributary.ErrClosed, t.name, partition)
+	})
 }
 
 func isFull(err error) bool {
