@@ -178,9 +178,7 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 	g.deleted.Store(true)
 	for _, p := range t.parts[:n] {
 		p.cursors[g.slot] = nil
-		if !t.faults.on(faultDeleteSkipsRetention) {
-			t.retainLocked(p)
-		}
+		t.hooks.retainDeleted(t, p)
 	}
 	t.unlockAll(n)
 	t.freeSlots = append(t.freeSlots, g.slot)
@@ -212,11 +210,7 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 	}
 	g.assignor, g.assignorName = a, name
 	if len(g.members) > 0 {
-		if t.faults.on(faultSetAssignorKeepsInFlight) {
-			g.assign.Store(next)
-		} else {
-			t.rebalance(g, next)
-		}
+		t.hooks.reassign(t, g, next)
 		g.ready.notify()
 	}
 	return true, nil
@@ -248,10 +242,7 @@ func (b *Broker) AddPartitions(topicName string, count int32) (int32, error) {
 	}
 	t.expireLocked(now)
 	total := old + count
-	start := int64(0)
-	if t.faults.on(faultAddedPartitionsWrongOffset) {
-		start = t.parts[0].end.Load() // the bug: copies partition 0's position
-	}
+	start := t.hooks.addedStart(0, t)
 	added := make([]*partition, count)
 	for i := range added {
 		p := b.newPartition()
@@ -353,9 +344,7 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 	}
 	c.place(offset, false) // retention pins it if it is the least
 	c.attempts = 0
-	if !t.faults.on(faultSeekKeepsInFlight) {
-		c.inFlight = false
-	}
+	c.inFlight = t.hooks.soughtInFlight(false, c)
 	t.retainLocked(part)
 	g.ready.notify()
 	return true, nil

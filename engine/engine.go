@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -91,7 +90,7 @@ type Broker struct {
 	session    int64            // WithSessionTimeout, in nanoseconds; 0: members never expire
 	wall       wallClock        // the default clock
 	coarse     coarseClock      // the default clock's record times
-	faults     faultSet         // empty unless built with tributary_faults (faults.go)
+	hooks      hooks            // empty unless built with tributary_faults (faults.go)
 
 	// createMu serialises Create: it guards the write side of topics.
 	createMu sync.Mutex
@@ -101,9 +100,9 @@ type Broker struct {
 
 // topic is one topic: its partitions and its consumer groups.
 type topic struct {
-	name   string
-	b      *Broker
-	faults faultSet // the Broker's at Create; empty in a normal build
+	name  string
+	b     *Broker
+	hooks hooks // the Broker's at Create; empty in a normal build
 
 	// count is the number of partitions, 1..64. It grows only in
 	// AddPartitions, under mu, after the new parts entries are written and
@@ -424,7 +423,7 @@ func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
 	if b.topics.Load(topicName) != nil {
 		return false, nil
 	}
-	t := &topic{name: topicName, b: b, faults: b.faults}
+	t := &topic{name: topicName, b: b, hooks: b.hooks}
 	t.deadline.Store(noDeadline)
 	for p := range partitionCount {
 		t.parts[p] = b.newPartition()
@@ -480,10 +479,10 @@ func (t *topic) joinLocked(groupName, member string, now int64) ([]int32, error)
 			return nil, err
 		}
 		g.members = members
-		if t.b.session > 0 && !t.faults.on(faultJoinKeepsDeadline) {
+		if t.b.session > 0 {
 			// The new member expires at now + d at the earliest: the
 			// topic's deadline must not be later, before anyone can see it.
-			t.deadline.Store(min(t.deadline.Load(), deadlineOf(now, t.b.session)))
+			t.deadline.Store(min(t.deadline.Load(), t.hooks.joinDeadline(deadlineOf(now, t.b.session))))
 		}
 		if created {
 			g.assign.Store(next) // nobody can reach g before addGroup
@@ -644,16 +643,14 @@ func (t *topic) append(p *partition, e *entry, coarse bool) int64 {
 			e.ts = t.b.coarse.exact(&t.b.wall)
 		}
 	}
-	if p.log.Full() && (t.evictableLocked(p) || t.b.window > 0 && p.low != noLow && t.faults.on(faultWindowEvictsNeeded)) {
+	if p.log.Full() && t.hooks.evictOnPublish(t.evictableLocked(p), t, p) {
 		p.log.TrimTo(p.log.StartOffset() + 1) // the oldest fully committed record (rule 21)
 	}
 	off, ok := p.log.Append(*e)
 	if ok {
 		p.end.Store(off + 1)
 	}
-	if t.faults.on(faultPublishBurnsOffset) {
-		off, ok = t.burnOffset(p, off, ok)
-	}
+	off, ok = t.hooks.appended(off, ok, p)
 	p.mu.Unlock()
 	if !ok {
 		return -1
@@ -754,9 +751,6 @@ retry:
 		return dst, checkID("member", member)
 	}
 	mask &= only
-	if t.faults.on(faultPollStaleAssignment) {
-		t.faultYield() // widen (f)'s window: let a rebalance run now
-	}
 	// locked: cursors held; picked: partitions with a record to reserve;
 	// empty: partitions seen with nothing at the committed offset; last:
 	// the partition inspected last.
@@ -764,6 +758,7 @@ retry:
 	last := int32(-1)
 	taken := int32(0)
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
+		dst, locked, picked = t.hooks.inspecting(dst, locked, picked, t, a, now, maxRecords)
 		c := a.cursors[p]
 		c.mu.Lock()
 		locked |= bit(p)
@@ -776,30 +771,19 @@ retry:
 			taken++
 		} else {
 			empty |= bit(p)
-			if t.faults.on(faultPollSkipsRecheck) {
-				t.faultYield() // widen (n)'s window: let a publish land now
-			}
 		}
-		if t.faults.on(faultPollReleasesEach) {
-			dst = t.reserve(dst, a, picked&shard.Mask(0).With(p), now, maxRecords)
-			locked = t.releasePolled(a, locked)
-		}
-	}
-	if t.faults.on(faultPollReleasesEach) {
-		unlockCursors(a, locked) // those skipped since the last release
-		return dst, nil
 	}
 	// The assignment must still be current, and made for the current
 	// partition count (AddPartitions stores every group's new assignment
 	// before the count).
-	if (g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) && !t.faults.on(faultPollStaleAssignment) {
+	if t.hooks.stale(g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) {
 		unlockCursors(a, locked)
 		goto retry
 	}
 	// A partition seen empty before the last one inspected must still be
 	// empty, so that the instant after the last inspection is one at which
 	// the poll saw every partition as it was.
-	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
+	if t.hooks.recheck(empty != 0) {
 		recheck := empty &^ bit(last) // empty ≠ 0: some partition was inspected
 		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
 			if t.parts[p].end.Load() > a.cursors[p].committed() {
@@ -808,10 +792,7 @@ retry:
 			}
 		}
 	}
-	if t.faults.on(faultRebalanceSkipsLock) {
-		t.faultYield() // widen (g)'s window: hold the locks a while
-	}
-	dst = t.reserve(dst, a, picked, now, maxRecords)
+	dst = t.reserve(dst, a, t.hooks.reserving(picked), now, maxRecords)
 	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
 		a.cursors[p].mu.Unlock() // unlockCursors, inlined
 	}
@@ -858,9 +839,6 @@ retry:
 		return dst, nil
 	}
 	mask &= only
-	if t.faults.on(faultPollStaleAssignment) {
-		t.faultYield() // widen (f)'s window: let a rebalance run now
-	}
 	// locked: cursors held; picked: partitions with a record to reserve;
 	// empty: partitions seen with nothing at the committed offset; last:
 	// the partition inspected last.
@@ -868,6 +846,7 @@ retry:
 	last := int32(-1)
 	taken := int32(0)
 	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
+		dst, locked, picked = t.hooks.inspecting(dst, locked, picked, t, a, now, maxRecords)
 		c := a.cursors[p]
 		c.mu.Lock()
 		locked |= bit(p)
@@ -880,30 +859,19 @@ retry:
 			taken++
 		} else {
 			empty |= bit(p)
-			if t.faults.on(faultPollSkipsRecheck) {
-				t.faultYield() // widen (n)'s window: let a publish land now
-			}
 		}
-		if t.faults.on(faultPollReleasesEach) {
-			dst = t.reserve(dst, a, picked&shard.Mask(0).With(p), now, maxRecords)
-			locked = t.releasePolled(a, locked)
-		}
-	}
-	if t.faults.on(faultPollReleasesEach) {
-		unlockCursors(a, locked) // those skipped since the last release
-		return dst, nil
 	}
 	// The assignment must still be current, and made for the current
 	// partition count (AddPartitions stores every group's new assignment
 	// before the count).
-	if (g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) && !t.faults.on(faultPollStaleAssignment) {
+	if t.hooks.stale(g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) {
 		unlockCursors(a, locked)
 		goto retry
 	}
 	// A partition seen empty before the last one inspected must still be
 	// empty, so that the instant after the last inspection is one at which
 	// the poll saw every partition as it was.
-	if empty != 0 && !t.faults.on(faultPollSkipsRecheck) {
+	if t.hooks.recheck(empty != 0) {
 		recheck := empty &^ bit(last) // empty ≠ 0: some partition was inspected
 		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
 			if t.parts[p].end.Load() > a.cursors[p].committed() {
@@ -924,10 +892,7 @@ retry:
 			return t.pollHeld(dst, g, member, h, maxRecords, only, now)
 		}
 	}
-	if t.faults.on(faultRebalanceSkipsLock) {
-		t.faultYield() // widen (g)'s window: hold the locks a while
-	}
-	dst = t.reserve(dst, a, picked, now, maxRecords)
+	dst = t.reserve(dst, a, t.hooks.reserving(picked), now, maxRecords)
 	unlockCursors(a, locked)
 	return dst, nil
 }
@@ -974,12 +939,9 @@ func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int6
 	for p, rest, ok := picked.First(); ok; p, rest, ok = rest.First() {
 		c := a.cursors[p]
 		off := c.committed()
-		e := t.parts[p].log.Read(off)
-		if t.faults.checked() {
-			// A faulty broker may have trimmed the record: read it under the lock.
-			if e = t.lockedAt(p, off); e == nil {
-				continue
-			}
+		e, ok := t.hooks.entry(t.parts[p].log.Read(off), t, p, off)
+		if !ok {
+			continue
 		}
 		c.inFlight = true
 		c.attempts++
@@ -1078,7 +1040,7 @@ func (t *topic) settle(g *group, member string, h *MemberHandle, part *partition
 	for {
 		a := g.assign.Load()
 		// A deleted group's last assignment may predate AddPartitions.
-		if int(partition) >= len(a.owner) || a.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
+		if int(partition) >= len(a.owner) || t.hooks.notOwner(a.owner[partition] != member) {
 			return false, checkID("member", member)
 		}
 		c = a.cursors[partition]
@@ -1141,7 +1103,7 @@ func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partiti
 		}
 		c.mu.Unlock()
 	}
-	if !t.faults.on(faultSettleSkipsRefresh) {
+	if t.hooks.settleRefreshes() {
 		switch {
 		case held:
 			t.refreshLocked(a, member, now)
@@ -1150,7 +1112,7 @@ func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partiti
 			return t.settleHeld(g, member, h, part, partition, offset, commit, now)
 		}
 	}
-	if a.owner[partition] != member && !t.faults.on(faultAckSkipsOwner) {
+	if t.hooks.notOwner(a.owner[partition] != member) {
 		c.mu.Unlock()
 		return false, nil
 	}
@@ -1200,7 +1162,7 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 		}
 		s = c.state.Load()
 	}
-	if s&pinned == 0 || t.faults.on(faultAckIgnoresPin) {
+	if t.hooks.unpinned(s&pinned == 0) {
 		// Retention may pin c meanwhile, under the partition lock: then
 		// the swap fails and the commit takes the partition lock below.
 		if c.state.CompareAndSwap(s, next) {
@@ -1209,11 +1171,17 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 	}
 	part.mu.Lock()
 	t.unsoleLocked(part)
+	t.hooks.commitPinned(t, g, c, part, offset)
+	part.mu.Unlock()
+	return true
+}
+
+// commitPinnedLocked commits c, g's cursor on part at offset, whose lock
+// and part.mu the caller holds, and applies retention: c is pinned, or
+// was until a stale pin was found, so low may move.
+func (t *topic) commitPinnedLocked(c *cursor, part *partition, offset int64) {
+	next := (offset + 1) << stateShift
 	switch {
-	case t.faults.on(faultTrimIgnoresMemberless):
-		c.state.Store(next)
-		part.low, part.atLow = t.lowIgnoringMemberless(part, g, offset+1), 0
-		t.trimLocked(part)
 	case offset != part.low:
 		c.state.Store(next) // a stale pin (package doc): c was above low, so low stays
 	case part.atLow > 1:
@@ -1239,8 +1207,6 @@ func (t *topic) settleLocked(g *group, c *cursor, part *partition, offset int64,
 			t.retainLocked(part)
 		}
 	}
-	part.mu.Unlock()
-	return true
 }
 
 // leastOther returns the least committed offset on part of the cursors other
@@ -1304,9 +1270,7 @@ func (t *topic) retainLocked(part *partition) {
 func (t *topic) catchUpLocked(part *partition, c *cursor) {
 	if low := c.committed(); low != part.low {
 		part.low = low
-		if !t.faults.on(faultCatchUpSkipsTrim) {
-			part.log.TrimTo(low)
-		}
+		part.log.TrimTo(t.hooks.caughtUpTo(low))
 	}
 }
 
@@ -1347,7 +1311,7 @@ func (t *topic) trimLocked(part *partition) {
 	}
 	start := part.log.StartOffset()
 	part.log.TrimTo(part.low - t.b.window)
-	if part.log.StartOffset() != start || part.log.Full() && t.evictableLocked(part) && !t.faults.on(faultRoomOnlyOnTrim) {
+	if part.log.StartOffset() != start || t.hooks.roomWithoutTrim(part.log.Full() && t.evictableLocked(part)) {
 		part.room.notify()
 	}
 }
@@ -1395,7 +1359,7 @@ func (t *topic) addGroup(g *group, start GroupStart) {
 	for i, p := range t.parts[:n] {
 		at := p.log.StartOffset() // ≤ low: the records from low on are retained
 		if start == StartLatest {
-			at = t.latestStart(p)
+			at = t.hooks.latestStart(p.log.EndOffset(), p)
 		}
 		pin := at <= p.low
 		cs[i].place(at, pin)
@@ -1416,16 +1380,6 @@ func (t *topic) addGroup(g *group, start GroupStart) {
 	}
 	t.groups.Store(g.name, g)
 	t.unlockAll(n)
-}
-
-// latestStart is the committed offset of a StartLatest group on p: its log
-// end offset. The caller holds p.mu.
-func (t *topic) latestStart(p *partition) int64 {
-	end := p.log.EndOffset()
-	if t.faults.on(faultLatestStartsBehind) && end > p.log.StartOffset() {
-		return end - 1 // the bug: the last record's offset, not the next one's
-	}
-	return end
 }
 
 // plan computes g's next assignment for members over the partitions of
@@ -1496,11 +1450,9 @@ func (t *topic) rebalance(g *group, next *assignment) {
 }
 
 // lockCursors locks a's cursors of the partitions in m, ascending, and
-// returns the ones it locked (all of m; with fault (g), all but the last).
+// returns the ones it locked, for unlockCursors.
 func (t *topic) lockCursors(a *assignment, m shard.Mask) shard.Mask {
-	if t.faults.on(faultRebalanceSkipsLock) && m.Len() > 1 {
-		m &^= shard.Mask(0).With(int32(63 - bits.LeadingZeros64(uint64(m)))) // the highest
-	}
+	m = t.hooks.lockMoved(m)
 	for p, rest, ok := m.First(); ok; p, rest, ok = rest.First() {
 		a.cursors[p].mu.Lock()
 	}
@@ -1512,12 +1464,7 @@ func (t *topic) lockCursors(a *assignment, m shard.Mask) shard.Mask {
 func (t *topic) cancelMoved(a *assignment, m shard.Mask) {
 	for p, rest, ok := m.First(); ok; p, rest, ok = rest.First() {
 		c := a.cursors[p]
-		if !t.faults.on(faultRebalanceKeepsInFlight) {
-			c.inFlight = false
-		}
-		if t.faults.on(faultRebalanceResetsAttempts) {
-			c.attempts = 0
-		}
+		c.inFlight = t.hooks.movedInFlight(false, c)
 	}
 }
 

@@ -2,15 +2,15 @@ package engine
 
 // Deliberate bugs, for proving that the linearizability checker (package
 // porcupine) can fail. Each fault is one realistic concurrency or
-// bookkeeping bug, guarded in engine.go by a branch of the form
-//
-//	if t.faults.on(faultX) { … }
-//
-// The faults exist only in builds with the tributary_faults build tag
-// (faults_on.go, which exports Broker.InjectFault). In every other build
-// faultSet is an empty struct whose on method is the constant false
-// (faults_off.go): the compiler inlines it and removes every fault branch,
-// so the normal build pays nothing, not even a load.
+// bookkeeping bug, broken at a seam of the algorithm: a method of the
+// topic's hooks that engine.go, session.go and admin.go call where the
+// step is (a filter of a value the algorithm computed, a switch, or a
+// step such as a rebalance). The broken variants exist only in builds with
+// the tributary_faults build tag (faults_on.go, which exports
+// Broker.InjectFault). In every other build hooks is an empty struct whose
+// methods are the correct steps (faults_off.go): the identity, a constant
+// or a direct call, which the compiler inlines, so the normal build pays
+// nothing, not even a load.
 
 // fault identifies one deliberate bug; faultNone is the correct engine.
 type fault uint8

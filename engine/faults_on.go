@@ -4,6 +4,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -198,9 +199,11 @@ func ParseFault(name string) (Fault, error) {
 	return 0, fmt.Errorf("%w: unknown fault %q (want one of %q)", ErrInvalidArgument, name, faultNames[:])
 }
 
-// faultSet is the fault a topic was created with, and the state that fault
-// needs.
-type faultSet struct {
+// hooks is the fault a topic was created with, and the state that fault
+// needs. Each method is a seam of the algorithm (faults_off.go has the
+// correct variants): with its fault on it returns, or does, the broken
+// variant; otherwise the correct one.
+type hooks struct {
 	f     fault
 	burns *burnTable // FaultPublishBurnsOffset only
 }
@@ -212,21 +215,7 @@ type burnTable struct {
 	burned map[*partition]int64
 }
 
-func (s faultSet) on(f fault) bool { return s.f == f }
-
-// checked reports whether a fault is on. Poll then reads a record under the
-// partition lock, with the bounds check, since a faulty broker may have
-// trimmed a record some group still needs.
-func (s faultSet) checked() bool { return s.f != faultNone }
-
-// lockedAt returns partition p's entry at off, or nil when it is not
-// retained, reading under the partition lock.
-func (t *topic) lockedAt(p int32, off int64) *entry {
-	part := t.parts[p]
-	part.mu.Lock()
-	defer part.mu.Unlock()
-	return part.log.At(off)
-}
+func (h hooks) on(f fault) bool { return h.f == f }
 
 // InjectFault switches fault f on for every topic created after the call
 // (FaultNone switches faults off for them); topics created before keep the
@@ -238,32 +227,36 @@ func (b *Broker) InjectFault(f Fault) error {
 	}
 	b.createMu.Lock()
 	defer b.createMu.Unlock()
-	b.faults = faultSet{f: fault(f)}
+	b.hooks = hooks{f: fault(f)}
 	if f == FaultPublishBurnsOffset {
-		b.faults.burns = &burnTable{burned: map[*partition]int64{}}
+		b.hooks.burns = &burnTable{burned: map[*partition]int64{}}
 	}
 	return nil
 }
 
-// releasePolled is fault (a): it unlocks a's cursors of every partition in
-// locked and yields, so that other calls run between two partitions of one
-// poll. It returns the empty mask.
-func (t *topic) releasePolled(a *assignment, locked shard.Mask) shard.Mask {
-	unlockCursors(a, locked)
-	runtime.Gosched()
-	return 0
+// joinDeadline is fault (w): the new member's deadline does not lower the
+// topic's.
+func (h hooks) joinDeadline(d int64) int64 {
+	if h.on(faultJoinKeepsDeadline) {
+		return noDeadline
+	}
+	return d
 }
 
-// faultYield widens the window of faults (f) and (g), which need an
-// interleaving: Poll yields after reading the assignment (f) or while
-// holding a partition lock (g), so that a rebalance is likely to run then.
-func (t *topic) faultYield() { runtime.Gosched() }
+// evictOnPublish is fault (j): with a replay window, a full partition
+// gives up its oldest record whether or not every group committed it.
+func (h hooks) evictOnPublish(ok bool, t *topic, p *partition) bool {
+	return ok || h.on(faultWindowEvictsNeeded) && t.b.window > 0 && p.low != noLow
+}
 
-// burnOffset is fault (d): given Append's result on p (whose lock the caller
+// appended is fault (d): given Append's result on p (whose lock the caller
 // holds), it counts a refused append as a used-up offset and shifts the
 // offset of a successful one by the offsets used up so far.
-func (t *topic) burnOffset(p *partition, off int64, ok bool) (int64, bool) {
-	bt := t.faults.burns
+func (h hooks) appended(off int64, ok bool, p *partition) (int64, bool) {
+	if !h.on(faultPublishBurnsOffset) {
+		return off, ok
+	}
+	bt := h.burns
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	if !ok {
@@ -273,12 +266,80 @@ func (t *topic) burnOffset(p *partition, off int64, ok bool) (int64, bool) {
 	return off + bt.burned[p], true
 }
 
-// lowIgnoringMemberless is fault (e): the lowest committed offset on part of
-// the topic's groups that have members, and of g, starting from low. The
-// caller holds part.mu; each group's membership and cursors are read from
-// its current assignment snapshot.
-func (t *topic) lowIgnoringMemberless(part *partition, g *group, low int64) int64 {
+// inspecting runs before a poll locks its next cursor. With fault (a) it
+// reserves what the poll picked so far and unlocks every cursor it holds,
+// then yields, so that other calls run between two partitions of one poll.
+// It widens the windows of faults (f), yielding once the poll has read
+// its assignment, and (n), yielding between two partitions, so that a
+// rebalance (f) or a publish (n) is likely to run then.
+func (h hooks) inspecting(dst []Record, locked, picked shard.Mask, t *topic, a *assignment, now int64, maxRecords int32) ([]Record, shard.Mask, shard.Mask) {
+	switch {
+	case h.on(faultPollReleasesEach) && locked != 0:
+		dst = t.reserve(dst, a, picked, now, maxRecords)
+		unlockCursors(a, locked)
+		runtime.Gosched()
+		return dst, 0, 0
+	case h.on(faultPollStaleAssignment) && locked == 0, h.on(faultPollSkipsRecheck) && locked != 0:
+		runtime.Gosched()
+	}
+	return dst, locked, picked
+}
+
+// stale is faults (f) and (a): the poll does not check that its
+// assignment is still current (with (a) it holds one cursor at most).
+func (h hooks) stale(moved bool) bool {
+	return moved && !h.on(faultPollStaleAssignment) && !h.on(faultPollReleasesEach)
+}
+
+// recheck is faults (n) and (a): the poll does not look again at the
+// partitions it saw empty.
+func (h hooks) recheck(empty bool) bool {
+	return empty && !h.on(faultPollSkipsRecheck) && !h.on(faultPollReleasesEach)
+}
+
+// reserving widens the window of fault (g): the poll holds its cursors a
+// while before it reserves, so that a rebalance is likely to run then.
+func (h hooks) reserving(picked shard.Mask) shard.Mask {
+	if h.on(faultRebalanceSkipsLock) {
+		runtime.Gosched()
+	}
+	return picked
+}
+
+// entry reads the record at off of partition p under the partition lock,
+// with the bounds check, whenever a fault is on: a faulty broker may have
+// trimmed a record some group still needs. false: it is not retained.
+func (h hooks) entry(e *entry, t *topic, p int32, off int64) (*entry, bool) {
+	if h.f == faultNone {
+		return e, true
+	}
+	part := t.parts[p]
+	part.mu.Lock()
+	defer part.mu.Unlock()
+	e = part.log.At(off)
+	return e, e != nil
+}
+
+// notOwner is fault (c): Ack and Retry accept any member of the group.
+func (h hooks) notOwner(not bool) bool { return not && !h.on(faultAckSkipsOwner) }
+
+// settleRefreshes is fault (v): Ack and Retry do not refresh the member.
+func (h hooks) settleRefreshes() bool { return !h.on(faultSettleSkipsRefresh) }
+
+// unpinned is fault (o): Ack commits every cursor as an unpinned one.
+func (h hooks) unpinned(unpinned bool) bool { return unpinned || h.on(faultAckIgnoresPin) }
+
+// commitPinned is fault (e): the commit of a pinned cursor computes the
+// partition's least committed offset over the groups that have members
+// only (and g), from their current assignment snapshots.
+func (h hooks) commitPinned(t *topic, g *group, c *cursor, part *partition, offset int64) {
+	if !h.on(faultTrimIgnoresMemberless) {
+		t.commitPinnedLocked(c, part, offset)
+		return
+	}
+	c.state.Store((offset + 1) << stateShift)
 	p := slices.Index(t.parts[:], part)
+	low := offset + 1
 	for _, o := range t.groups.AppendValues(nil) {
 		a := o.assign.Load()
 		if o != g && len(a.masks) == 0 || p >= len(a.cursors) {
@@ -286,5 +347,127 @@ func (t *topic) lowIgnoringMemberless(part *partition, g *group, low int64) int6
 		}
 		low = min(low, a.cursors[p].committed())
 	}
+	part.low, part.atLow = low, 0
+	t.trimLocked(part)
+}
+
+// caughtUpTo is fault (x): a catch-up trims nothing (TrimTo of an offset
+// at or below the log start removes nothing).
+func (h hooks) caughtUpTo(low int64) int64 {
+	if h.on(faultCatchUpSkipsTrim) {
+		return 0
+	}
 	return low
+}
+
+// roomWithoutTrim is fault (q): retention notifies room only when it
+// removed records.
+func (h hooks) roomWithoutTrim(evictable bool) bool {
+	return evictable && !h.on(faultRoomOnlyOnTrim)
+}
+
+// latestStart is fault (p): a StartLatest group starts at the last
+// record's offset, not the next one's.
+func (h hooks) latestStart(end int64, p *partition) int64 {
+	if h.on(faultLatestStartsBehind) && end > p.log.StartOffset() {
+		return end - 1
+	}
+	return end
+}
+
+// lockMoved is fault (g): a rebalance skips the cursor lock of the highest
+// partition whose owner changes.
+func (h hooks) lockMoved(m shard.Mask) shard.Mask {
+	if h.on(faultRebalanceSkipsLock) && m.Len() > 1 {
+		m &^= shard.Mask(0).With(int32(63 - bits.LeadingZeros64(uint64(m))))
+	}
+	return m
+}
+
+// movedInFlight is faults (b), a rebalance keeps the in-flight delivery of
+// a moved partition, and (m), it resets the attempts of a moved cursor.
+func (h hooks) movedInFlight(inFlight bool, c *cursor) bool {
+	switch {
+	case h.on(faultRebalanceKeepsInFlight):
+		return c.inFlight
+	case h.on(faultRebalanceResetsAttempts):
+		c.attempts = 0
+	}
+	return inFlight
+}
+
+// expiresAt is fault (s): a member expires only after its deadline.
+func (h hooks) expiresAt(deadline int64) int64 {
+	if h.on(faultExpiryStrict) && deadline < noDeadline {
+		return deadline + 1
+	}
+	return deadline
+}
+
+// rebalanceExpired is fault (r): an expiry takes the expired members off
+// the member list (the caller did) but stores no new assignment, and gives
+// their sessions back.
+func (h hooks) rebalanceExpired(t *topic, g *group, next, a *assignment, gone []string, was []int64) {
+	if h.on(faultExpirySkipsRebalance) {
+		giveBack(a, gone, was)
+		return
+	}
+	t.rebalance(g, next)
+}
+
+// heartbeatAbsent is fault (u): Heartbeat of a member absent from g joins
+// it again and reports true.
+func (h hooks) heartbeatAbsent(ok bool, t *topic, g *group, member string, now int64) bool {
+	if h.on(faultHeartbeatRejoins) {
+		_, err := t.joinLocked(g.name, member, now)
+		return err == nil
+	}
+	return ok
+}
+
+// rejoinCancels is fault (t): Rejoin keeps the in-flight delivery of the
+// lowest partition of m that has one. The caller holds the cursors of m.
+func (h hooks) rejoinCancels(m shard.Mask, a *assignment) shard.Mask {
+	if h.on(faultRejoinKeepsDelivery) {
+		for p, rest, ok := m.First(); ok; p, rest, ok = rest.First() {
+			if a.cursors[p].inFlight {
+				return m &^ shard.Mask(0).With(p)
+			}
+		}
+	}
+	return m
+}
+
+// retainDeleted is fault (k): DeleteGroup does not re-apply retention.
+func (h hooks) retainDeleted(t *topic, p *partition) {
+	if !h.on(faultDeleteSkipsRetention) {
+		t.retainLocked(p)
+	}
+}
+
+// reassign is fault (i): SetAssignor stores the new assignment without
+// cancelling the in-flight deliveries of the moved partitions.
+func (h hooks) reassign(t *topic, g *group, next *assignment) {
+	if h.on(faultSetAssignorKeepsInFlight) {
+		g.assign.Store(next)
+		return
+	}
+	t.rebalance(g, next)
+}
+
+// addedStart is fault (l): the cursors on added partitions start at
+// partition 0's log end offset.
+func (h hooks) addedStart(start int64, t *topic) int64 {
+	if h.on(faultAddedPartitionsWrongOffset) {
+		return t.parts[0].end.Load()
+	}
+	return start
+}
+
+// soughtInFlight is fault (h): Seek keeps the in-flight delivery.
+func (h hooks) soughtInFlight(inFlight bool, c *cursor) bool {
+	if h.on(faultSeekKeepsInFlight) {
+		return c.inFlight
+	}
+	return inFlight
 }

@@ -110,10 +110,7 @@ func (t *topic) claim(s *session, now int64) (int64, bool) {
 // expiredAt reports whether a member last seen at seen is expired at now:
 // d or more before it (SPEC rule 24).
 func (t *topic) expiredAt(seen, now int64) bool {
-	if t.faults.on(faultExpiryStrict) {
-		return now > deadlineOf(seen, t.b.session)
-	}
-	return now >= deadlineOf(seen, t.b.session)
+	return now >= t.hooks.expiresAt(deadlineOf(seen, t.b.session))
 }
 
 // deadlineOf is the instant a member last seen at seen expires, with
@@ -189,20 +186,23 @@ func (t *topic) expireLocked(now int64) {
 		}
 		members := slices.DeleteFunc(slices.Clone(g.members), func(m string) bool { return slices.Contains(gone, m) })
 		next, err := t.plan(g, members, g.assignor, g.assignorName, a.cursors, now)
-		if err != nil || t.faults.on(faultExpirySkipsRebalance) {
-			for i, m := range gone { // give the claimed sessions back
-				a.sessions[m].seen.Store(was[i])
-			}
-			if err == nil {
-				g.members = members // the fault: the members go, the assignment stays
-			}
+		if err != nil {
+			giveBack(a, gone, was)
 			continue
 		}
 		g.members = members
-		t.rebalance(g, next)
+		t.hooks.rebalanceExpired(t, g, next, a, gone, was)
 		g.ready.notify()
 	}
 	t.deadline.Store(t.earliestLocked())
+}
+
+// giveBack gives the claimed sessions of the members gone in a back their
+// last-seen instants was, as claim found them.
+func giveBack(a *assignment, gone []string, was []int64) {
+	for i, m := range gone {
+		a.sessions[m].seen.Store(was[i])
+	}
 }
 
 // earliestLocked returns the earliest instant at which a member of the
@@ -255,13 +255,7 @@ func (b *Broker) Heartbeat(topicName, groupName, member string) (bool, error) {
 	}
 	a := g.assign.Load()
 	if _, ok := a.masks[member]; !ok {
-		if !t.faults.on(faultHeartbeatRejoins) {
-			return false, nil
-		}
-		if _, err := t.joinLocked(g.name, member, now); err != nil { // the fault: it joins again
-			return false, nil
-		}
-		return true, nil
+		return t.hooks.heartbeatAbsent(false, t, g, member, now), nil
 	}
 	t.refreshLocked(a, member, now)
 	return true, nil
@@ -311,21 +305,14 @@ func (b *Broker) Rejoin(topicName, groupName, member string) ([]int32, error) {
 	t.refreshLocked(a, member, now)
 	// Hold every cursor of the member's partitions (ascending, the lock
 	// order) while cancelling, so that the cancellation is one instant.
-	keep := int32(-1)
-	if t.faults.on(faultRejoinKeepsDelivery) {
-		keep = -2 // the fault: the first in-flight delivery found stays
-	}
 	cancelled := false
 	for p, rest, more := mask.First(); more; p, rest, more = rest.First() {
 		a.cursors[p].mu.Lock()
 	}
-	for p, rest, more := mask.First(); more; p, rest, more = rest.First() {
+	cancel := t.hooks.rejoinCancels(mask, a)
+	for p, rest, more := cancel.First(); more; p, rest, more = rest.First() {
 		c := a.cursors[p]
 		if !c.inFlight {
-			continue
-		}
-		if keep == -2 {
-			keep = p
 			continue
 		}
 		c.inFlight = false // attempts kept: the redelivery is Attempt + 1 (rule 16)
