@@ -26,6 +26,7 @@ func CheckCodec[T any](t testing.TB, c tributary.Codec[T], values []T, bad []str
 		t.Fatalf("codec Name() = %q, %v: want the same non-empty name on each call", name, err)
 	}
 	check := func() {
+		t.Helper()
 		for _, v := range values {
 			if err := checkValue(c, v); err != nil {
 				t.Errorf("%s: %v", name, err)
