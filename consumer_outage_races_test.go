@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/backendtest"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // outageSetup is a one-partition-per-record topic on an outageBackend,
@@ -381,7 +381,7 @@ func TestRunSessionExpiresDuringOutage(t *testing.T) {
 }
 
 func sessionExpiresDuringOutage(t *testing.T, hbAfterExpiry bool) {
-	clock := backendtest.NewFakeClock()
+	clock := testclock.New()
 	inner := testCluster(t, 100, engine.WithClock(clock.Now), engine.WithSessionTimeout(liveSession))
 	b := &sessionDownBackend{Backend: inner.Backend(), hbAfterExpiry: hbAfterExpiry}
 	c, err := tributary.NewClusterOn(b)
@@ -400,7 +400,7 @@ func sessionExpiresDuringOutage(t *testing.T, hbAfterExpiry bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	var h handled
-	done := hxRun(ctx, cons, func(_ context.Context, m tributary.Message[string]) error {
+	done := runAsync(ctx, cons, func(_ context.Context, m tributary.Message[string]) error {
 		h.add(m)
 		if m.Offset == 0 && m.Attempt == 1 {
 			b.down.Store(true)
@@ -413,7 +413,7 @@ func sessionExpiresDuringOutage(t *testing.T, hbAfterExpiry bool) {
 		}
 		return nil
 	})
-	err = hxDone(t, done, 2*guard, "Run")
+	err = awaitDone(t, done, 2*guard, "Run")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled after handling both (handled %v)", err, h.get())
 	}

@@ -1,5 +1,9 @@
 package tributary_test
 
+// Consumers: Poll's blocking and wake-ups, Ack, Retry, Seek and rebalances,
+// undecodable payloads, the consumer options and the dead-letter topic,
+// Run's ack, retry, backoff and dead-letter paths, and several groups.
+
 import (
 	"context"
 	"errors"
@@ -398,21 +402,6 @@ func TestPollUndecodable(t *testing.T) {
 	if err := cons.Ack(m); err != nil {
 		t.Fatalf("Ack of an undecodable message: %v", err)
 	}
-}
-
-// publishRaw publishes m to topic through the backend, bypassing the codec
-// and the payload-type header.
-func publishRaw(t testing.TB, c *tributary.Cluster, topic string, p int32, m engine.Message) int64 {
-	t.Helper()
-	bt, _, err := c.Backend().OpenTopic(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	off, err := bt.TryPublish(p, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return off
 }
 
 func TestNewConsumerOptionsInvalid(t *testing.T) {
