@@ -1,5 +1,10 @@
 package tributary_test
 
+// Outages against Run and the polls: an Ack failing as ctx is cancelled,
+// retry timers and Goexit during a Retry outage, Close during an outage,
+// a session that expires during one, Messages loops meeting one, and a
+// consumer dropped mid-batch whose successor gets its records.
+
 import (
 	"context"
 	"errors"

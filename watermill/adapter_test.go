@@ -1,5 +1,11 @@
 package tributarywm_test
 
+// The adapter's mapping and semantics: UUID, metadata, payload and delivery
+// context round-trip, bad input and config refused, one message in flight
+// per partition, Nack and NackResendSleep, groups, ephemeral groups,
+// SubscribeInitialize's retention, the assignor, Publish on a full
+// partition, Close and Cluster.Close, and the logged partition count.
+
 import (
 	"context"
 	"errors"
