@@ -39,25 +39,6 @@ func outageSetup(t *testing.T, partitions int32) (*outageBackend, *tributary.Clu
 	return b, c, tp
 }
 
-// committedAll is the group g's committed offset of every partition of topic t.
-func committedAll(t *testing.T, c *tributary.Cluster, g string) []int64 {
-	t.Helper()
-	d, err := c.Describe("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, gr := range d.Groups {
-		if gr.Group == g {
-			out := make([]int64, len(gr.Partitions))
-			for i, p := range gr.Partitions {
-				out[i] = p.Committed
-			}
-			return out
-		}
-	}
-	return nil
-}
-
 // TestMessagesReleaseDuringOutage: a Messages loop that breaks after its
 // first message while Retry fails with ErrUnavailable cannot release the
 // batch's rest; they must come again once the backend answers (to a

@@ -21,9 +21,6 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// fastRetry keeps Run's retries quick in tests.
-var fastRetry = tributary.WithBackoff(time.Millisecond, 4*time.Millisecond)
-
 func TestPollBlocksUntilPublish(t *testing.T) {
 	c := testCluster(t, 10)
 	tp := testTopic[purchase](t, c, "orders", 2, nil)
@@ -483,25 +480,6 @@ func TestDeadLetterTopic(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runConsumer runs cons.Run(ctx, h) on a goroutine; the returned function
-// cancels it and returns Run's error.
-func runConsumer[T any](t testing.TB, cons *tributary.Consumer[T], h tributary.Handler[T]) (stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := goResult(func() (struct{}, error) { return struct{}{}, cons.Run(ctx, h) })
-	var once sync.Once
-	var err error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			err = awaitResult(t, "Run after cancel", done).err
-		})
-		return err
-	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 // lagZero reports whether group has committed everything on topic.

@@ -2,12 +2,16 @@ package tributary_test
 
 // The helpers of this package's tests: a cluster, topics, producers and
 // consumers closed with their test, sends and polls that fail the test on
-// error, waits bounded by guard, and the asynchronous calls' results.
+// error, waits bounded by guard, the asynchronous calls' results, Run on a
+// goroutine, and the liveness tests' cluster on a testclock.Clock with the
+// waits for its members' heartbeats.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // guard bounds every wait in these tests. It is a failure guard, never a
@@ -295,4 +300,89 @@ func publishRaw(t testing.TB, c *tributary.Cluster, topic string, p int32, m eng
 		t.Fatal(err)
 	}
 	return off
+}
+
+// liveSession is the session timeout of these tests, on the fake clock. Its
+// heartbeat interval (HeartbeatInterval: a third of it) is real time.
+const liveSession = 300 * time.Millisecond
+
+// liveCluster is a cluster on a fake clock with session timeout
+// liveSession.
+func liveCluster(t *testing.T) (*tributary.Cluster, *testclock.Clock) {
+	t.Helper()
+	clock := testclock.New()
+	return testCluster(t, 100, engine.WithClock(clock.Now), engine.WithSessionTimeout(liveSession)), clock
+}
+
+// lastSeen returns member's last-seen instant in group of topic, and
+// whether it is a member.
+func lastSeen(t *testing.T, c *tributary.Cluster, topic, group, member string) (time.Time, bool) {
+	t.Helper()
+	g := groupDesc(t, c, topic, group)
+	i := slices.Index(g.Members, member)
+	if i < 0 {
+		return time.Time{}, false
+	}
+	if len(g.LastSeen) != len(g.Members) {
+		t.Fatalf("LastSeen %v for members %v", g.LastSeen, g.Members)
+	}
+	return g.LastSeen[i], true
+}
+
+// awaitHeartbeats waits until each member has been seen at the clock's
+// reading: a heartbeat (or another call of its own) since the clock last
+// moved. It fails when one is not a member.
+func awaitHeartbeats(t *testing.T, c *tributary.Cluster, clock *testclock.Clock, topic, group string, members ...string) {
+	t.Helper()
+	now := clock.Now()
+	for _, m := range members {
+		waitFor(t, fmt.Sprintf("%s to heartbeat at %v", m, now), func() bool {
+			seen, ok := lastSeen(t, c, topic, group, m)
+			if !ok {
+				t.Fatalf("%s is no longer a member of %s", m, group)
+			}
+			return !seen.Before(now)
+		})
+	}
+}
+
+// fastRetry keeps Run's retries quick in tests.
+var fastRetry = tributary.WithBackoff(time.Millisecond, 4*time.Millisecond)
+
+// runConsumer runs cons.Run(ctx, h) on a goroutine; the returned function
+// cancels it and returns Run's error.
+func runConsumer[T any](t testing.TB, cons *tributary.Consumer[T], h tributary.Handler[T]) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := goResult(func() (struct{}, error) { return struct{}{}, cons.Run(ctx, h) })
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			err = awaitResult(t, "Run after cancel", done).err
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// committedAll is the group g's committed offset of every partition of topic t.
+func committedAll(t *testing.T, c *tributary.Cluster, g string) []int64 {
+	t.Helper()
+	d, err := c.Describe("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gr := range d.Groups {
+		if gr.Group == g {
+			out := make([]int64, len(gr.Partitions))
+			for i, p := range gr.Partitions {
+				out[i] = p.Committed
+			}
+			return out
+		}
+	}
+	return nil
 }

@@ -1,5 +1,14 @@
 package tributary_test
 
+// Member liveness in the typed library (SPEC rules 24–25, docs/library.md):
+// Run heartbeats, expired consumers join again, NewConsumer is a new
+// incarnation (Rejoin), and superseded or removed consumers are fenced.
+// The broker runs on a testclock.Clock (liveCluster), moved only by the
+// tests, so that no expiry depends on how fast the machine is: a test
+// moves the clock by half a session timeout at a time, and only after it
+// has seen every consumer that should be alive heartbeat at the clock's
+// reading.
+
 import (
 	"context"
 	"errors"
@@ -10,61 +19,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/engine"
-	"github.com/f91dcac0/tributary/internal/testclock"
 )
-
-// Member liveness in the typed library (SPEC rules 24–25, docs/library.md):
-// Run heartbeats, expired consumers join again, NewConsumer is a new
-// incarnation (Rejoin), and superseded or removed consumers are fenced.
-// The broker runs on a testclock.Clock, moved only by the tests, so that no
-// expiry depends on how fast the machine is: a test moves the clock by
-// half a session timeout at a time, and only after it has seen every
-// consumer that should be alive heartbeat at the clock's reading.
-
-// liveSession is the session timeout of these tests, on the fake clock. Its
-// heartbeat interval (HeartbeatInterval: a third of it) is real time.
-const liveSession = 300 * time.Millisecond
-
-// liveCluster is a cluster on a fake clock with session timeout
-// liveSession.
-func liveCluster(t *testing.T) (*tributary.Cluster, *testclock.Clock) {
-	t.Helper()
-	clock := testclock.New()
-	return testCluster(t, 100, engine.WithClock(clock.Now), engine.WithSessionTimeout(liveSession)), clock
-}
-
-// lastSeen returns member's last-seen instant in group of topic, and
-// whether it is a member.
-func lastSeen(t *testing.T, c *tributary.Cluster, topic, group, member string) (time.Time, bool) {
-	t.Helper()
-	g := groupDesc(t, c, topic, group)
-	i := slices.Index(g.Members, member)
-	if i < 0 {
-		return time.Time{}, false
-	}
-	if len(g.LastSeen) != len(g.Members) {
-		t.Fatalf("LastSeen %v for members %v", g.LastSeen, g.Members)
-	}
-	return g.LastSeen[i], true
-}
-
-// awaitHeartbeats waits until each member has been seen at the clock's
-// reading: a heartbeat (or another call of its own) since the clock last
-// moved. It fails when one is not a member.
-func awaitHeartbeats(t *testing.T, c *tributary.Cluster, clock *testclock.Clock, topic, group string, members ...string) {
-	t.Helper()
-	now := clock.Now()
-	for _, m := range members {
-		waitFor(t, fmt.Sprintf("%s to heartbeat at %v", m, now), func() bool {
-			seen, ok := lastSeen(t, c, topic, group, m)
-			if !ok {
-				t.Fatalf("%s is no longer a member of %s", m, group)
-			}
-			return !seen.Before(now)
-		})
-	}
-}
 
 // handled is what a Run handler saw: "partition/offset value #attempt".
 type handled struct {

@@ -324,20 +324,6 @@ func TestSubscriptionEndLeavesGroupAndClosesChannel(t *testing.T) {
 	assert.ErrorIs(t, sub.SubscribeInitialize("t"), tributarywm.ErrClosed)
 }
 
-// members returns the member count of group on topic; -1 when the group
-// does not exist.
-func members(t *testing.T, c *tributary.Cluster, topic, group string) int {
-	t.Helper()
-	d, err := c.Describe(topic)
-	require.NoError(t, err)
-	for _, g := range d.Groups {
-		if g.Group == group {
-			return len(g.Members)
-		}
-	}
-	return -1
-}
-
 func TestCloseCancelsHandedOutMessagesAndRedelivers(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})

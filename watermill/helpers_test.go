@@ -316,3 +316,14 @@ func (antiSticky) Assign(members, previous []string) []string {
 	}
 	return owner
 }
+
+// members returns the member count of group on topic; -1 when the group
+// does not exist.
+func members(t *testing.T, c *tributary.Cluster, topic, group string) int {
+	t.Helper()
+	g, ok := groupOf(describe(t, c, topic), group)
+	if !ok {
+		return -1
+	}
+	return len(g.Members)
+}
