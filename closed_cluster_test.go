@@ -1,9 +1,15 @@
 package tributary_test
 
+// A closed cluster: its admin calls are ErrClosed and change nothing, and
+// it has closed every producer.
+
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
@@ -53,4 +59,18 @@ func TestClosedClusterAdminCallsChangeNothing(t *testing.T) {
 	if _, ok, err := c.GroupConfig("t", "g"); !ok || err != nil {
 		t.Fatalf("GroupConfig after Close = %v, %v; want the group", ok, err)
 	}
+}
+
+// Cluster.Close documents that it closes every producer: later sends return
+// ErrClosed.
+func TestHostileClusterCloseClosesProducers(t *testing.T) {
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	require.NoError(t, c.Close())
+	_, err := p.TrySend(in, tributary.Message[string]{Value: "after close"})
+	assert.ErrorIs(t, err, tributary.ErrClosed, "TrySend after Cluster.Close")
+	_, err = p.Send(context.Background(), in, tributary.Message[string]{Value: "after close"})
+	assert.ErrorIs(t, err, tributary.ErrClosed, "Send after Cluster.Close")
+	assert.Empty(t, c.Producers(), "Close closes every producer")
 }

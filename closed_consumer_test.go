@@ -1,16 +1,21 @@
 package tributary_test
 
-import (
-	"context"
-	"testing"
-
-	"github.com/f91dcac0/tributary"
-)
-
 // A closed consumer acts no more: every call that would change its group
 // returns ErrClosed and changes nothing, even once a new consumer of the
 // same name has joined the same group (the old handle names the same
-// member).
+// member). A consumer closed while NewConsumer is still joining leaves no
+// member behind.
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/f91dcac0/tributary"
+)
 
 func TestClosedConsumerSeekChangesNothing(t *testing.T) {
 	c := testCluster(t, 10)
@@ -83,5 +88,65 @@ func TestClosedConsumerDoesNotActForItsSuccessor(t *testing.T) {
 	}
 	if m := pollOK(t, successor, 1)[0]; m.Value != "a" || m.Attempt != 1 {
 		t.Fatalf("the successor got %q attempt %d, want \"a\" attempt 1", m.Value, m.Attempt)
+	}
+}
+
+// A closed consumer's Ack must not ack a delivery of a new consumer that
+// took the same name (an abandoned handler acking late, say): Ack documents
+// ErrNotInFlight when "the consumer left".
+func TestHostileStaleAckAfterCloseAndRejoin(t *testing.T) {
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "x"})
+	old, err := tributary.NewConsumer(in, "g", "m1")
+	require.NoError(t, err)
+	m := pollOne(t, old)
+	require.NoError(t, old.Close())
+	fresh, err := tributary.NewConsumer(in, "g", "m1")
+	require.NoError(t, err)
+	m2 := pollOne(t, fresh)
+	require.Equal(t, m.ID, m2.ID)
+
+	assert.ErrorIs(t, old.Ack(m), tributary.ErrNotInFlight, "a closed consumer's Ack")
+	assert.NoError(t, fresh.Ack(m2), "the new consumer's delivery is still its own")
+	require.NoError(t, fresh.Close())
+}
+
+// A consumer closed while NewConsumer is between registering and joining
+// must not stay in its group: a closed consumer that owns partitions blocks
+// them (and retention) for ever.
+func TestHostileCloseRacingNewConsumerLeavesNoMember(t *testing.T) {
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	for i := range 3000 {
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if c.CloseConsumer("z") == nil {
+					return
+				}
+			}
+		}()
+		cons, err := tributary.NewConsumer(in, "g", "z")
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			// Closed while joining: NewConsumer says so and leaves.
+			require.ErrorIs(t, err, tributary.ErrClosed)
+		} else {
+			require.NoError(t, cons.Close())
+		}
+		if g := groupDesc(t, c, "in", "g"); len(g.Members) != 0 {
+			t.Fatalf("round %d: closed consumer still a member of its group: %v (owner of partition 0: %q)", i, g.Members, g.Partitions[0].Owner)
+		}
 	}
 }

@@ -1,5 +1,9 @@
 package tributary_test
 
+// Clusters: NewCluster's and NewClusterOn's arguments, the registries of
+// topics, producers and consumers, group administration, Seek, Describe of
+// an unknown topic, and Close.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package tributary_test
 
+// The built-in codecs: their names, JSON's round trips, strict decoding and
+// errors, String, Bytes and Integer, their allocations and concurrent use.
+
 import (
 	"encoding/json"
 	"errors"

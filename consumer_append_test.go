@@ -9,6 +9,7 @@ import (
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Tests of the buffer-reusing polls (AppendPoll, TryAppendPoll), the
@@ -80,7 +81,7 @@ func TestAppendPollAppends(t *testing.T) {
 // consumer receives; a Time of the caller's is kept.
 func TestSendReportsTheRecordTime(t *testing.T) {
 	at := time.Unix(5000, 0)
-	c := testCluster(t, 10, engine.WithClock(func() time.Time { return at }))
+	c := testCluster(t, 10, engine.WithClock(testclock.At(at).Now))
 	tp := testTopic(t, c, "t", 1, tributary.String())
 	pr := testProducer[string](t, c, "p", tributary.Manual())
 	cons := testConsumer(t, tp, "g", "m")

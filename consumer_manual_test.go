@@ -1,5 +1,8 @@
 package tributary_test
 
+// The manual calls: TryPollPartition, Nack with and without a dead-letter
+// topic, and a topic's Snapshot.
+
 import (
 	"context"
 	"errors"

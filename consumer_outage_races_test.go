@@ -1,5 +1,10 @@
 package tributary_test
 
+// Outages against Run and the polls: an Ack failing as ctx is cancelled,
+// retry timers and Goexit during a Retry outage, Close during an outage,
+// a session that expires during one, Messages loops meeting one, and a
+// consumer dropped mid-batch whose successor gets its records.
+
 import (
 	"context"
 	"errors"
@@ -11,8 +16,8 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/backendtest"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // outageSetup is a one-partition-per-record topic on an outageBackend,
@@ -32,25 +37,6 @@ func outageSetup(t *testing.T, partitions int32) (*outageBackend, *tributary.Clu
 		sendOK(t, pr, tp, tributary.Message[string]{Partition: p, Value: digits(p)})
 	}
 	return b, c, tp
-}
-
-// committedAll is the group g's committed offset of every partition of topic t.
-func committedAll(t *testing.T, c *tributary.Cluster, g string) []int64 {
-	t.Helper()
-	d, err := c.Describe("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, gr := range d.Groups {
-		if gr.Group == g {
-			out := make([]int64, len(gr.Partitions))
-			for i, p := range gr.Partitions {
-				out[i] = p.Committed
-			}
-			return out
-		}
-	}
-	return nil
 }
 
 // TestMessagesReleaseDuringOutage: a Messages loop that breaks after its
@@ -381,7 +367,7 @@ func TestRunSessionExpiresDuringOutage(t *testing.T) {
 }
 
 func sessionExpiresDuringOutage(t *testing.T, hbAfterExpiry bool) {
-	clock := backendtest.NewFakeClock()
+	clock := testclock.New()
 	inner := testCluster(t, 100, engine.WithClock(clock.Now), engine.WithSessionTimeout(liveSession))
 	b := &sessionDownBackend{Backend: inner.Backend(), hbAfterExpiry: hbAfterExpiry}
 	c, err := tributary.NewClusterOn(b)
@@ -400,7 +386,7 @@ func sessionExpiresDuringOutage(t *testing.T, hbAfterExpiry bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	var h handled
-	done := hxRun(ctx, cons, func(_ context.Context, m tributary.Message[string]) error {
+	done := runAsync(ctx, cons, func(_ context.Context, m tributary.Message[string]) error {
 		h.add(m)
 		if m.Offset == 0 && m.Attempt == 1 {
 			b.down.Store(true)
@@ -413,7 +399,7 @@ func sessionExpiresDuringOutage(t *testing.T, hbAfterExpiry bool) {
 		}
 		return nil
 	})
-	err = hxDone(t, done, 2*guard, "Run")
+	err = awaitDone(t, done, 2*guard, "Run")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled after handling both (handled %v)", err, h.get())
 	}

@@ -1,5 +1,9 @@
 package tributary_test
 
+// Run over a backend whose network fails for a while (outageBackend): a
+// delayed Retry and Run's polls and acks ride out the outage; every message
+// is handled, none twice.
+
 import (
 	"context"
 	"fmt"

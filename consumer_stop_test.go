@@ -1,5 +1,9 @@
 package tributary_test
 
+// How Run stops: it settles a handler that returns after the cancel, rides
+// out an Ack outage after it, waits for a handler within the stop grace,
+// and WithStopGrace's invalid values.
+
 import (
 	"context"
 	"errors"
@@ -27,8 +31,8 @@ func runOnce(t *testing.T, tp *tributary.Topic[purchase], h func(ctx context.Con
 // A handler that ends Run's context and then returns has its result
 // applied, every time: nil acks (the committed offset moves past the
 // record), an error dead-letters or retries as at any other time. Many
-// iterations, since the outcome used to depend on whether Run saw the
-// context end or the result first.
+// iterations, since Run may see the context end or the result first and
+// each order must settle the record the same way.
 func TestRunSettlesHandlerAfterCancel(t *testing.T) {
 	const iterations = 200
 	tests := []struct {

@@ -1,5 +1,9 @@
 package tributary_test
 
+// Consumers: Poll's blocking and wake-ups, Ack, Retry, Seek and rebalances,
+// undecodable payloads, the consumer options and the dead-letter topic,
+// Run's ack, retry, backoff and dead-letter paths, and several groups.
+
 import (
 	"context"
 	"errors"
@@ -16,9 +20,6 @@ import (
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
 )
-
-// fastRetry keeps Run's retries quick in tests.
-var fastRetry = tributary.WithBackoff(time.Millisecond, 4*time.Millisecond)
 
 func TestPollBlocksUntilPublish(t *testing.T) {
 	c := testCluster(t, 10)
@@ -400,21 +401,6 @@ func TestPollUndecodable(t *testing.T) {
 	}
 }
 
-// publishRaw publishes m to topic through the backend, bypassing the codec
-// and the payload-type header.
-func publishRaw(t testing.TB, c *tributary.Cluster, topic string, p int32, m engine.Message) int64 {
-	t.Helper()
-	bt, _, err := c.Backend().OpenTopic(topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	off, err := bt.TryPublish(p, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return off
-}
-
 func TestNewConsumerOptionsInvalid(t *testing.T) {
 	c := testCluster(t, 10)
 	tp := testTopic[purchase](t, c, "orders", 2, nil)
@@ -494,25 +480,6 @@ func TestDeadLetterTopic(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runConsumer runs cons.Run(ctx, h) on a goroutine; the returned function
-// cancels it and returns Run's error.
-func runConsumer[T any](t testing.TB, cons *tributary.Consumer[T], h tributary.Handler[T]) (stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := goResult(func() (struct{}, error) { return struct{}{}, cons.Run(ctx, h) })
-	var once sync.Once
-	var err error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			err = awaitResult(t, "Run after cancel", done).err
-		})
-		return err
-	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 // lagZero reports whether group has committed everything on topic.

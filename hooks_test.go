@@ -1,5 +1,11 @@
 package tributary_test
 
+// The library's Hooks (hooks.go): the events of Run, of the manual polls and
+// of sends in the order they come, several hooks in order, LogHooks' lines;
+// OnProcess's end once per record (a handler's Goexit included), OnSend's
+// done once per send on every path, hooks that call back into the library,
+// and a hook that adds the reserved payload-type header.
+
 import (
 	"bytes"
 	"context"
@@ -7,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +21,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
 )
 
 // hookLog records the events of a cluster's Hooks as lines such as
@@ -454,5 +462,248 @@ func BenchmarkHooks(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHostile24ProcessEndOnGoexit: a handler that calls runtime.Goexit
+// (t.FailNow in a handler) fails its record; OnProcess's end is called
+// once, with an error, not as a success.
+func TestHostile24ProcessEndOnGoexit(t *testing.T) {
+	c := testCluster(t, 10)
+	tp := testTopic(t, c, "orders", 1, tributary.String())
+	var mu sync.Mutex
+	var ends []error
+	c.AddHooks(tributary.Hooks{OnProcess: func(ctx context.Context, d tributary.Delivery) (context.Context, func(error, time.Duration)) {
+		return ctx, func(err error, _ time.Duration) {
+			mu.Lock()
+			ends = append(ends, err)
+			mu.Unlock()
+		}
+	}})
+	sendOK(t, testProducer[string](t, c, "p", tributary.Manual()), tp, tributary.Message[string]{Partition: 0, Value: "v"})
+	m, err := tributary.NewConsumer(tp, "g", "m", tributary.WithBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	err = m.Run(ctx, func(_ context.Context, msg tributary.Message[string]) error {
+		if msg.Attempt == 1 {
+			runtime.Goexit()
+		}
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ends) != 2 || ends[0] == nil || ends[1] != nil {
+		t.Fatalf("end funcs called with %v, want [an error, <nil>]", ends)
+	}
+}
+
+// TestHostile24SendDoneOncePerSend: every send that reaches OnSend gets
+// its done exactly once, with the send's error, on every path: a
+// publish, TrySend on a full partition, Send cancelled or its producer
+// or cluster closed while it waits for room, a record over
+// WithMaxMessageBytes; the sends refused before it (closed producer, bad
+// partition, reserved header) get neither.
+func TestHostile24SendDoneOncePerSend(t *testing.T) {
+	c := testCluster(t, 1, engine.WithMaxMessageBytes(64))
+	tp := testTopic(t, c, "orders", 1, tributary.String())
+	var mu sync.Mutex
+	var starts, dones int
+	var errs []error
+	c.AddHooks(tributary.Hooks{OnSend: func(context.Context, *tributary.SendInfo) func(int64, error) {
+		mu.Lock()
+		starts++
+		mu.Unlock()
+		return func(off int64, err error) {
+			mu.Lock()
+			dones++
+			errs = append(errs, err)
+			mu.Unlock()
+			if (err == nil) != (off >= 0) {
+				t.Errorf("done(%d, %v)", off, err)
+			}
+		}
+	}})
+	check := func(what string, wantStarts int, wantErr error) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if starts != wantStarts || dones != wantStarts {
+			t.Fatalf("%s: %d OnSend, %d done, want %d of each", what, starts, dones, wantStarts)
+		}
+		if wantErr != nil && !errors.Is(errs[len(errs)-1], wantErr) {
+			t.Fatalf("%s: done's error %v, want %v", what, errs[len(errs)-1], wantErr)
+		}
+	}
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, tp, tributary.Message[string]{Partition: 0, Value: "fills"})
+	check("publish", 1, nil)
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: "full"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatal(err)
+	}
+	check("TrySend full", 2, tributary.ErrPartitionFull)
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: strings.Repeat("x", 100)}); err == nil {
+		t.Fatal("a record over WithMaxMessageBytes was published")
+	}
+	check("too big", 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Send(ctx, tp, tributary.Message[string]{Value: "waits"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
+	}
+	check("Send cancelled waiting", 4, context.DeadlineExceeded)
+	for _, closer := range []string{"producer", "cluster"} {
+		pc := testProducer[string](t, c, "p-"+closer, tributary.Manual())
+		sent := make(chan error, 1)
+		go func() {
+			_, err := pc.Send(context.Background(), tp, tributary.Message[string]{Value: "waits"})
+			sent <- err
+		}()
+		for {
+			mu.Lock()
+			n := starts
+			mu.Unlock()
+			if n == 5 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if closer == "producer" {
+			pc.Close() //nolint:errcheck // the Send's error is checked
+		} else {
+			c.Close()
+		}
+		if err := <-sent; !errors.Is(err, tributary.ErrClosed) {
+			t.Fatalf("Send while its %s closes: %v", closer, err)
+		}
+		check("Send while its "+closer+" closes", 5, tributary.ErrClosed)
+		mu.Lock()
+		starts, dones = 4, 4
+		mu.Unlock()
+	}
+	// Refused before OnSend.
+	if _, err := p.TrySend(tp, tributary.Message[string]{Partition: 7, Value: "v"}); err == nil {
+		t.Fatal("partition 7 accepted")
+	}
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: "v", Headers: []tributary.Header{{Key: tributary.HeaderPayloadType, Value: "x"}}}); err == nil {
+		t.Fatal("reserved header accepted")
+	}
+	check("refused", 4, nil)
+}
+
+// TestHostile24ReentrantHooks: hooks that call back into the library —
+// OnDeliver acking its own delivery by hand and sending, OnAck adding
+// hooks, OnSend describing the topic — and AddHooks racing with traffic
+// (run under -race) neither deadlock nor lose an event.
+func TestHostile24ReentrantHooks(t *testing.T) {
+	c := testCluster(t, 1000)
+	tp := testTopic(t, c, "orders", 2, tributary.String())
+	out := testTopic(t, c, "out", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	fwd := testProducer[string](t, c, "fwd", tributary.Manual())
+	var m *tributary.Consumer[string]
+	var mu sync.Mutex
+	var acks, added int
+	c.AddHooks(tributary.Hooks{
+		OnSend: func(_ context.Context, s *tributary.SendInfo) func(int64, error) {
+			if _, err := c.Describe(s.Topic); err != nil {
+				t.Error(err)
+			}
+			return nil
+		},
+		OnDeliver: func(d tributary.Delivery) {
+			if d.Topic != "orders" {
+				return
+			}
+			if _, err := fwd.TrySend(out, tributary.Message[string]{Value: d.ID}); err != nil {
+				t.Error(err)
+			}
+		},
+		OnAck: func(tributary.Delivery) {
+			mu.Lock()
+			acks++
+			mu.Unlock()
+			c.AddHooks(tributary.Hooks{OnAck: func(tributary.Delivery) { mu.Lock(); added++; mu.Unlock() }})
+		},
+	})
+	var err error
+	if m, err = tributary.NewConsumer(tp, "g", "m"); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // AddHooks racing with the traffic
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				c.AddHooks(tributary.Hooks{OnDeliver: func(tributary.Delivery) {}})
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	const n = 50
+	for i := range n {
+		sendOK(t, p, tp, tributary.Message[string]{Partition: int32(i % 2), Value: "v"})
+	}
+	got := 0
+	within(t, "poll and ack from hooks", func() {
+		for got < n {
+			msgs, err := m.TryPoll(10)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, msg := range msgs {
+				if err := m.Ack(msg); err != nil {
+					t.Error(err)
+				}
+				got++
+			}
+		}
+	})
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if acks != n || added == 0 {
+		t.Errorf("%d OnAck, %d by the hooks added from OnAck; want %d and some", acks, added, n)
+	}
+	if d, err := c.Describe("out"); err != nil || d.Partitions[0].LogEndOffset != n {
+		t.Errorf("out: %+v, %v; want %d records forwarded by OnDeliver", d.Partitions, err, n)
+	}
+}
+
+// TestHostile24SendHookReservedHeader: an OnSend hook that adds the
+// reserved HeaderPayloadType header (Hooks: it must not) makes the send
+// fail with ErrInvalidArgument, as the same header in the Message does,
+// instead of publishing a record whose consumers read the hook's value
+// as its payload type.
+func TestHostile24SendHookReservedHeader(t *testing.T) {
+	c := testCluster(t, 10)
+	tp := testTopic(t, c, "orders", 1, tributary.String())
+	var doneErr error
+	c.AddHooks(tributary.Hooks{OnSend: func(_ context.Context, s *tributary.SendInfo) func(int64, error) {
+		s.Headers = append(s.Headers, tributary.Header{Key: tributary.HeaderPayloadType, Value: "JSON:other"})
+		return func(_ int64, err error) { doneErr = err }
+	}})
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	if _, err := p.TrySend(tp, tributary.Message[string]{Value: "v"}); !errors.Is(err, tributary.ErrInvalidArgument) {
+		t.Errorf("TrySend with a hook adding %s: %v, want ErrInvalidArgument", tributary.HeaderPayloadType, err)
+	}
+	if !errors.Is(doneErr, tributary.ErrInvalidArgument) {
+		t.Errorf("done's error %v, want ErrInvalidArgument", doneErr)
+	}
+	if d, err := c.Describe("orders"); err != nil || d.Partitions[0].LogEndOffset != 0 {
+		t.Errorf("orders: %+v, %v; want nothing published", d.Partitions, err)
 	}
 }

@@ -202,8 +202,7 @@ func TestAppendIDsStayPut(t *testing.T) {
 // TestAppendIDsFillBlocksAsIDDoes: building a poll's IDs at once takes no
 // more blocks than building them one by one: each reservation is sized to
 // the current block's free tail. (Reserving a whole block's worth per
-// batch, a first version, abandoned the tails: 13 % more blocks for polls
-// of 16.)
+// batch instead abandons the tails: 13 % more blocks for polls of 16.)
 func TestAppendIDsFillBlocksAsIDDoes(t *testing.T) {
 	mallocs := func(runs int, f func()) uint64 {
 		var before, after runtime.MemStats

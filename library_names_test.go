@@ -8,6 +8,7 @@ import (
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // TestLibraryNamesAreTheEngines: the library's names for the broker's
@@ -47,7 +48,7 @@ func TestClusterConfiguredWithLibraryNames(t *testing.T) {
 		tributary.WithMaxMessageBytes(16),
 		tributary.WithAckTimeout(time.Minute),
 		tributary.WithSessionTimeout(time.Hour),
-		tributary.WithClock(func() time.Time { return now }),
+		tributary.WithClock(testclock.At(now).Now),
 	)
 	if err != nil {
 		t.Fatal(err)

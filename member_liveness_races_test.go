@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/backendtest"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // TestHeartbeatRejoinsWhileHandlerRuns: docs/library.md "Joining again":
@@ -33,7 +33,7 @@ func TestHeartbeatRejoinsWhileHandlerRuns(t *testing.T) {
 	r := testConsumer(t, tp, "g", "r")
 	release := make(chan struct{})
 	started := make(chan struct{}, 4)
-	done := hxRun(guardCtx(t), r, func(ctx context.Context, m tributary.Message[string]) error {
+	done := runAsync(guardCtx(t), r, func(ctx context.Context, m tributary.Message[string]) error {
 		started <- struct{}{}
 		select {
 		case <-release:
@@ -53,7 +53,7 @@ func TestHeartbeatRejoinsWhileHandlerRuns(t *testing.T) {
 	waitFor(t, "rejoin after handler", func() bool { return r.Stats().Expired >= 1 })
 	t.Logf("after handler returned: members %v, Stats %+v", groupDesc(t, c, "orders", "g").Members, r.Stats())
 	r.Close()
-	hxDone(t, done, guard, "Run")
+	awaitDone(t, done, guard, "Run")
 }
 
 // TestSupersededConsumerCannotSeekOrRun: docs/library.md "Fencing": a
@@ -123,7 +123,7 @@ func TestCloseRacingRunRejoinLeaves(t *testing.T) {
 	for i := 0; i < 300 && ghosts == 0; i++ {
 		name := "r" + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		r := testConsumer(t, tp, "g", name)
-		done := hxRun(guardCtx(t), r, func(context.Context, tributary.Message[string]) error { return nil })
+		done := runAsync(guardCtx(t), r, func(context.Context, tributary.Message[string]) error { return nil })
 		waitPollBlocked(t, r, 1)
 		clock.Advance(liveSession)
 		go c.Describe("orders") // expires r, waking its poll
@@ -131,7 +131,7 @@ func TestCloseRacingRunRejoinLeaves(t *testing.T) {
 			time.Sleep(time.Duration(i%7) * 10 * time.Microsecond)
 		}
 		r.Close()
-		hxDone(t, done, guard, "Run")
+		awaitDone(t, done, guard, "Run")
 		if m := groupDesc(t, c, "orders", "g").Members; slices.Contains(m, name) {
 			t.Errorf("iteration %d: %s is a member after Close and Run returned: %v; Stats %+v", i, name, m, r.Stats())
 			ghosts++
@@ -176,7 +176,7 @@ func TestRemoveThenNewConsumerFencesTheOld(t *testing.T) {
 	if len(ms) != 1 {
 		t.Fatal(ms)
 	}
-	runDone := hxRun(guardCtx(t), old, func(context.Context, tributary.Message[string]) error { return nil })
+	runDone := runAsync(guardCtx(t), old, func(context.Context, tributary.Message[string]) error { return nil })
 	waitPollBlocked(t, old, 1)
 	if ok, err := c.RemoveMember("orders", "g", "x"); !ok || err != nil {
 		t.Fatal(ok, err)
@@ -186,7 +186,7 @@ func TestRemoveThenNewConsumerFencesTheOld(t *testing.T) {
 		t.Fatalf("NewConsumer after RemoveMember: %v", err)
 	}
 	defer nw.Close()
-	rerr := hxDone(t, runDone, guard, "old Run")
+	rerr := awaitDone(t, runDone, guard, "old Run")
 	aerr := old.Ack(ms[0])
 	cerr := old.Close()
 	t.Logf("old Run %v, Ack %v, Close %v", rerr, aerr, cerr)
@@ -214,12 +214,12 @@ func TestSupersededRunEndsFenced(t *testing.T) {
 	pr := testProducer[string](t, a, "p", tributary.Manual())
 	old := testConsumer(t, tpA, "g", "x")
 	var h handled
-	done := hxRun(guardCtx(t), old, func(_ context.Context, m tributary.Message[string]) error { h.add(m); return nil })
+	done := runAsync(guardCtx(t), old, func(_ context.Context, m tributary.Message[string]) error { h.add(m); return nil })
 	waitPollBlocked(t, old, 1)
 	succ := testConsumer(t, tpB, "g", "x")
 	sendOK(t, pr, tpA, tributary.Message[string]{Partition: 0, Value: "v"})
 	start := time.Now()
-	err := hxDone(t, done, guard, "old Run")
+	err := awaitDone(t, done, guard, "old Run")
 	t.Logf("old Run ended after %v: %v; old handled %v", time.Since(start), err, h.get())
 	if !errors.Is(err, tributary.ErrFenced) {
 		t.Errorf("old Run: %v", err)
@@ -306,9 +306,9 @@ func (m slowMember) Rejoin() ([]int32, error) {
 // slowCluster is a cluster on a fake clock with session timeout
 // liveSession whose members' Rejoin is slowed by sb (once: only the first
 // after sb.delay is set).
-func slowCluster(t *testing.T, once bool) (*tributary.Cluster, *backendtest.FakeClock, slowRejoin) {
+func slowCluster(t *testing.T, once bool) (*tributary.Cluster, *testclock.Clock, slowRejoin) {
 	t.Helper()
-	clock := backendtest.NewFakeClock()
+	clock := testclock.New()
 	be, err := tributary.NewEngineBackend(100, engine.WithClock(clock.Now), engine.WithSessionTimeout(liveSession))
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +352,7 @@ func TestCloseDuringRunSlowRejoinLeaves(t *testing.T) {
 	c, clock, sb := slowCluster(t, false)
 	tp := testTopic(t, c, "orders", 2, tributary.String())
 	r := testConsumer(t, tp, "g", "r")
-	done := hxRun(guardCtx(t), r, func(context.Context, tributary.Message[string]) error { return nil })
+	done := runAsync(guardCtx(t), r, func(context.Context, tributary.Message[string]) error { return nil })
 	// Let Run block in its poll (waitPollBlocked cannot see it: Stats.Waits
 	// is the engine member's, which sb wraps); if it has not, its first
 	// poll finds r expired all the same.
@@ -364,7 +364,7 @@ func TestCloseDuringRunSlowRejoinLeaves(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	t.Logf("Run: %v", hxDone(t, done, guard, "Run"))
+	t.Logf("Run: %v", awaitDone(t, done, guard, "Run"))
 	g := groupDesc(t, c, "orders", "g")
 	t.Logf("after Close and Run returned: members %v; Stats %+v", g.Members, r.Stats())
 	if slices.Contains(g.Members, "r") {

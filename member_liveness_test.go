@@ -1,5 +1,14 @@
 package tributary_test
 
+// Member liveness in the typed library (SPEC rules 24–25, docs/library.md):
+// Run heartbeats, expired consumers join again, NewConsumer is a new
+// incarnation (Rejoin), and superseded or removed consumers are fenced.
+// The broker runs on a testclock.Clock (liveCluster), moved only by the
+// tests, so that no expiry depends on how fast the machine is: a test
+// moves the clock by half a session timeout at a time, and only after it
+// has seen every consumer that should be alive heartbeat at the clock's
+// reading.
+
 import (
 	"context"
 	"errors"
@@ -10,61 +19,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/backendtest"
-	"github.com/f91dcac0/tributary/engine"
 )
-
-// Member liveness in the typed library (SPEC rules 24–25, docs/library.md):
-// Run heartbeats, expired consumers join again, NewConsumer is a new
-// incarnation (Rejoin), and superseded or removed consumers are fenced.
-// The broker runs on a FakeClock, moved only by the tests, so that no
-// expiry depends on how fast the machine is: a test moves the clock by
-// half a session timeout at a time, and only after it has seen every
-// consumer that should be alive heartbeat at the clock's reading.
-
-// liveSession is the session timeout of these tests, on the fake clock. Its
-// heartbeat interval (HeartbeatInterval: a third of it) is real time.
-const liveSession = 300 * time.Millisecond
-
-// liveCluster is a cluster on a fake clock with session timeout
-// liveSession.
-func liveCluster(t *testing.T) (*tributary.Cluster, *backendtest.FakeClock) {
-	t.Helper()
-	clock := backendtest.NewFakeClock()
-	return testCluster(t, 100, engine.WithClock(clock.Now), engine.WithSessionTimeout(liveSession)), clock
-}
-
-// lastSeen returns member's last-seen instant in group of topic, and
-// whether it is a member.
-func lastSeen(t *testing.T, c *tributary.Cluster, topic, group, member string) (time.Time, bool) {
-	t.Helper()
-	g := groupDesc(t, c, topic, group)
-	i := slices.Index(g.Members, member)
-	if i < 0 {
-		return time.Time{}, false
-	}
-	if len(g.LastSeen) != len(g.Members) {
-		t.Fatalf("LastSeen %v for members %v", g.LastSeen, g.Members)
-	}
-	return g.LastSeen[i], true
-}
-
-// awaitHeartbeats waits until each member has been seen at the clock's
-// reading: a heartbeat (or another call of its own) since the clock last
-// moved. It fails when one is not a member.
-func awaitHeartbeats(t *testing.T, c *tributary.Cluster, clock *backendtest.FakeClock, topic, group string, members ...string) {
-	t.Helper()
-	now := clock.Now()
-	for _, m := range members {
-		waitFor(t, fmt.Sprintf("%s to heartbeat at %v", m, now), func() bool {
-			seen, ok := lastSeen(t, c, topic, group, m)
-			if !ok {
-				t.Fatalf("%s is no longer a member of %s", m, group)
-			}
-			return !seen.Before(now)
-		})
-	}
-}
 
 // handled is what a Run handler saw: "partition/offset value #attempt".
 type handled struct {
@@ -110,7 +65,7 @@ func TestAbandonedConsumerExpires(t *testing.T) {
 	// gone is abandoned from here on (the cluster's Close closes it).
 	live := testConsumer(t, tp, "g", "live")
 	var h handled
-	done := hxRun(guardCtx(t), live, func(_ context.Context, m tributary.Message[string]) error {
+	done := runAsync(guardCtx(t), live, func(_ context.Context, m tributary.Message[string]) error {
 		h.add(m)
 		return nil
 	})
@@ -131,7 +86,7 @@ func TestAbandonedConsumerExpires(t *testing.T) {
 		t.Fatalf("live's stats %+v: want heartbeats and no expiry", s)
 	}
 	live.Close()
-	if err := hxDone(t, done, guard, "live's Run"); err != nil {
+	if err := awaitDone(t, done, guard, "live's Run"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
@@ -150,7 +105,7 @@ func TestSlowHandlerKeepsPartitions(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var n, idleN int
 	var mu sync.Mutex
-	slowDone := hxRun(guardCtx(t), slow, func(ctx context.Context, m tributary.Message[string]) error {
+	slowDone := runAsync(guardCtx(t), slow, func(ctx context.Context, m tributary.Message[string]) error {
 		mu.Lock()
 		n++
 		first := n == 1
@@ -161,7 +116,7 @@ func TestSlowHandlerKeepsPartitions(t *testing.T) {
 		}
 		return nil
 	})
-	idleDone := hxRun(guardCtx(t), idle, func(context.Context, tributary.Message[string]) error {
+	idleDone := runAsync(guardCtx(t), idle, func(context.Context, tributary.Message[string]) error {
 		mu.Lock()
 		idleN++
 		mu.Unlock()
@@ -193,7 +148,7 @@ func TestSlowHandlerKeepsPartitions(t *testing.T) {
 	slow.Close()
 	idle.Close()
 	for _, d := range []<-chan error{slowDone, idleDone} {
-		if err := hxDone(t, d, guard, "Run"); err != nil {
+		if err := awaitDone(t, d, guard, "Run"); err != nil {
 			t.Fatalf("Run: %v", err)
 		}
 	}
@@ -362,7 +317,7 @@ func TestRemovedConsumerIsFenced(t *testing.T) {
 			}
 			started, release := make(chan struct{}), make(chan struct{})
 			var oldSeen handled
-			oldDone := hxRun(context.Background(), old, func(_ context.Context, m tributary.Message[string]) error {
+			oldDone := runAsync(context.Background(), old, func(_ context.Context, m tributary.Message[string]) error {
 				oldSeen.add(m)
 				if m.Offset == 0 {
 					close(started)
@@ -381,7 +336,7 @@ func TestRemovedConsumerIsFenced(t *testing.T) {
 			}
 			next := testConsumer(t, stp, "g", "m")
 			close(release)
-			err = hxDone(t, oldDone, guard, "the removed consumer's Run")
+			err = awaitDone(t, oldDone, guard, "the removed consumer's Run")
 			if !errors.Is(err, tributary.ErrFenced) || !errors.Is(err, tributary.ErrClosed) {
 				t.Fatalf("Run of the removed consumer: %v, want ErrFenced and ErrClosed", err)
 			}
@@ -420,7 +375,7 @@ func TestRunRejoinsAfterExpiry(t *testing.T) {
 	pr := testProducer[string](t, c, "p", tributary.Manual())
 	r := testConsumer(t, tp, "g", "r")
 	var h handled
-	done := hxRun(guardCtx(t), r, func(_ context.Context, m tributary.Message[string]) error {
+	done := runAsync(guardCtx(t), r, func(_ context.Context, m tributary.Message[string]) error {
 		h.add(m)
 		return nil
 	})
@@ -436,7 +391,7 @@ func TestRunRejoinsAfterExpiry(t *testing.T) {
 		t.Fatalf("members %v, want [r]", g.Members)
 	}
 	r.Close()
-	if err := hxDone(t, done, guard, "Run"); err != nil {
+	if err := awaitDone(t, done, guard, "Run"); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }

@@ -1,5 +1,8 @@
 package tributary_test
 
+// The partitioners: Kafka's murmur2 vectors and allocations, KeyHash,
+// RoundRobin, Random and Manual, partitions in range, and their names.
+
 import (
 	"errors"
 	"fmt"

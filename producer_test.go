@@ -1,5 +1,10 @@
 package tributary_test
 
+// Producers: each partitioner's choice of partition, nil and invalid
+// arguments, an Encode that fails, a closed producer, TrySend on a full
+// partition, and a blocking Send that waits for room and ends by its
+// context or Close.
+
 import (
 	"context"
 	"errors"
@@ -8,6 +13,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
@@ -527,4 +534,34 @@ func TestSendWaitingEndsOnClose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Send blocked on a full partition ends with its context's error when the
+// context is cancelled or its deadline passes, and publishes nothing.
+func TestHostileSendCancelledWhileBlocked(t *testing.T) {
+	c := testCluster(t, 1)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "a"}) // full; no group, so nothing is ever removed
+
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() {
+		_, err := p.Send(ctx, in, tributary.Message[string]{Value: "b"})
+		res <- err
+	}()
+	stillPending(t, res, 30*time.Millisecond, "Send into a full partition")
+	start := time.Now()
+	cancel()
+	assert.ErrorIs(t, awaitDone(t, res, time.Second, "cancelled Send"), context.Canceled)
+	assert.Less(t, time.Since(start), time.Second)
+	assert.Equal(t, int64(1), logEndOf(t, c, "in", 0), "nothing published")
+
+	dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer dcancel()
+	_, err := p.Send(dctx, in, tributary.Message[string]{Value: "c"})
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	_, err = p.Send(ctx, in, tributary.Message[string]{Value: "d"}) // already cancelled
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int64(1), logEndOf(t, c, "in", 0), "nothing published")
 }

@@ -1,14 +1,25 @@
 package tributary_test
 
+// Run with handlers that misbehave: a handler that ends its goroutine,
+// panics while ending it, blocks past the stop grace ignoring ctx, closes
+// its own consumer, publishes into its own full topic or calls anything
+// on the cluster; and what an idle Run keeps alive.
+
 import (
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
 )
 
 // committed returns group's committed offset and in-flight flag on
@@ -360,4 +371,235 @@ func TestRunHandlerPanicsThenGoexits(t *testing.T) {
 	if off, _ := committed(t, c, "t", "g"); off != 1 {
 		t.Fatalf("committed %d, want 1", off)
 	}
+}
+
+// A handler that blocks for ever, ignoring ctx, does not block Run's
+// cancel: Run abandons it after the stop grace, the consumer leaves its
+// group, and the handler's late nil acks nothing.
+func TestHostileHandlerIgnoringCtxDoesNotBlockCancel(t *testing.T) {
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "x"})
+	// It blocks for ever: Run abandons it after the stop grace.
+	cons, err := tributary.NewConsumer(in, "g", "m1", tributary.WithStopGrace(100*time.Millisecond))
+	require.NoError(t, err)
+
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	handlerDone := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAsync(ctx, cons, func(context.Context, tributary.Message[string]) error {
+		defer close(handlerDone)
+		close(entered)
+		<-release // ignores ctx
+		return nil
+	})
+	<-entered
+	start := time.Now()
+	cancel()
+	err = awaitDone(t, done, time.Second, "Run with a handler ignoring ctx")
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), time.Second)
+
+	g := groupDesc(t, c, "in", "g")
+	assert.Empty(t, g.Members, "the consumer left its group")
+	assert.Equal(t, int64(0), g.Partitions[0].Committed, "the abandoned record was not acked")
+	assert.False(t, g.Partitions[0].InFlight, "leaving released the delivery")
+	assert.Empty(t, c.Consumers())
+
+	close(release)
+	<-handlerDone
+	// The abandoned handler's late nil must not ack the record.
+	time.Sleep(10 * time.Millisecond)
+	assert.Equal(t, int64(0), groupDesc(t, c, "in", "g").Partitions[0].Committed)
+}
+
+// A handler that publishes into its own full topic: TrySend fails with
+// ErrPartitionFull at once, a blocking Send waits without locking up the
+// cluster or another group, and Run's cancel ends it with nothing published.
+func TestHostileHandlerSendsIntoOwnFullTopic(t *testing.T) {
+	c := testCluster(t, 2)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "a"})
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "b"}) // full
+	ca, err := tributary.NewConsumer(in, "A", "a1")
+	require.NoError(t, err)
+	cb, err := tributary.NewConsumer(in, "B", "b1")
+	require.NoError(t, err)
+
+	trySendErr := make(chan error, 1)
+	sending := make(chan struct{})
+	sendErr := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAsync(ctx, ca, func(hctx context.Context, m tributary.Message[string]) error {
+		start := time.Now()
+		_, err := p.TrySend(in, tributary.Message[string]{Value: "from-handler"})
+		if time.Since(start) > 100*time.Millisecond {
+			err = fmt.Errorf("TrySend took %v: %w", time.Since(start), err)
+		}
+		trySendErr <- err
+		close(sending)
+		_, err = p.Send(hctx, in, tributary.Message[string]{Value: "from-handler"})
+		sendErr <- err
+		return err
+	})
+	require.ErrorIs(t, awaitDone(t, trySendErr, guard, "handler's TrySend"), tributary.ErrPartitionFull)
+	<-sending
+
+	// Group B keeps consuming while A's handler waits for room.
+	for i, want := range []string{"a", "b"} {
+		m := pollOne(t, cb)
+		assert.Equal(t, want, m.Value, "B's record %d", i)
+		require.NoError(t, cb.Ack(m))
+	}
+	_, err = c.Describe("in") // the cluster is not locked up
+	require.NoError(t, err)
+	stillPending(t, sendErr, 50*time.Millisecond, "the handler's Send into a full partition")
+
+	start := time.Now()
+	cancel()
+	assert.ErrorIs(t, awaitDone(t, done, time.Second, "Run"), context.Canceled)
+	assert.Less(t, time.Since(start), time.Second)
+	assert.ErrorIs(t, awaitDone(t, sendErr, guard, "the handler's Send"), context.Canceled)
+	assert.Equal(t, int64(2), logEndOf(t, c, "in", 0), "nothing published by the cancelled Send")
+	require.NoError(t, cb.Close())
+}
+
+// A handler that closes its own consumer mid-delivery: Run returns nil, the
+// record is not acked, and the new owner of the partition gets it again
+// (Attempt 2).
+func TestHostileHandlerClosesOwnConsumerRecordRedelivered(t *testing.T) {
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "x"})
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "y"})
+	m1, err := tributary.NewConsumer(in, "g", "m1") // owns partition 0 (first in byte order)
+	require.NoError(t, err)
+	m2, err := tributary.NewConsumer(in, "g", "m2")
+	require.NoError(t, err)
+	require.Equal(t, []int32{0}, m1.Assignment())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var m1Seen []string
+	done1 := runAsync(ctx, m1, func(_ context.Context, m tributary.Message[string]) error {
+		m1Seen = append(m1Seen, m.Value)
+		return m1.Close() // leaves mid-delivery; then "succeeds"
+	})
+	assert.NoError(t, awaitDone(t, done1, time.Second, "Run of a consumer its handler closed"))
+	assert.Equal(t, []string{"x"}, m1Seen)
+	assert.Equal(t, int64(0), m1.Stats().Acked)
+
+	got := make(chan tributary.Message[string], 2)
+	done2 := runAsync(ctx, m2, func(_ context.Context, m tributary.Message[string]) error {
+		got <- m
+		return nil
+	})
+	first := <-got
+	assert.Equal(t, "x", first.Value, "the in-flight record is redelivered to the new owner")
+	assert.Equal(t, int32(2), first.Attempt)
+	assert.Equal(t, "y", (<-got).Value)
+	waitFor(t, "m2 acks both", func() bool { return groupDesc(t, c, "in", "g").Partitions[0].Committed == 2 })
+	require.NoError(t, m2.Close())
+	assert.NoError(t, awaitDone(t, done2, guard, "Run"))
+}
+
+// A handler that calls anything on the cluster (its own Ack, Retry and Seek,
+// topics and partitions created, assignors set, consumers of its own group
+// opened and closed, sends into a full partition) neither deadlocks Run
+// nor gets an error other than the documented ones.
+func TestHostileHandlerCallsTheCluster(t *testing.T) {
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 2, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	const n = 6
+	for i := range n {
+		sendOK(t, p, in, tributary.Message[string]{Partition: int32(i % 2), Value: "v" + strconv.Itoa(i)})
+	}
+	// Batch 1: a rebalance made by the handler cancels the deliveries of the
+	// rest of a batch, which would make its own Ack of them fail.
+	cons, err := tributary.NewConsumer(in, "g", "m1", tributary.WithBatch(1), tributary.WithBackoff(time.Millisecond, time.Millisecond))
+	require.NoError(t, err)
+	other, err := tributary.NewConsumer(in, "g", "zz-other")
+	require.NoError(t, err)
+
+	var calls atomic.Int32
+	handled := make(chan string, 3*n)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAsync(ctx, cons, func(hctx context.Context, m tributary.Message[string]) error {
+		i := calls.Add(1)
+		var errs []error
+		check := func(what string, err error) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			}
+		}
+		check("Ack own", cons.Ack(m))
+		if err := cons.Retry(m); !errors.Is(err, tributary.ErrNotInFlight) {
+			check("Retry after Ack", fmt.Errorf("got %v, want ErrNotInFlight", err))
+		}
+		check("Seek own group", cons.Seek(m.Partition, m.Offset+1))
+		_, err := tributary.CreateTopic(c, "side-"+strconv.Itoa(int(i)), 1, tributary.String())
+		check("CreateTopic", err)
+		_, err = c.Describe("in")
+		check("Describe", err)
+		if i == 1 {
+			_, err = c.AddPartitions("in", 1)
+			check("AddPartitions", err)
+		}
+		_, err = c.SetAssignor("in", "g", []engine.Assignor{engine.RoundRobin, engine.Range, engine.Sticky}[i%3])
+		check("SetAssignor", err)
+		tmp, err := tributary.NewConsumer(in, "g", "tmp"+strconv.Itoa(int(i)))
+		check("NewConsumer", err)
+		if tmp != nil {
+			check("Close other", tmp.Close())
+		}
+		if i == 2 {
+			check("CloseConsumer", c.CloseConsumer("zz-other"))
+		}
+		if m.Value != "side" {
+			_, err = p.TrySend(in, tributary.Message[string]{Partition: 0, Value: "side"})
+			if !errors.Is(err, tributary.ErrPartitionFull) {
+				check("TrySend", err)
+			}
+		}
+		_, err = tributary.OpenTopic(c, "in", tributary.String())
+		check("OpenTopic", err)
+		handled <- m.Value
+		// After the test cancels Run, Run closes the consumer without waiting
+		// for a handler that ignores hctx: its calls may then find it closed.
+		// The close comes after the cancel, so checking hctx afterwards
+		// excuses exactly those calls.
+		if hctx.Err() != nil {
+			return nil
+		}
+		if err := errors.Join(errs...); err != nil {
+			t.Errorf("handler call %d (%s, attempt %d): %v", i, m.ID, m.Attempt, err)
+			return err
+		}
+		return nil
+	})
+	seen := map[string]bool{}
+	deadline := time.After(guard)
+	for len(seen) < n {
+		select {
+		case v := <-handled:
+			if v != "side" {
+				seen[v] = true
+			}
+		case err := <-done:
+			t.Fatalf("Run returned %v after %d records", err, len(seen))
+		case <-deadline:
+			t.Fatalf("deadlock? handled %d of %d records", len(seen), n)
+		}
+	}
+	cancel()
+	assert.ErrorIs(t, awaitDone(t, done, guard, "Run"), context.Canceled)
+	s := cons.Stats()
+	assert.Zero(t, s.Retried, "every handler call returned nil")
+	assert.Zero(t, s.Acked, "the handler acked each message itself: Run's ack is a no-op")
+	require.NoError(t, other.Close())
 }

@@ -1,5 +1,8 @@
 package tributary
 
+// Memory the library shares or keeps: JSON decodes in place only for types
+// without a user unmarshaler, and the ID arena's long IDs and retention.
+
 import (
 	"encoding/json"
 	"math"

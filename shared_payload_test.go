@@ -7,7 +7,7 @@ import (
 	"github.com/f91dcac0/tributary"
 )
 
-// Hostile tests of the typed library's allocation-free paths: payloads
+// The typed library's allocation-free paths under attack: payloads
 // shared with the broker, buffers kept between polls, the iterator and
 // Run's worker.
 

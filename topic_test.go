@@ -1,5 +1,9 @@
 package tributary_test
 
+// Topics: CreateTopic, OpenTopic and OpenOrCreateTopic and their errors,
+// the payload type on the topic and ErrTypeMismatch, a message's fields
+// and ID, reserved headers and the message size bound.
+
 import (
 	"encoding/json"
 	"errors"
@@ -10,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
@@ -512,4 +519,70 @@ func TestOpenOrCreateTopic(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func openStringTopic(t *testing.T, c *tributary.Cluster, name string) *tributary.Topic[string] {
+	t.Helper()
+	tp, err := tributary.OpenTopic(c, name, tributary.String())
+	require.NoError(t, err)
+	return tp
+}
+
+type otherString string
+
+type fakeStringCodec struct{}
+
+func (fakeStringCodec) Name() string { return "String" }
+
+func (fakeStringCodec) Encode(v otherString) (string, error) { return string(v), nil }
+
+func (fakeStringCodec) Decode(p string) (otherString, error) { return otherString(p), nil }
+
+// A topic, producer, consumer or dead-letter topic asked for as another
+// payload type than its own is ErrTypeMismatch (a codec of the same name
+// for another Go type included), and the mismatch changes nothing.
+func TestHostileTypeMismatch(t *testing.T) {
+	c := testCluster(t, 10)
+	testTopic(t, c, "s", 2, tributary.String())
+	_, err := tributary.CreateTopic(c, "n", 1, tributary.Integer[int]())
+	require.NoError(t, err)
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	_, err = tributary.NewConsumer(openStringTopic(t, c, "s"), "g", "m1")
+	require.NoError(t, err)
+	before, err := c.Describe("s")
+	require.NoError(t, err)
+	topics := c.Topics()
+
+	_, err = tributary.OpenTopic(c, "s", tributary.Integer[int]())
+	assert.ErrorIs(t, err, tributary.ErrTypeMismatch)
+	_, err = tributary.OpenTopic(c, "s", tributary.JSON[string]())
+	assert.ErrorIs(t, err, tributary.ErrTypeMismatch)
+	_, err = tributary.OpenTopic[otherString](c, "s", fakeStringCodec{}) // same codec name, another Go type
+	assert.ErrorIs(t, err, tributary.ErrTypeMismatch)
+	_, err = tributary.OpenTopic[string](c, "n", nil) // JSON:string vs Integer:int
+	assert.ErrorIs(t, err, tributary.ErrTypeMismatch)
+	_, err = tributary.CreateTopic(c, "s", 2, tributary.Integer[int]())
+	assert.ErrorIs(t, err, tributary.ErrExists)
+
+	_, err = tributary.LookupProducer[int](c, "p")
+	assert.ErrorIs(t, err, tributary.ErrTypeMismatch)
+	got, err := tributary.LookupProducer[string](c, "p")
+	require.NoError(t, err)
+	assert.Same(t, p, got)
+	_, err = tributary.LookupConsumer[int](c, "m1")
+	assert.ErrorIs(t, err, tributary.ErrTypeMismatch)
+
+	// A dead-letter topic of another type.
+	s, err := tributary.OpenTopic(c, "s", tributary.String())
+	require.NoError(t, err)
+	_, err = tributary.NewConsumer(s, "g", "m2", tributary.WithDeadLetter("n", 3))
+	assert.ErrorIs(t, err, tributary.ErrTypeMismatch)
+
+	after, err := c.Describe("s")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a mismatch changes nothing")
+	assert.Equal(t, topics, c.Topics())
+	assert.Equal(t, []string{"m1"}, c.Consumers())
+	assert.Equal(t, []string{"p"}, c.Producers())
+	require.NoError(t, c.Close())
 }

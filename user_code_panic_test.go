@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
@@ -317,16 +321,6 @@ func TestHandlerGoexitFailsItsRecordAndRunGoesOn(t *testing.T) {
 	}
 }
 
-// headerOf is the value of header key in h, "" when absent.
-func headerOf(h []tributary.Header, key string) string {
-	for _, x := range h {
-		if x.Key == key {
-			return x.Value
-		}
-	}
-	return ""
-}
-
 // panickyJSON's UnmarshalJSON sets the value, then panics on the input
 // "panic" (a JSON string).
 type panickyJSON struct{ S string }
@@ -358,5 +352,92 @@ func TestJSONUnmarshalPanicIsAnUndecodablePayload(t *testing.T) {
 	}
 	if m := pollOK(t, cons, 1)[0]; m.Err != nil || m.Value != (panickyJSON{S: "fine"}) {
 		t.Fatalf("next message = %+v, want {fine}", m)
+	}
+}
+
+// A handler that panics fails its record: Run retries it, then dead-letters
+// it with the panic in its error header, and handles the next record.
+func TestHostileHandlerPanicIsRetriedThenDeadLettered(t *testing.T) {
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "bad"})
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "good"})
+	cons, err := tributary.NewConsumer(in, "g", "m1", tributary.WithDeadLetter("in-dlq", 3), tributary.WithBackoff(time.Millisecond, time.Millisecond))
+	require.NoError(t, err)
+
+	var badCalls atomic.Int32
+	good := make(chan tributary.Message[string], 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAsync(ctx, cons, func(_ context.Context, m tributary.Message[string]) error {
+		if m.Value == "bad" {
+			badCalls.Add(1)
+			panic("kaboom " + strconv.Itoa(int(m.Attempt)))
+		}
+		good <- m
+		return nil
+	})
+	select {
+	case m := <-good:
+		assert.Equal(t, int64(1), m.Offset)
+	case err := <-done:
+		t.Fatalf("Run returned %v before handling the good record", err)
+	case <-time.After(guard):
+		t.Fatal("the good record after a panicking one was never handled")
+	}
+	cancel()
+	assert.ErrorIs(t, awaitDone(t, done, guard, "Run"), context.Canceled)
+
+	assert.Equal(t, int32(3), badCalls.Load(), "handler calls for the panicking record")
+	s := cons.Stats()
+	assert.Equal(t, int64(2), s.Retried)
+	assert.Equal(t, int64(1), s.DeadLettered)
+	assert.Equal(t, int64(1), s.Acked)
+
+	dlq, err := tributary.OpenTopic(c, "in-dlq", tributary.String())
+	require.NoError(t, err)
+	dc, err := tributary.NewConsumer(dlq, "dlq-readers", "r1")
+	require.NoError(t, err)
+	dm := pollOne(t, dc)
+	assert.Equal(t, "bad", dm.Value)
+	assert.Contains(t, headerOf(dm.Headers, tributary.HeaderDeadLetterError), "kaboom 3")
+	assert.Equal(t, "3", headerOf(dm.Headers, tributary.HeaderDeadLetterAttempts))
+	assert.Equal(t, "in", headerOf(dm.Headers, tributary.HeaderDeadLetterTopic))
+	assert.Equal(t, "0", headerOf(dm.Headers, tributary.HeaderDeadLetterOffset))
+	require.NoError(t, dc.Close())
+}
+
+// A panic's dead letter must still fit a cluster with a message size limit
+// that the original record fits with room to spare: the error header must
+// not carry an unbounded stack trace.
+func TestHostileHandlerPanicDeadLetterFitsMaxMessageBytes(t *testing.T) {
+	c := testCluster(t, 10, engine.WithMaxMessageBytes(1024))
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "bad"})
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "good"})
+	cons, err := tributary.NewConsumer(in, "g", "m1", tributary.WithDeadLetter("in-dlq", 2), tributary.WithBackoff(time.Millisecond, time.Millisecond))
+	require.NoError(t, err)
+	good := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := runAsync(ctx, cons, func(_ context.Context, m tributary.Message[string]) error {
+		if m.Value == "bad" {
+			panic("kaboom")
+		}
+		good <- struct{}{}
+		return nil
+	})
+	returned := false
+	select {
+	case <-good:
+	case err := <-done:
+		returned = true
+		t.Errorf("Run returned %v: the panic's dead letter did not fit a 1024-byte limit", err)
+	case <-time.After(guard):
+		t.Error("the good record was never handled")
+	}
+	cancel()
+	if !returned {
+		<-done
 	}
 }

@@ -19,60 +19,54 @@ import (
 // partition) does wake it. They read Consumer.Stats: Polls (engine polls),
 // Waits (times Poll blocked) and Wakeups (times a blocked Poll was woken).
 
-// hxPolled is the result of an asynchronous Poll.
-type hxPolled struct {
+// polled is the result of an asynchronous Poll.
+type polled struct {
 	msgs []tributary.Message[string]
 	err  error
 }
 
-// hxPollAsync starts a blocking Poll of up to max messages.
-func hxPollAsync(ctx context.Context, c *tributary.Consumer[string], max int32) <-chan hxPolled {
-	ch := make(chan hxPolled, 1)
+// pollAsync starts a blocking Poll of up to max messages.
+func pollAsync(ctx context.Context, c *tributary.Consumer[string], max int32) <-chan polled {
+	ch := make(chan polled, 1)
 	go func() {
 		ms, err := c.Poll(ctx, max)
-		ch <- hxPolled{ms, err}
+		ch <- polled{ms, err}
 	}()
 	return ch
 }
 
-// hxBlocked waits until c's Poll has blocked waits times in all.
-func hxBlocked(t *testing.T, c *tributary.Consumer[string], waits int64) {
-	t.Helper()
-	hxEventually(t, "Poll blocked "+strconv.FormatInt(waits, 10)+" times", func() bool { return c.Stats().Waits >= waits })
-}
-
-// hxPolledOne waits for an asynchronous Poll's single message.
-func hxPolledOne(t *testing.T, ch <-chan hxPolled, what string) tributary.Message[string] {
+// polledOne waits for an asynchronous Poll's single message.
+func polledOne(t *testing.T, ch <-chan polled, what string) tributary.Message[string] {
 	t.Helper()
 	select {
 	case r := <-ch:
 		require.NoError(t, r.err, what)
 		require.Len(t, r.msgs, 1, what)
 		return r.msgs[0]
-	case <-time.After(hxGuard):
-		t.Fatalf("%s: blocked Poll not woken within %v", what, hxGuard)
+	case <-time.After(guard):
+		t.Fatalf("%s: blocked Poll not woken within %v", what, guard)
 		return tributary.Message[string]{}
 	}
 }
 
 func TestWakeIdleConsumerDoesNotPoll(t *testing.T) {
-	c := hxCluster(t, 10)
-	in := hxTopic(t, c, "in", 2)
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 2, tributary.String())
 	cons, err := tributary.NewConsumer(in, "g", "m1")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res := hxPollAsync(ctx, cons, 4)
-	hxBlocked(t, cons, 1)
+	res := pollAsync(ctx, cons, 4)
+	waitPollBlocked(t, cons, 1)
 	time.Sleep(200 * time.Millisecond)
 	s := cons.Stats()
 	assert.LessOrEqual(t, s.Polls, int64(2), "no poll without a wake")
 	assert.Equal(t, int64(1), s.Waits)
 	assert.Zero(t, s.Wakeups)
 
-	p := hxProducer(t, c, "p")
-	hxSend(t, p, in, 1, "x")
-	m := hxPolledOne(t, res, "publish")
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 1, Value: "x"})
+	m := polledOne(t, res, "publish")
 	assert.Equal(t, "x", m.Value)
 	s = cons.Stats()
 	assert.Equal(t, int64(1), s.Wakeups)
@@ -84,18 +78,18 @@ func TestWakeIdleConsumerDoesNotPoll(t *testing.T) {
 // wake costs at most two engine polls.
 func TestWakeAtMostTwoPollsPerWake(t *testing.T) {
 	const k = 20
-	c := hxCluster(t, 10)
-	in := hxTopic(t, c, "in", 1)
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 1, tributary.String())
 	cons, err := tributary.NewConsumer(in, "g", "m1")
 	require.NoError(t, err)
-	p := hxProducer(t, c, "p")
+	p := testProducer[string](t, c, "p", tributary.Manual())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i := range k {
-		res := hxPollAsync(ctx, cons, 1)
-		hxBlocked(t, cons, int64(i+1))
-		hxSend(t, p, in, 0, strconv.Itoa(i))
-		m := hxPolledOne(t, res, "publish "+strconv.Itoa(i))
+		res := pollAsync(ctx, cons, 1)
+		waitPollBlocked(t, cons, int64(i+1))
+		sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: strconv.Itoa(i)})
+		m := polledOne(t, res, "publish "+strconv.Itoa(i))
 		require.Equal(t, strconv.Itoa(i), m.Value)
 		require.NoError(t, cons.Ack(m))
 	}
@@ -115,11 +109,11 @@ func TestWakeSourcesWakeBlockedPoll(t *testing.T) {
 		cons *tributary.Consumer[string]
 	}
 	newSetup := func(t *testing.T, partitions int32, opts ...engine.Option) setup {
-		c := hxCluster(t, 10, opts...)
-		in := hxTopic(t, c, "in", partitions)
+		c := testCluster(t, 10, opts...)
+		in := testTopic(t, c, "in", partitions, tributary.String())
 		cons, err := tributary.NewConsumer(in, "g", "m1")
 		require.NoError(t, err)
-		return setup{c: c, in: in, p: hxProducer(t, c, "p"), cons: cons}
+		return setup{c: c, in: in, p: testProducer[string](t, c, "p", tributary.Manual()), cons: cons}
 	}
 	cases := []struct {
 		name string
@@ -130,11 +124,11 @@ func TestWakeSourcesWakeBlockedPoll(t *testing.T) {
 		parts   int32
 	}{
 		{name: "Publish", parts: 1, arrange: func(t *testing.T, s *setup) (func(), func(tributary.Message[string])) {
-			return func() { hxSend(t, s.p, s.in, 0, "x") },
+			return func() { sendOK(t, s.p, s.in, tributary.Message[string]{Partition: 0, Value: "x"}) },
 				func(m tributary.Message[string]) { assert.Equal(t, "x", m.Value) }
 		}},
 		{name: "RetryByAnotherGoroutine", parts: 1, arrange: func(t *testing.T, s *setup) (func(), func(tributary.Message[string])) {
-			hxSend(t, s.p, s.in, 0, "x")
+			sendOK(t, s.p, s.in, tributary.Message[string]{Partition: 0, Value: "x"})
 			ms, err := s.cons.TryPoll(1)
 			require.NoError(t, err)
 			require.Len(t, ms, 1) // now in flight: the Poll blocks
@@ -151,7 +145,7 @@ func TestWakeSourcesWakeBlockedPoll(t *testing.T) {
 			other, err := tributary.NewConsumer(s.in, "g", "m2") // takes partition 1
 			require.NoError(t, err)
 			require.Equal(t, []int32{0}, s.cons.Assignment())
-			hxSend(t, s.p, s.in, 1, "x") // m2's; m2 never polls
+			sendOK(t, s.p, s.in, tributary.Message[string]{Partition: 1, Value: "x"}) // m2's; m2 never polls
 			return func() { require.NoError(t, other.Close()) },
 				func(m tributary.Message[string]) {
 					assert.Equal(t, "x", m.Value)
@@ -161,8 +155,8 @@ func TestWakeSourcesWakeBlockedPoll(t *testing.T) {
 		{name: "SeekBack", parts: 1, arrange: func(t *testing.T, s *setup) (func(), func(tributary.Message[string])) {
 			_, err := s.c.CreateGroup("in", "holder", engine.RoundRobin) // keeps the record retained
 			require.NoError(t, err)
-			hxSend(t, s.p, s.in, 0, "x")
-			m := hxPollOne(t, s.cons)
+			sendOK(t, s.p, s.in, tributary.Message[string]{Partition: 0, Value: "x"})
+			m := pollOne(t, s.cons)
 			require.NoError(t, s.cons.Ack(m))
 			return func() { require.NoError(t, s.cons.Seek(0, 0)) },
 				func(m tributary.Message[string]) {
@@ -175,15 +169,15 @@ func TestWakeSourcesWakeBlockedPoll(t *testing.T) {
 					n, err := s.c.AddPartitions("in", 1)
 					require.NoError(t, err)
 					require.Equal(t, int32(2), n)
-					hxSend(t, s.p, s.in, 1, "new")
+					sendOK(t, s.p, s.in, tributary.Message[string]{Partition: 1, Value: "new"})
 				}, func(m tributary.Message[string]) {
 					assert.Equal(t, "new", m.Value)
 					assert.Equal(t, int32(1), m.Partition)
 				}
 		}},
 		{name: "AckTimeout", parts: 1, opts: []engine.Option{engine.WithAckTimeout(50 * time.Millisecond)}, arrange: func(t *testing.T, s *setup) (func(), func(tributary.Message[string])) {
-			hxSend(t, s.p, s.in, 0, "x")
-			first := hxPollOne(t, s.cons) // never acked
+			sendOK(t, s.p, s.in, tributary.Message[string]{Partition: 0, Value: "x"})
+			first := pollOne(t, s.cons) // never acked
 			return func() {}, func(m tributary.Message[string]) {
 				assert.Equal(t, first.ID, m.ID)
 				assert.Equal(t, int32(2), m.Attempt)
@@ -197,11 +191,11 @@ func TestWakeSourcesWakeBlockedPoll(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			before := s.cons.Stats()
-			res := hxPollAsync(ctx, s.cons, 1)
-			hxBlocked(t, s.cons, before.Waits+1)
+			res := pollAsync(ctx, s.cons, 1)
+			waitPollBlocked(t, s.cons, before.Waits+1)
 			blocked := s.cons.Stats()
 			wake()
-			m := hxPolledOne(t, res, tc.name)
+			m := polledOne(t, res, tc.name)
 			want(m)
 			after := s.cons.Stats()
 			assert.Greater(t, after.Wakeups, blocked.Wakeups, "woken")
@@ -222,76 +216,76 @@ func TestWakeBlockedSend(t *testing.T) {
 		return ch
 	}
 	t.Run("TrimmingAck", func(t *testing.T) {
-		c := hxCluster(t, 1)
-		in := hxTopic(t, c, "in", 1)
-		p := hxProducer(t, c, "p")
+		c := testCluster(t, 1)
+		in := testTopic(t, c, "in", 1, tributary.String())
+		p := testProducer[string](t, c, "p", tributary.Manual())
 		cons, err := tributary.NewConsumer(in, "g", "m1")
 		require.NoError(t, err)
-		hxSend(t, p, in, 0, "a")
+		sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "a"})
 		res := send(context.Background(), p, in)
-		hxNotDone(t, res, 50*time.Millisecond, "Send into a full partition")
-		m := hxPollOne(t, cons)
+		stillPending(t, res, 50*time.Millisecond, "Send into a full partition")
+		m := pollOne(t, cons)
 		require.NoError(t, cons.Ack(m)) // the only group: trims
-		require.NoError(t, hxDone(t, res, hxGuard, "Send after a trimming ack"))
-		assert.Equal(t, int64(2), hxLogEnd(t, c, "in", 0))
+		require.NoError(t, awaitDone(t, res, guard, "Send after a trimming ack"))
+		assert.Equal(t, int64(2), logEndOf(t, c, "in", 0))
 		require.NoError(t, c.Close())
 	})
 	t.Run("DeleteGroup", func(t *testing.T) {
-		c := hxCluster(t, 1)
-		in := hxTopic(t, c, "in", 1)
-		p := hxProducer(t, c, "p")
+		c := testCluster(t, 1)
+		in := testTopic(t, c, "in", 1, tributary.String())
+		p := testProducer[string](t, c, "p", tributary.Manual())
 		cons, err := tributary.NewConsumer(in, "g", "m1")
 		require.NoError(t, err)
 		_, err = c.CreateGroup("in", "idle", engine.RoundRobin)
 		require.NoError(t, err)
-		hxSend(t, p, in, 0, "a")
-		m := hxPollOne(t, cons)
+		sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "a"})
+		m := pollOne(t, cons)
 		require.NoError(t, cons.Ack(m)) // "idle" still holds the record
 		res := send(context.Background(), p, in)
-		hxNotDone(t, res, 50*time.Millisecond, "Send into a full partition")
+		stillPending(t, res, 50*time.Millisecond, "Send into a full partition")
 		ok, err := c.DeleteGroup("in", "idle")
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.NoError(t, hxDone(t, res, hxGuard, "Send after DeleteGroup"))
+		require.NoError(t, awaitDone(t, res, guard, "Send after DeleteGroup"))
 		require.NoError(t, c.Close())
 	})
 	t.Run("ForwardSeek", func(t *testing.T) {
-		c := hxCluster(t, 1)
-		in := hxTopic(t, c, "in", 1)
-		p := hxProducer(t, c, "p")
+		c := testCluster(t, 1)
+		in := testTopic(t, c, "in", 1, tributary.String())
+		p := testProducer[string](t, c, "p", tributary.Manual())
 		_, err := c.CreateGroup("in", "idle", engine.RoundRobin)
 		require.NoError(t, err)
-		hxSend(t, p, in, 0, "a")
+		sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "a"})
 		res := send(context.Background(), p, in)
-		hxNotDone(t, res, 50*time.Millisecond, "Send into a full partition")
+		stillPending(t, res, 50*time.Millisecond, "Send into a full partition")
 		ok, err := c.Seek("in", "idle", 0, 1)
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.NoError(t, hxDone(t, res, hxGuard, "Send after a forward Seek"))
+		require.NoError(t, awaitDone(t, res, guard, "Send after a forward Seek"))
 		require.NoError(t, c.Close())
 	})
 	t.Run("NotOnPublishOrNonTrimmingAck", func(t *testing.T) {
-		c := hxCluster(t, 1)
-		in := hxTopic(t, c, "in", 2)
-		p := hxProducer(t, c, "p")
+		c := testCluster(t, 1)
+		in := testTopic(t, c, "in", 2, tributary.String())
+		p := testProducer[string](t, c, "p", tributary.Manual())
 		cons, err := tributary.NewConsumer(in, "g", "m1")
 		require.NoError(t, err)
 		_, err = c.CreateGroup("in", "idle", engine.RoundRobin)
 		require.NoError(t, err)
-		hxSend(t, p, in, 0, "a")
+		sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "a"})
 		res := send(context.Background(), p, in)
-		hxNotDone(t, res, 30*time.Millisecond, "Send into a full partition")
-		hxSend(t, p, in, 1, "other partition") // a publish
-		hxNotDone(t, res, 100*time.Millisecond, "Send after a publish elsewhere")
-		m := hxPollOne(t, cons)
+		stillPending(t, res, 30*time.Millisecond, "Send into a full partition")
+		sendOK(t, p, in, tributary.Message[string]{Partition: 1, Value: "other partition"}) // a publish
+		stillPending(t, res, 100*time.Millisecond, "Send after a publish elsewhere")
+		m := pollOne(t, cons)
 		require.Equal(t, int32(0), m.Partition)
 		require.NoError(t, cons.Ack(m)) // "idle" still at 0: nothing trimmed
-		hxNotDone(t, res, 100*time.Millisecond, "Send after a non-trimming ack")
-		assert.Equal(t, int64(1), hxLogEnd(t, c, "in", 0))
+		stillPending(t, res, 100*time.Millisecond, "Send after a non-trimming ack")
+		assert.Equal(t, int64(1), logEndOf(t, c, "in", 0))
 		ok, err := c.Seek("in", "idle", 0, 1) // now trims
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.NoError(t, hxDone(t, res, hxGuard, "Send after the trim"))
+		require.NoError(t, awaitDone(t, res, guard, "Send after the trim"))
 		require.NoError(t, c.Close())
 	})
 }
@@ -301,8 +295,8 @@ func TestWakeIdleConsumersDoNoWork(t *testing.T) {
 	if testing.Short() {
 		n = 20
 	}
-	c := hxCluster(t, 10)
-	in := hxTopic(t, c, "in", 8)
+	c := testCluster(t, 10)
+	in := testTopic(t, c, "in", 8, tributary.String())
 	conss := make([]*tributary.Consumer[string], n)
 	for i := range conss { // every join before any Poll: joins wake a group's waiters
 		var err error
@@ -320,7 +314,7 @@ func TestWakeIdleConsumersDoNoWork(t *testing.T) {
 		}()
 	}
 	for _, cons := range conss {
-		hxBlocked(t, cons, 1)
+		waitPollBlocked(t, cons, 1)
 	}
 	time.Sleep(300 * time.Millisecond)
 	var polls, wakeups int64
@@ -335,4 +329,25 @@ func TestWakeIdleConsumersDoNoWork(t *testing.T) {
 	assert.LessOrEqual(t, polls, int64(2*n), "engine polls of %d idle consumers", n)
 	assert.Zero(t, wakeups)
 	require.NoError(t, c.Close())
+}
+
+// The ack timeout of a record in flight wakes a Poll of the same member
+// blocked on nothing published: it gets the record again (Attempt 2).
+func TestHostileAckTimeoutWakesBlockedPollOfSameMember(t *testing.T) {
+	c := testCluster(t, 10, engine.WithAckTimeout(50*time.Millisecond))
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "x"})
+	cons, err := tributary.NewConsumer(in, "g", "m1")
+	require.NoError(t, err)
+	first := pollOne(t, cons)
+	require.Equal(t, int32(1), first.Attempt)
+	start := time.Now()
+	again := pollOne(t, cons) // blocks: nothing published, the record is in flight
+	assert.GreaterOrEqual(t, time.Since(start), 40*time.Millisecond)
+	assert.Equal(t, first.ID, again.ID)
+	assert.Equal(t, int32(2), again.Attempt)
+	assert.Positive(t, cons.Stats().Wakeups)
+	require.NoError(t, cons.Ack(again))
+	require.NoError(t, cons.Close())
 }

@@ -1,8 +1,11 @@
 package monitor
 
+// The Monitor's state and routes: the tables are Describe's snapshot, the
+// throughput and its ring of samples on a test clock, the sampling goroutine
+// and its lazy start, the routes, a nil cluster, and concurrent use.
+
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -15,72 +18,8 @@ import (
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
-
-// guard bounds every wait of these tests; a failure guard, not a speed
-// assertion.
-const guard = 10 * time.Second
-
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex // guards t
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *fakeClock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-// testCluster returns a cluster closed when the test ends.
-func testCluster(t testing.TB) *tributary.Cluster {
-	t.Helper()
-	c, err := tributary.NewCluster(100000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// testMonitor returns a Monitor of c closed when the test ends.
-func testMonitor(t testing.TB, c *tributary.Cluster, opts ...Option) *Monitor {
-	t.Helper()
-	m := New(c, opts...)
-	t.Cleanup(func() { m.Close() })
-	return m
-}
-
-// send publishes n records with producer p to partition part of tp.
-func send(t testing.TB, p *tributary.Producer[string], tp *tributary.Topic[string], part int32, n int) {
-	t.Helper()
-	for range n {
-		if _, err := p.TrySend(tp, tributary.Message[string]{Partition: part, Value: "v"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// getState fetches and decodes h's /api/state with query q.
-func getState(t testing.TB, h http.Handler, q string) State {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/state"+q, nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /api/state%s: %d %s", q, rec.Code, rec.Body)
-	}
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("Content-Type %q, want application/json", ct)
-	}
-	var st State
-	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
-		t.Fatalf("decoding the state: %v\n%s", err, rec.Body)
-	}
-	return st
-}
 
 // TestStateIsDescribe: the state's tables are Describe's snapshot of
 // every topic, with each group's lag and in-flight count summed.
@@ -157,8 +96,8 @@ func TestThroughputAndRing(t *testing.T) {
 	c := testCluster(t)
 	orders, _ := tributary.CreateTopic(c, "orders", 2, tributary.String())
 	p, _ := tributary.NewProducer[string](c, "web", tributary.Manual())
-	clock := newFakeClock()
-	m := testMonitor(t, c, WithClock(clock.now), WithHistory(3))
+	clock := testclock.New()
+	m := testMonitor(t, c, WithClock(clock.Now), WithHistory(3))
 
 	s := m.Sample()
 	if w := []float64{0, 0}; !slices.Equal(s.Topics[0].Rate, w) {
@@ -166,7 +105,7 @@ func TestThroughputAndRing(t *testing.T) {
 	}
 	send(t, p, orders, 0, 10)
 	send(t, p, orders, 1, 3)
-	clock.advance(2 * time.Second)
+	clock.Advance(2 * time.Second)
 	s = m.Sample()
 	if w := []float64{5, 1.5}; !slices.Equal(s.Topics[0].Rate, w) {
 		t.Errorf("rate %v after 10 and 3 records in 2 s, want %v", s.Topics[0].Rate, w)
@@ -174,13 +113,13 @@ func TestThroughputAndRing(t *testing.T) {
 	if w := []int64{10, 3}; s.Topics[0].LogEnd[0] != w[0] || s.Topics[0].LogEnd[1] != w[1] {
 		t.Errorf("log end %v, want %v", s.Topics[0].LogEnd, w)
 	}
-	clock.advance(0) // no time passed: no rate
+	clock.Advance(0) // no time passed: no rate
 	send(t, p, orders, 0, 1)
 	if s = m.Sample(); !slices.Equal(s.Topics[0].Rate, []float64{0, 0}) {
 		t.Errorf("rate %v with no time passed, want 0s", s.Topics[0].Rate)
 	}
 	for range 4 {
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 		m.Sample()
 	}
 	st := getState(t, m, "")
@@ -192,10 +131,10 @@ func TestThroughputAndRing(t *testing.T) {
 			t.Errorf("history not oldest first: %v then %v", st.History[i-1].Time, st.History[i].Time)
 		}
 	}
-	if !st.History[2].Time.Equal(clock.now()) {
-		t.Errorf("newest sample at %v, want %v", st.History[2].Time, clock.now())
+	if !st.History[2].Time.Equal(clock.Now()) {
+		t.Errorf("newest sample at %v, want %v", st.History[2].Time, clock.Now())
 	}
-	if st := getState(t, m, "?history=1"); len(st.History) != 1 || !st.History[0].Time.Equal(clock.now()) {
+	if st := getState(t, m, "?history=1"); len(st.History) != 1 || !st.History[0].Time.Equal(clock.Now()) {
 		t.Errorf("?history=1: %d samples", len(st.History))
 	}
 	if got := st.Topics[0].Partitions[0].Rate; got != 0 {
@@ -295,70 +234,6 @@ func TestNilCluster(t *testing.T) {
 		t.Errorf("state %+v, want empty lists", st)
 	}
 }
-
-// TestDeadLetters: the OnDeadLetter hook keeps the newest WithDeadLetters
-// dead letters, newest first, with their origin and cause, and counts all.
-func TestDeadLetters(t *testing.T) {
-	c := testCluster(t)
-	orders, _ := tributary.CreateTopic(c, "orders", 1, tributary.String())
-	p, _ := tributary.NewProducer[string](c, "web", tributary.Manual())
-	if _, err := c.CreateGroup("orders", "fraud", engine.RoundRobin,
-		tributary.WithDeadLetter("orders-dlq", 2), tributary.WithBackoff(time.Millisecond, time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	m := testMonitor(t, c, WithDeadLetters(2))
-	cons, err := tributary.NewConsumer(orders, "fraud", "f1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, p, orders, 0, 3)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- cons.Run(ctx, func(ctx context.Context, m tributary.Message[string]) error {
-			return errors.New("card declined")
-		})
-	}()
-	deadline := time.Now().Add(guard)
-	for getState(t, m, "?history=0").DeadLettersTotal < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("dead letters %+v after the guard, want 3", getState(t, m, "").DeadLetters)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
-	cons.Close()
-	st := getState(t, m, "?history=0")
-	if len(st.DeadLetters) != 2 || st.DeadLettersTotal != 3 {
-		t.Fatalf("%d dead letters kept of %d, want 2 of 3", len(st.DeadLetters), st.DeadLettersTotal)
-	}
-	for i, woff := range []int64{2, 1} { // newest first
-		d := st.DeadLetters[i]
-		if d.Topic != "orders" || d.Group != "fraud" || d.Member != "f1" || d.Partition != 0 || d.Offset != woff ||
-			d.Attempt != 2 || d.DeadLetterTopic != "orders-dlq" || d.Cause != "card declined" || d.Time.IsZero() {
-			t.Errorf("dead letter %d: %+v, want orders/fraud/f1 p0 offset %d attempt 2 to orders-dlq, card declined", i, d, woff)
-		}
-	}
-	m.Close()
-	if _, err := p.TrySend(orders, tributary.Message[string]{Value: "late"}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestCauseText: a long cause is cut at MaxCauseBytes, on a rune boundary.
-func TestCauseText(t *testing.T) {
-	long := strings.Repeat("é", MaxCauseBytes) // 2 bytes each
-	got := causeText(errors.New(long))
-	if len(got) > MaxCauseBytes+len("…") || !strings.HasSuffix(got, "…") || !utf8Valid(got) {
-		t.Errorf("causeText of %d bytes: %d bytes %q…", len(long), len(got), got[:10])
-	}
-	if causeText(nil) != "" {
-		t.Error("causeText(nil) not empty")
-	}
-}
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 // TestConcurrentUse: sampling, requests and dead letters at once, under
 // the race detector.

@@ -1,5 +1,11 @@
 package tributarywm_test
 
+// The adapter's mapping and semantics: UUID, metadata, payload and delivery
+// context round-trip, bad input and config refused, one message in flight
+// per partition, Nack and NackResendSleep, groups, ephemeral groups,
+// SubscribeInitialize's retention, the assignor, Publish on a full
+// partition, Close and Cluster.Close, and the logged partition count.
+
 import (
 	"context"
 	"errors"
@@ -316,20 +322,6 @@ func TestSubscriptionEndLeavesGroupAndClosesChannel(t *testing.T) {
 	_, err = sub.Subscribe(context.Background(), "t")
 	assert.ErrorIs(t, err, tributarywm.ErrClosed)
 	assert.ErrorIs(t, sub.SubscribeInitialize("t"), tributarywm.ErrClosed)
-}
-
-// members returns the member count of group on topic; -1 when the group
-// does not exist.
-func members(t *testing.T, c *tributary.Cluster, topic, group string) int {
-	t.Helper()
-	d, err := c.Describe(topic)
-	require.NoError(t, err)
-	for _, g := range d.Groups {
-		if g.Group == group {
-			return len(g.Members)
-		}
-	}
-	return -1
 }
 
 func TestCloseCancelsHandedOutMessagesAndRedelivers(t *testing.T) {

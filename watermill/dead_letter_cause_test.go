@@ -83,7 +83,7 @@ func TestDeadLetterCause(t *testing.T) {
 		require.Equal(t, "orders", got[middleware.PoisonedTopicKey])
 		require.Equal(t, "bill", got[middleware.PoisonedHandlerKey])
 		require.Equal(t, int32(2), calls.Load(), "the attempt and Retry's one retry")
-		hEventually(t, "billing commits the poisoned message", func() bool {
+		eventually(t, "billing commits the poisoned message", func() bool {
 			d, err := c.Describe("orders")
 			return err == nil && len(d.Groups) == 1 && d.Groups[0].Partitions[0].Committed == 1
 		})
@@ -97,7 +97,7 @@ func TestDeadLetterCause(t *testing.T) {
 func waitForTopic(t *testing.T, c *tributary.Cluster, name string) *tributary.Topic[[]byte] {
 	t.Helper()
 	var topic *tributary.Topic[[]byte]
-	hEventually(t, "topic "+name, func() bool {
+	eventually(t, "topic "+name, func() bool {
 		var err error
 		topic, err = tributary.OpenTopic(c, name, tributary.Bytes())
 		return err == nil
@@ -110,7 +110,7 @@ func waitForTopic(t *testing.T, c *tributary.Cluster, name string) *tributary.To
 func waitForMessage(t *testing.T, topic *tributary.Topic[[]byte]) tributary.Message[[]byte] {
 	t.Helper()
 	var m tributary.Message[[]byte]
-	hEventually(t, "a message on "+topic.Name(), func() bool {
+	eventually(t, "a message on "+topic.Name(), func() bool {
 		s, err := topic.Snapshot()
 		if err != nil || len(s.Messages[0]) == 0 {
 			return false

@@ -1,5 +1,8 @@
 package tributarywm_test
 
+// Watermill's universal Pub/Sub suite (tests.TestPubSub) on the adapter in
+// three configurations and, without -short, its stress test of each.
+
 import (
 	"testing"
 

@@ -3,7 +3,6 @@ package tributarywm_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,39 +11,22 @@ import (
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	tributarywm "github.com/f91dcac0/tributary/watermill"
 )
 
 // Member liveness through the subscriber (SPEC rule 24): the session
 // timeout is the cluster's, and a subscription heartbeats while it runs.
-// The broker runs on a fake clock, moved only after every subscription
+// The broker runs on a testclock.Clock, moved only after every subscription
 // was seen heartbeating at its reading, so no expiry depends on the
 // machine's speed.
-
-// fakeClock is a broker clock moved by Advance. Safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 const sessionTimeout = 300 * time.Millisecond // on the fake clock; heartbeats every 100 ms of real time
 
 // awaitSeen waits until every member of group has been seen at the
 // clock's reading (a heartbeat since the clock moved), and requires that
 // there are n of them.
-func awaitSeen(t *testing.T, c *tributary.Cluster, clock *fakeClock, topic, group string, n int) {
+func awaitSeen(t *testing.T, c *tributary.Cluster, clock *testclock.Clock, topic, group string, n int) {
 	t.Helper()
 	now := clock.Now()
 	require.Eventually(t, func() bool {
@@ -66,7 +48,7 @@ func awaitSeen(t *testing.T, c *tributary.Cluster, clock *fakeClock, topic, grou
 // subscription heartbeats meanwhile); the group's other subscription gets
 // nothing, and the message is acked once.
 func TestSlowHandlerKeepsItsSubscription(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)}
+	clock := testclock.At(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
 	c := newCluster(t, 100, engine.WithClock(clock.Now), engine.WithSessionTimeout(sessionTimeout))
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 1})
 	cfg := tributarywm.SubscriberConfig{ConsumerGroup: "g", SessionTimeout: sessionTimeout}
