@@ -3,6 +3,7 @@ package jetstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,45 +19,6 @@ import (
 
 type item struct {
 	ID int `json:"id"`
-}
-
-// twoProcesses returns two clusters on one embedded server, same prefix.
-func twoProcesses(t *testing.T) (*tributary.Cluster, *tributary.Cluster) {
-	t.Helper()
-	b1, srv := start(t, jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage})
-	b2, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 20, Storage: jetstream.MemoryStorage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b2.Close() })
-	var cs [2]*tributary.Cluster
-	for i, b := range []*jetstream.Backend{b1, b2} {
-		c, err := tributary.NewClusterOn(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs[i] = c
-	}
-	return cs[0], cs[1]
-}
-
-func guard(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// waitUntil polls cond every few milliseconds until it holds or ctx ends.
-func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
 
 // TestGroupPolicyAcrossProcesses: the failure policy one process gave a
@@ -263,5 +225,55 @@ func TestDeadMemberInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestHostile23OwnedHintStale: m1's Member.owned hint is the partitions
+// it owned at its last poll. After a rebalance (from another Backend)
+// moves partitions, m1's first TryPoll must deliver from exactly the
+// partitions it owns now: one newly owned at once, none no longer owned.
+func TestHostile23OwnedHintStale(t *testing.T) {
+	b1, b2, _ := hjsTwo(t, jetstream.Config{Capacity: 100, Storage: jetstream.MemoryStorage})
+	const parts = 8
+	bt1 := topic(t, b1, "t", parts)
+	bt2 := must2(b2.OpenTopic("t")).of(t)
+	m1 := member(t, bt1, "g", "m1")
+	must(m1.Join()).of(t)
+	for round := range 12 {
+		for p := int32(0); p < parts; p++ {
+			pub(t, bt1, p, fmt.Sprint(round))
+		}
+		// Change the membership from b2: m2 joins or leaves.
+		m2 := must(bt2.Member("g", "m2")).of(t)
+		if round%2 == 0 {
+			must(m2.Join()).of(t)
+		} else {
+			must(m2.Leave()).of(t)
+		}
+		d := must(b2.Describe("t")).of(t)
+		own := map[int32]bool{}
+		for _, gp := range d.Groups[0].Partitions {
+			if gp.Owner == "m1" {
+				own[gp.Partition] = true
+			}
+		}
+		rs := must(m1.TryPoll(nil, parts)).of(t)
+		got := map[int32]bool{}
+		for _, r := range rs {
+			got[r.Partition] = true
+			if !own[r.Partition] {
+				t.Errorf("round %d: m1 delivered from partition %d, which it no longer owns (owns %v)", round, r.Partition, own)
+			}
+		}
+		for p := range own {
+			if !got[p] {
+				t.Errorf("round %d: m1 delivered nothing from partition %d, which it owns and which has a record", round, p)
+			}
+		}
+		for _, r := range rs {
+			if ok, err := m1.Retry(r.Partition, r.Offset); !ok || err != nil {
+				t.Errorf("Retry: %v %v", ok, err)
+			}
+		}
 	}
 }

@@ -1,3 +1,6 @@
+// The backend against the in-memory engine: random sequential calls on one
+// topic, every answer and, after each step, the whole Snapshot compared,
+// for capacities 1–3, every replay window and both storages.
 package jetstream_test
 
 import (
@@ -13,71 +16,6 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/jetstream"
 )
-
-// h23ErrClass names an error's class, for comparing two backends.
-func h23ErrClass(err error) string {
-	switch {
-	case err == nil:
-		return "nil"
-	case errors.Is(err, tributary.ErrPartitionFull):
-		return "full"
-	case errors.Is(err, engine.ErrOffsetOutOfRange):
-		return "range"
-	case errors.Is(err, engine.ErrGroupNotEmpty):
-		return "notempty"
-	case errors.Is(err, engine.ErrInvalidArgument):
-		return "invalid"
-	case errors.Is(err, tributary.ErrFenced):
-		return "fenced"
-	case errors.Is(err, tributary.ErrClosed):
-		return "closed"
-	}
-	return "other: " + err.Error()
-}
-
-type h23Side struct {
-	name string
-	b    tributary.Backend
-	bt   tributary.BackendTopic
-	ms   map[string]tributary.BackendMember
-}
-
-func (s *h23Side) member(t *testing.T, g, m string) tributary.BackendMember {
-	k := g + "/" + m
-	if x, ok := s.ms[k]; ok {
-		return x
-	}
-	x := must(s.bt.Member(g, m)).of(t)
-	s.ms[k] = x
-	return x
-}
-
-// h23State is what must agree after each step: the logs, every group's
-// committed offsets, in-flight flags, attempts and owners, and the
-// retained records (offset, payload).
-func h23State(t *testing.T, s *h23Side) string {
-	snap, err := s.b.Snapshot("t")
-	if err != nil {
-		t.Fatalf("%s Snapshot: %v", s.name, err)
-	}
-	var sb strings.Builder
-	for _, p := range snap.Partitions {
-		fmt.Fprintf(&sb, "p%d [%d,%d) ", p.Partition, p.LogStartOffset, p.LogEndOffset)
-	}
-	for _, g := range snap.Groups {
-		fmt.Fprintf(&sb, "| %s %v:", g.Group, g.Members)
-		for _, gp := range g.Partitions {
-			fmt.Fprintf(&sb, " %d:%s c%d f%v a%d l%d", gp.Partition, gp.Owner, gp.Committed, gp.InFlight, gp.Attempts, gp.Lag)
-		}
-	}
-	for p, rs := range snap.Records {
-		fmt.Fprintf(&sb, " | r%d:", p)
-		for _, r := range rs {
-			fmt.Fprintf(&sb, " %d=%s", r.Offset, r.Payload)
-		}
-	}
-	return sb.String()
-}
 
 // TestHostile23Differential runs random sequential operations (publish,
 // poll, ack, retry, seek, join, leave, create and delete groups) on one
@@ -233,4 +171,69 @@ func h23Differential(t *testing.T, storage jetstream.Storage) {
 		jb.Close()
 	}
 	t.Logf("%d seeds", seeds)
+}
+
+// h23ErrClass names an error's class, for comparing two backends.
+func h23ErrClass(err error) string {
+	switch {
+	case err == nil:
+		return "nil"
+	case errors.Is(err, tributary.ErrPartitionFull):
+		return "full"
+	case errors.Is(err, engine.ErrOffsetOutOfRange):
+		return "range"
+	case errors.Is(err, engine.ErrGroupNotEmpty):
+		return "notempty"
+	case errors.Is(err, engine.ErrInvalidArgument):
+		return "invalid"
+	case errors.Is(err, tributary.ErrFenced):
+		return "fenced"
+	case errors.Is(err, tributary.ErrClosed):
+		return "closed"
+	}
+	return "other: " + err.Error()
+}
+
+type h23Side struct {
+	name string
+	b    tributary.Backend
+	bt   tributary.BackendTopic
+	ms   map[string]tributary.BackendMember
+}
+
+func (s *h23Side) member(t *testing.T, g, m string) tributary.BackendMember {
+	k := g + "/" + m
+	if x, ok := s.ms[k]; ok {
+		return x
+	}
+	x := must(s.bt.Member(g, m)).of(t)
+	s.ms[k] = x
+	return x
+}
+
+// h23State is what must agree after each step: the logs, every group's
+// committed offsets, in-flight flags, attempts and owners, and the
+// retained records (offset, payload).
+func h23State(t *testing.T, s *h23Side) string {
+	snap, err := s.b.Snapshot("t")
+	if err != nil {
+		t.Fatalf("%s Snapshot: %v", s.name, err)
+	}
+	var sb strings.Builder
+	for _, p := range snap.Partitions {
+		fmt.Fprintf(&sb, "p%d [%d,%d) ", p.Partition, p.LogStartOffset, p.LogEndOffset)
+	}
+	for _, g := range snap.Groups {
+		fmt.Fprintf(&sb, "| %s %v:", g.Group, g.Members)
+		for _, gp := range g.Partitions {
+			fmt.Fprintf(&sb, " %d:%s c%d f%v a%d l%d", gp.Partition, gp.Owner, gp.Committed, gp.InFlight, gp.Attempts, gp.Lag)
+		}
+	}
+	for p, rs := range snap.Records {
+		fmt.Fprintf(&sb, " | r%d:", p)
+		for _, r := range rs {
+			fmt.Fprintf(&sb, " %d=%s", r.Offset, r.Payload)
+		}
+	}
+	return sb.String()
 }
