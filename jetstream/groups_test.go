@@ -9,6 +9,7 @@ import (
 
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
@@ -176,15 +177,15 @@ func TestRemoveMemberAcrossProcesses(t *testing.T) {
 func TestDeadMemberInFlight(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		recover func(t *testing.T, c *tributary.Cluster, clk *fakeClock) *tributary.Consumer[item]
+		recover func(t *testing.T, c *tributary.Cluster, clk *testclock.Clock) *tributary.Consumer[item]
 	}{
-		{"RemoveMember from another process", func(t *testing.T, c *tributary.Cluster, _ *fakeClock) *tributary.Consumer[item] {
+		{"RemoveMember from another process", func(t *testing.T, c *tributary.Cluster, _ *testclock.Clock) *tributary.Consumer[item] {
 			if ok, err := c.RemoveMember("orders", "g", "w1"); err != nil || !ok {
 				t.Fatalf("RemoveMember: %v, %v", ok, err)
 			}
 			return must(tributary.NewConsumer(must(tributary.OpenTopic(c, "orders", tributary.JSON[item]())).of(t), "g", "w2")).of(t)
 		}},
-		{"restart under the same name", func(t *testing.T, c *tributary.Cluster, clk *fakeClock) *tributary.Consumer[item] {
+		{"restart under the same name", func(t *testing.T, c *tributary.Cluster, clk *testclock.Clock) *tributary.Consumer[item] {
 			w1 := must(tributary.NewConsumer(must(tributary.OpenTopic(c, "orders", tributary.JSON[item]())).of(t), "g", "w1")).of(t)
 			if got := w1.Assignment(); len(got) != 1 || got[0] != 0 {
 				t.Fatalf("w1 rejoined owns %v, want [0]", got)
@@ -193,7 +194,7 @@ func TestDeadMemberInFlight(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+			clk := testclock.New()
 			cfg := jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage, AckTimeout: 2 * time.Second, Clock: clk.Now}
 			b1, srv := start(t, cfg)
 			c1 := must(tributary.NewClusterOn(b1)).of(t)
@@ -211,7 +212,7 @@ func TestDeadMemberInFlight(t *testing.T) {
 			t.Cleanup(func() { b2.Close() })
 			c2 := must(tributary.NewClusterOn(b2)).of(t)
 			t.Cleanup(func() { c2.Close() })
-			clk.Add(3 * cfg.AckTimeout)
+			clk.Advance(3 * cfg.AckTimeout)
 			d := must(c2.Describe("orders")).of(t)
 			if gp := d.Groups[0].Partitions[0]; !gp.InFlight || gp.Owner != "w1" {
 				t.Fatalf("after 3 ack timeouts the dead member's delivery is %+v, want in flight to w1", gp)

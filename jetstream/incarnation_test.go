@@ -10,6 +10,7 @@ import (
 
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
@@ -203,7 +204,7 @@ func TestHJSSelfFenceRejoinVsHeartbeat(t *testing.T) {
 func TestHJSSelfFenceInCommitWindow(t *testing.T) {
 	for _, expired := range []bool{false, true} {
 		t.Run(map[bool]string{false: "member", true: "expired"}[expired], func(t *testing.T) {
-			clk := &fakeClock{now: time.Unix(1000, 0)}
+			clk := testclock.New()
 			b, _ := start(t, jetstream.Config{Capacity: 10, SessionTimeout: tributary.MinSessionTimeout, Clock: clk.Now})
 			bt := topic(t, b, "t", 2)
 			pub(t, bt, 0, "x")
@@ -212,7 +213,7 @@ func TestHJSSelfFenceInCommitWindow(t *testing.T) {
 			must(m.Join()).of(t)
 			must(other.Join()).of(t)
 			if expired {
-				clk.Add(2 * tributary.MinSessionTimeout)
+				clk.Advance(2 * tributary.MinSessionTimeout)
 				must(other.Heartbeat()).of(t) // expires a
 				if ok := must(m.Heartbeat()).of(t); ok {
 					t.Fatal("a not expired")
@@ -251,7 +252,7 @@ func TestHJSSelfFenceInCommitWindow(t *testing.T) {
 func TestHJSLostReplyOfOwnRejoin(t *testing.T) {
 	for _, expired := range []bool{false, true} {
 		t.Run(map[bool]string{false: "member", true: "expired"}[expired], func(t *testing.T) {
-			clk := &fakeClock{now: time.Unix(1000, 0)}
+			clk := testclock.New()
 			b, _ := start(t, jetstream.Config{Capacity: 10, SessionTimeout: tributary.MinSessionTimeout, Clock: clk.Now})
 			bt := topic(t, b, "t", 2)
 			m := member(t, bt, "g", "a")
@@ -259,7 +260,7 @@ func TestHJSLostReplyOfOwnRejoin(t *testing.T) {
 			must(m.Join()).of(t)
 			must(other.Join()).of(t)
 			if expired {
-				clk.Add(2 * tributary.MinSessionTimeout)
+				clk.Advance(2 * tributary.MinSessionTimeout)
 				must(other.Heartbeat()).of(t)
 			}
 			var once atomic.Bool

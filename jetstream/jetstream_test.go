@@ -4,32 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/jetstream"
 )
-
-// fakeClock is an injectable broker clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // docs/contract.md's orders example (capacity 2), plus full and room after ack.
 func TestWorkedExample(t *testing.T) {
@@ -194,7 +176,7 @@ func TestAddPartitions(t *testing.T) {
 }
 
 func TestAckTimeoutWithClock(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clk := testclock.New()
 	b, _ := start(t, jetstream.Config{AckTimeout: time.Minute, Clock: clk.Now})
 	bt := topic(t, b, "t", 1)
 	pub(t, bt, 0, "a")
@@ -204,9 +186,9 @@ func TestAckTimeoutWithClock(t *testing.T) {
 	if len(rs) != 1 || !rs[0].Time.Equal(clk.Now()) {
 		t.Fatalf("records %+v (time from the broker clock)", rs)
 	}
-	clk.Add(59 * time.Second)
+	clk.Advance(59 * time.Second)
 	wantRecs(t, poll(t, m, 1))
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	wantRecs(t, poll(t, m, 1), rec{0, 0, "a", 2})
 	ok, err := m.Ack(0, 0)
 	wantBool(t, "Ack after redelivery", ok, err, true)
