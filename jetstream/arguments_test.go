@@ -1,8 +1,9 @@
+package jetstream_test
+
 // Input validation of the calls' arguments: identifiers (topics, groups,
 // members) and numbers (partitions, offsets, counts) at and past their
 // limits are refused with ErrInvalidArgument and change nothing; 64-byte
 // identifiers work end to end.
-package jetstream_test
 
 import (
 	"context"
@@ -74,7 +75,7 @@ func TestInvalidArguments(t *testing.T) {
 	}
 }
 
-var hBadIDs = []string{
+var badIDs = []string{
 	"",
 	strings.Repeat("a", 65),
 	strings.Repeat("é", 32), // 64 bytes, not ASCII
@@ -91,41 +92,41 @@ func TestHostileIdentifiers(t *testing.T) {
 	m := member(t, bt, "g", "m")
 	must(m.Join()).of(t)
 	pub(t, bt, 0, "x")
-	before := hSnapshot(t, b, "t")
-	for _, id := range hBadIDs {
+	before := stateOf(t, b, "t")
+	for _, id := range badIDs {
 		q := fmt.Sprintf("%q", id)
 		_, err := b.CreateTopic(id, 1, "string")
-		hInvalid(t, "CreateTopic "+q, err)
+		wantInvalid(t, "CreateTopic "+q, err)
 		_, _, err = b.OpenTopic(id)
-		hInvalid(t, "OpenTopic "+q, err)
+		wantInvalid(t, "OpenTopic "+q, err)
 		_, err = b.CreateGroup(id, "g", engine.RoundRobin)
-		hInvalid(t, "CreateGroup topic "+q, err)
+		wantInvalid(t, "CreateGroup topic "+q, err)
 		_, err = b.CreateGroup("t", id, engine.RoundRobin)
-		hInvalid(t, "CreateGroup group "+q, err)
+		wantInvalid(t, "CreateGroup group "+q, err)
 		_, err = b.DeleteGroup(id, "g")
-		hInvalid(t, "DeleteGroup topic "+q, err)
+		wantInvalid(t, "DeleteGroup topic "+q, err)
 		_, err = b.DeleteGroup("t", id)
-		hInvalid(t, "DeleteGroup group "+q, err)
+		wantInvalid(t, "DeleteGroup group "+q, err)
 		_, err = b.SetAssignor(id, "g", engine.Range)
-		hInvalid(t, "SetAssignor topic "+q, err)
+		wantInvalid(t, "SetAssignor topic "+q, err)
 		_, err = b.SetAssignor("t", id, engine.Range)
-		hInvalid(t, "SetAssignor group "+q, err)
+		wantInvalid(t, "SetAssignor group "+q, err)
 		_, err = b.AddPartitions(id, 1)
-		hInvalid(t, "AddPartitions "+q, err)
+		wantInvalid(t, "AddPartitions "+q, err)
 		_, err = b.Seek(id, "g", 0, 0)
-		hInvalid(t, "Seek topic "+q, err)
+		wantInvalid(t, "Seek topic "+q, err)
 		_, err = b.Seek("t", id, 0, 0)
-		hInvalid(t, "Seek group "+q, err)
+		wantInvalid(t, "Seek group "+q, err)
 		_, err = b.Describe(id)
-		hInvalid(t, "Describe "+q, err)
+		wantInvalid(t, "Describe "+q, err)
 		_, err = b.Snapshot(id)
-		hInvalid(t, "Snapshot "+q, err)
+		wantInvalid(t, "Snapshot "+q, err)
 		_, err = bt.Member(id, "m")
-		hInvalid(t, "Member group "+q, err)
+		wantInvalid(t, "Member group "+q, err)
 		_, err = bt.Member("g", id)
-		hInvalid(t, "Member member "+q, err)
+		wantInvalid(t, "Member member "+q, err)
 	}
-	hSame(t, "bad identifiers", before, hSnapshot(t, b, "t"))
+	wantSame(t, "bad identifiers", before, stateOf(t, b, "t"))
 
 	// Exactly 64 bytes: valid, full round trip.
 	long := strings.Repeat("Z", 63) + "-"
@@ -169,43 +170,43 @@ func TestHostileNumbers(t *testing.T) {
 	pub(t, bt, 0, "a")
 	pub(t, bt, 1, "b")
 	wantRecs(t, poll(t, m, 1), rec{0, 0, "a", 1})
-	before := hSnapshot(t, b, "t")
+	before := stateOf(t, b, "t")
 	for _, c := range []int32{0, -1, 65, math.MaxInt32, math.MinInt32} {
 		_, err := b.CreateTopic("u", c, "string")
-		hInvalid(t, fmt.Sprintf("CreateTopic count %d", c), err)
+		wantInvalid(t, fmt.Sprintf("CreateTopic count %d", c), err)
 	}
 	for _, c := range []int32{0, -1, 62, 64, math.MaxInt32, math.MinInt32} {
 		_, err := b.AddPartitions("t", c)
-		hInvalid(t, fmt.Sprintf("AddPartitions %d", c), err)
+		wantInvalid(t, fmt.Sprintf("AddPartitions %d", c), err)
 	}
 	for _, p := range []int32{-1, 3, 64, math.MaxInt32, math.MinInt32} {
 		_, err := bt.TryPublish(p, engine.Message{Payload: "x"})
-		hInvalid(t, fmt.Sprintf("TryPublish p %d", p), err)
+		wantInvalid(t, fmt.Sprintf("TryPublish p %d", p), err)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err = bt.Publish(ctx, nil, p, engine.Message{Payload: "x"})
 		cancel()
-		hInvalid(t, fmt.Sprintf("Publish p %d", p), err)
+		wantInvalid(t, fmt.Sprintf("Publish p %d", p), err)
 		_, err = m.Ack(p, 0)
-		hInvalid(t, fmt.Sprintf("Ack p %d", p), err)
+		wantInvalid(t, fmt.Sprintf("Ack p %d", p), err)
 		_, err = m.Retry(p, 0)
-		hInvalid(t, fmt.Sprintf("Retry p %d", p), err)
+		wantInvalid(t, fmt.Sprintf("Retry p %d", p), err)
 		_, err = m.TryPollPartition(nil, p)
-		hInvalid(t, fmt.Sprintf("TryPollPartition p %d", p), err)
+		wantInvalid(t, fmt.Sprintf("TryPollPartition p %d", p), err)
 		_, err = b.Seek("t", "g", p, 0)
-		hInvalid(t, fmt.Sprintf("Seek p %d", p), err)
+		wantInvalid(t, fmt.Sprintf("Seek p %d", p), err)
 		// Invalid and about an absent group: still an error (rule 4).
 		_, err = b.Seek("t", "nogroup", p, 0)
-		hInvalid(t, fmt.Sprintf("Seek absent group p %d", p), err)
+		wantInvalid(t, fmt.Sprintf("Seek absent group p %d", p), err)
 	}
 	for _, off := range []int64{-1, math.MinInt64} {
 		_, err := m.Ack(0, off)
-		hInvalid(t, fmt.Sprintf("Ack off %d", off), err)
+		wantInvalid(t, fmt.Sprintf("Ack off %d", off), err)
 		_, err = m.Retry(0, off)
-		hInvalid(t, fmt.Sprintf("Retry off %d", off), err)
+		wantInvalid(t, fmt.Sprintf("Retry off %d", off), err)
 		_, err = b.Seek("t", "g", 0, off)
-		hInvalid(t, fmt.Sprintf("Seek off %d", off), err)
+		wantInvalid(t, fmt.Sprintf("Seek off %d", off), err)
 		_, err = b.Seek("t", "nogroup", 0, off)
-		hInvalid(t, fmt.Sprintf("Seek absent group off %d", off), err)
+		wantInvalid(t, fmt.Sprintf("Seek absent group off %d", off), err)
 	}
 	for _, off := range []int64{2, 1 << 40, math.MaxInt64} {
 		if _, err := b.Seek("t", "g", 0, off); !errors.Is(err, engine.ErrOffsetOutOfRange) {
@@ -223,16 +224,16 @@ func TestHostileNumbers(t *testing.T) {
 	for _, mx := range []int32{0, -1, 65, math.MaxInt32, math.MinInt32} {
 		dst := []engine.Record{{Payload: "keep"}}
 		out, err := m.TryPoll(dst, mx)
-		hInvalid(t, fmt.Sprintf("TryPoll max %d", mx), err)
+		wantInvalid(t, fmt.Sprintf("TryPoll max %d", mx), err)
 		if len(out) != 1 || out[0].Payload != "keep" {
 			t.Errorf("TryPoll max %d changed dst: %v", mx, out)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err = m.Poll(ctx, nil, nil, mx)
 		cancel()
-		hInvalid(t, fmt.Sprintf("Poll max %d", mx), err)
+		wantInvalid(t, fmt.Sprintf("Poll max %d", mx), err)
 	}
-	hSame(t, "bad numbers", before, hSnapshot(t, b, "t"))
+	wantSame(t, "bad numbers", before, stateOf(t, b, "t"))
 
 	// Boundaries that are valid: max 64, AddPartitions to exactly 64,
 	// partition 63, Seek to the log end.

@@ -1,8 +1,9 @@
+package jetstream_test
+
 // User assignors and the names kept in the state: an assignor that panics
 // or answers wrong changes nothing; assignors are registered per group and
 // per Backend (a name shared by two assignors, a built-in's name claimed);
 // hostile assignor names and payload types are kept exactly or refused.
-package jetstream_test
 
 import (
 	"errors"
@@ -65,16 +66,16 @@ func TestHostileAssignors(t *testing.T) {
 	must(mb.Join()).of(t)
 	pub(t, bt, 1, "x")
 	wantRecs(t, poll(t, mb, 1), rec{1, 0, "x", 1})
-	before := hSnapshot(t, b, "t")
-	var nilPtr *hFunc
+	before := stateOf(t, b, "t")
+	var nilPtr *funcAssignor
 	garbage := map[string]engine.Assignor{
-		"panic-assign": hPanicAssign{},
-		"short":        hAssignor("h-short", func(m, p []string) []string { return []string{m[0]} }),
-		"long":         hAssignor("h-long", func(m, p []string) []string { return append(hAll(m[0])(m, p), m[0]) }),
-		"nil":          hAssignor("h-nil", func(m, p []string) []string { return nil }),
-		"empty-owner":  hAssignor("h-empty", func(m, p []string) []string { return make([]string, len(p)) }),
-		"non-member":   hAssignor("h-nonmember", hAll("zz")),
-		"alias-input": hAssignor("h-alias", func(m, p []string) []string {
+		"panic-assign": panicAssignor{},
+		"short":        newAssignor("h-short", func(m, p []string) []string { return []string{m[0]} }),
+		"long":         newAssignor("h-long", func(m, p []string) []string { return append(allTo(m[0])(m, p), m[0]) }),
+		"nil":          newAssignor("h-nil", func(m, p []string) []string { return nil }),
+		"empty-owner":  newAssignor("h-empty", func(m, p []string) []string { return make([]string, len(p)) }),
+		"non-member":   newAssignor("h-nonmember", allTo("zz")),
+		"alias-input": newAssignor("h-alias", func(m, p []string) []string {
 			for i := range p {
 				p[i] = "zz"
 			}
@@ -86,47 +87,47 @@ func TestHostileAssignors(t *testing.T) {
 			t.Errorf("SetAssignor %s: %v, want ErrInvalidAssignment only", name, err)
 		}
 	}
-	for name, a := range map[string]engine.Assignor{"nil": nil, "typed nil": nilPtr, "fake round-robin": hFakeRoundRobin{}} {
+	for name, a := range map[string]engine.Assignor{"nil": nil, "typed nil": nilPtr, "fake round-robin": fakeRoundRobin{}} {
 		_, err := b.SetAssignor("t", "g", a)
-		hInvalid(t, "SetAssignor "+name, err)
+		wantInvalid(t, "SetAssignor "+name, err)
 		_, err = b.CreateGroup("t", "g2", a)
-		hInvalid(t, "CreateGroup "+name, err)
+		wantInvalid(t, "CreateGroup "+name, err)
 		_, err = b.SetAssignor("t", "absent", a) // invalid beats absent
-		hInvalid(t, "SetAssignor absent group "+name, err)
+		wantInvalid(t, "SetAssignor absent group "+name, err)
 	}
-	if _, err := b.SetAssignor("t", "g", hPanicName{}); err == nil {
+	if _, err := b.SetAssignor("t", "g", panicNameAssignor{}); err == nil {
 		t.Errorf("SetAssignor with a panicking Name: no error")
 	}
-	if _, err := b.CreateGroup("t", "g2", hPanicName{}); err == nil {
+	if _, err := b.CreateGroup("t", "g2", panicNameAssignor{}); err == nil {
 		t.Errorf("CreateGroup with a panicking Name: no error")
 	}
-	hSame(t, "garbage assignors", before, hSnapshot(t, b, "t"))
+	wantSame(t, "garbage assignors", before, stateOf(t, b, "t"))
 	// The group still works: b holds its delivery.
 	ok, err := mb.Ack(1, 0)
 	wantBool(t, "Ack after garbage assignors", ok, err, true)
 
 	// A group whose (valid) user assignor goes bad on a later rebalance:
 	// the Join fails and changes nothing.
-	flaky := hAssignor("h-flaky", func(m, p []string) []string {
+	flaky := newAssignor("h-flaky", func(m, p []string) []string {
 		if len(m) > 2 {
 			panic("three is a crowd")
 		}
-		return hAll(m[0])(m, p)
+		return allTo(m[0])(m, p)
 	})
 	ok, err = b.SetAssignor("t", "g", flaky)
 	wantBool(t, "SetAssignor flaky", ok, err, true)
-	before = hSnapshot(t, b, "t")
+	before = stateOf(t, b, "t")
 	if _, err := member(t, bt, "g", "c").Join(); !errors.Is(err, engine.ErrInvalidAssignment) {
 		t.Errorf("Join under a panicking assignor: %v", err)
 	}
 	if _, err := b.AddPartitions("t", 1); !errors.Is(err, engine.ErrInvalidAssignment) && err != nil {
 		t.Errorf("AddPartitions: %v", err)
 	}
-	after := hSnapshot(t, b, "t")
+	after := stateOf(t, b, "t")
 	// AddPartitions may legitimately succeed (2 members): compare the
 	// first three partitions only if it did.
 	if len(after.snap.Partitions) == 3 {
-		hSame(t, "Join under a panicking assignor", before, after)
+		wantSame(t, "Join under a panicking assignor", before, after)
 	}
 	if a := ma.Assignment(); len(a) != len(after.snap.Partitions) {
 		t.Errorf("a owns %v of %d partitions", a, len(after.snap.Partitions))
@@ -140,12 +141,12 @@ func TestHostileAssignors(t *testing.T) {
 func TestHostileAssignorNameCollision(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 2)
-	toA := hAssignor("custom", hAll("a"))
+	toA := newAssignor("custom", allTo("a"))
 	ok, err := b.CreateGroup("t", "g1", toA)
 	wantBool(t, "CreateGroup g1", ok, err, true)
 	// A second, broken assignor of the same name on another group: the call
 	// fails (ErrInvalidAssignment) and must change nothing.
-	broken := hAssignor("custom", func(m, p []string) []string { panic("broken") })
+	broken := newAssignor("custom", func(m, p []string) []string { panic("broken") })
 	ok, err = b.CreateGroup("t", "g2", engine.RoundRobin)
 	wantBool(t, "CreateGroup g2", ok, err, true)
 	must(member(t, bt, "g2", "x").Join()).of(t)
@@ -166,9 +167,9 @@ func TestHostileAssignorNameCollision(t *testing.T) {
 func TestHostileAssignorNameShared(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 2)
-	ok, err := b.CreateGroup("t", "g1", hAssignor("custom", hAll("a")))
+	ok, err := b.CreateGroup("t", "g1", newAssignor("custom", allTo("a")))
 	wantBool(t, "CreateGroup g1", ok, err, true)
-	ok, err = b.CreateGroup("t", "g2", hAssignor("custom", hAll("b")))
+	ok, err = b.CreateGroup("t", "g2", newAssignor("custom", allTo("b")))
 	wantBool(t, "CreateGroup g2", ok, err, true)
 	ma, mb := member(t, bt, "g1", "a"), member(t, bt, "g1", "b")
 	_, err = ma.Join()
@@ -187,10 +188,10 @@ func TestHostileNamesInState(t *testing.T) {
 	bt := topic(t, b, "t", 2)
 	must(member(t, bt, "g", "a").Join()).of(t)
 	for _, name := range []string{"", "a.b.>", "*", "\n", "é☃", strings.Repeat("n", 2<<20)} {
-		before := hSnapshot(t, b, "t")
-		ok, err := b.SetAssignor("t", "g", hAssignor(name, hAll("a")))
+		before := stateOf(t, b, "t")
+		ok, err := b.SetAssignor("t", "g", newAssignor(name, allTo("a")))
 		if err != nil {
-			hSame(t, fmt.Sprintf("refused assignor name of %d bytes", len(name)), before, hSnapshot(t, b, "t"))
+			wantSame(t, fmt.Sprintf("refused assignor name of %d bytes", len(name)), before, stateOf(t, b, "t"))
 			t.Logf("assignor name %.20q (%d bytes): %v", name, len(name), err)
 			continue
 		}
@@ -235,11 +236,11 @@ func TestHostileInvalidUTF8Names(t *testing.T) {
 	bt := topic(t, b, "t", 2)
 	must(member(t, bt, "g", "a").Join()).of(t)
 	before := must(b.Describe("t")).of(t)
-	ok, err := b.SetAssignor("t", "g", hAssignor("\xff", hAll("a")))
+	ok, err := b.SetAssignor("t", "g", newAssignor("\xff", allTo("a")))
 	if ok || !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Fatalf("SetAssignor(name \\xff) = %v, %v; want false, ErrInvalidArgument", ok, err)
 	}
-	if _, err := b.CreateGroup("t", "h", hAssignor("\xff", hAll("a"))); !errors.Is(err, engine.ErrInvalidArgument) {
+	if _, err := b.CreateGroup("t", "h", newAssignor("\xff", allTo("a"))); !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Fatalf("CreateGroup(name \\xff): %v; want ErrInvalidArgument", err)
 	}
 	if after := must(b.Describe("t")).of(t); !reflect.DeepEqual(before, after) {

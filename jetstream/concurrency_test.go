@@ -1,10 +1,11 @@
+package jetstream_test
+
 // Concurrent calls on one server: consumers of two groups acking in order
 // (and the order check itself), many goroutines on one member handle, and
 // two Backends on one prefix (two processes) racing polls, acks, joins,
 // rebalances, admin calls and Seeks. Each offset is acked once per group,
 // never delivered after its ack returned, and the state stays within the
 // contract.
-package jetstream_test
 
 import (
 	"context"
@@ -439,8 +440,8 @@ func TestHostileSameMemberRace(t *testing.T) {
 	}
 }
 
-// hEvent is one poll or ack of the two-backend race, for the checks after.
-type hEvent struct {
+// raceEvent is one poll or ack of the two-backend race, for the checks after.
+type raceEvent struct {
 	member     string
 	start, end time.Time
 	ack, ok    bool
@@ -484,7 +485,7 @@ func TestHostileTwoBackends(t *testing.T) {
 	defer cancel()
 	var (
 		mu     sync.Mutex
-		events = map[[2]int64][]hEvent{}
+		events = map[[2]int64][]raceEvent{}
 		acked  atomic.Int64
 		last   = map[string]int64{} // member/p → last polled offset
 	)
@@ -532,7 +533,7 @@ func TestHostileTwoBackends(t *testing.T) {
 			mu.Lock()
 			for _, r := range rs {
 				k := [2]int64{int64(r.Partition), r.Offset}
-				events[k] = append(events[k], hEvent{member: name, start: begin, end: end})
+				events[k] = append(events[k], raceEvent{member: name, start: begin, end: end})
 				lk := fmt.Sprintf("%s/%d", name, r.Partition)
 				if l, ok := last[lk]; ok && r.Offset < l {
 					t.Errorf("%s polled %v after offset %d", name, k, l)
@@ -557,7 +558,7 @@ func TestHostileTwoBackends(t *testing.T) {
 				}
 				k := [2]int64{int64(r.Partition), r.Offset}
 				mu.Lock()
-				events[k] = append(events[k], hEvent{member: name, start: begin, end: end, ack: true, ok: ok})
+				events[k] = append(events[k], raceEvent{member: name, start: begin, end: end, ack: true, ok: ok})
 				mu.Unlock()
 				if ok && acked.Add(1) == int64(total) {
 					once.Do(func() { close(allDone) })

@@ -1,5 +1,10 @@
 package jetstream_test
 
+// Three-node clusters with Replicas 3: the basics, the loss of the node
+// leading the state stream, a node killed and restarted under load, a
+// member cut off by a rebalance, and clients whose servers are gone. Each
+// starts its own cluster (about a second).
+
 import (
 	"context"
 	"errors"
@@ -14,10 +19,6 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/jetstream"
 )
-
-// Fault tests on a three-node cluster with Replicas 3: a node killed and
-// restarted under load, a member cut off by a rebalance, and clients whose
-// servers are gone. Each starts its own cluster (about a second).
 
 // startCluster3 starts a three-node cluster, stopped when the test ends.
 func startCluster3(t *testing.T) *jetstream.Cluster {

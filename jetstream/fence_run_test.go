@@ -1,5 +1,9 @@
 package jetstream_test
 
+// Fencing of a typed consumer's Run: a consumer superseded by another
+// process's NewConsumer of its name ends with ErrFenced, and of two created
+// at once exactly one is left running; the survivor handles every record.
+
 import (
 	"context"
 	"errors"
@@ -84,7 +88,7 @@ func TestRunOfSupersededConsumerEnds(t *testing.T) {
 // Run ends with ErrFenced; the survivor handles every message.
 func TestHJSTypedConcurrentNewConsumer(t *testing.T) {
 	for round := 0; round < 6; round++ {
-		b1, b2, _ := hjsTwo(t, jetstream.Config{Capacity: 1000})
+		b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 		c1 := must(tributary.NewClusterOn(b1)).of(t)
 		c2 := must(tributary.NewClusterOn(b2)).of(t)
 		tp1 := must(tributary.CreateTopic(c1, "orders", 8, tributary.JSON[int]())).of(t)

@@ -1,5 +1,14 @@
 package jetstream_test
 
+// Groups across processes: a group's configuration (start, failure
+// policy) lives on its group key, so every process sharing the server
+// reads the same one; RemoveMember works from any process; a dead
+// process's in-flight delivery is freed by RemoveMember or its restart; a
+// member's hint of its partitions does not outlive a rebalance made
+// elsewhere. Each test opens two Backends on one server, each with its own
+// connection (and a Cluster of its own for the typed library): two
+// processes.
+
 import (
 	"context"
 	"errors"
@@ -12,11 +21,6 @@ import (
 	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/jetstream"
 )
-
-// A group's configuration (start, failure policy) lives on its group key,
-// so every process sharing the server reads the same one; RemoveMember
-// works from any process. Each test opens two Backends on one server, each
-// with its own connection and a Cluster of its own: two processes.
 
 type item struct {
 	ID int `json:"id"`
@@ -234,7 +238,7 @@ func TestDeadMemberInFlight(t *testing.T) {
 // moves partitions, m1's first TryPoll must deliver from exactly the
 // partitions it owns now: one newly owned at once, none no longer owned.
 func TestHostile23OwnedHintStale(t *testing.T) {
-	b1, b2, _ := hjsTwo(t, jetstream.Config{Capacity: 100, Storage: jetstream.MemoryStorage})
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 100, Storage: jetstream.MemoryStorage})
 	const parts = 8
 	bt1 := topic(t, b1, "t", parts)
 	bt2 := must2(b2.OpenTopic("t")).of(t)

@@ -1,8 +1,9 @@
+package jetstream_test
+
 // Helpers shared by the package's tests: embedded servers and Backends
 // (one, or two on one server as two processes), calls checked by must,
 // records rendered for comparison, "changed nothing" checks, retries of
 // unavailable calls, test assignors, and the bound that calls a call a hang.
-package jetstream_test
 
 import (
 	"context"
@@ -43,41 +44,30 @@ func start(t *testing.T, cfg jetstream.Config) (*jetstream.Backend, *jetstream.S
 	return b, srv
 }
 
-func hjsTwo(t *testing.T, cfg jetstream.Config) (*jetstream.Backend, *jetstream.Backend, *jetstream.Server) {
+// twoBackends starts an embedded server and opens two Backends on it with
+// cfg (Server filled in; Capacity 64 when zero), each with its own
+// connection, as two processes sharing a prefix would have. Both close, and
+// the server shuts down, when the test ends.
+func twoBackends(t *testing.T, cfg jetstream.Config) (*jetstream.Backend, *jetstream.Backend, *jetstream.Server) {
 	t.Helper()
-	srv, err := jetstream.StartServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 64
 	}
-	t.Cleanup(srv.Shutdown)
-	open := func() *jetstream.Backend {
-		c := cfg
-		c.Server = srv
-		if c.Capacity == 0 {
-			c.Capacity = 64
-		}
-		if c.RequestTimeout == 0 {
-			c.RequestTimeout = 5 * time.Second
-		}
-		b, err := jetstream.Open(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	return open(), open(), srv
-}
-
-// twoProcesses returns two clusters on one embedded server, same prefix.
-func twoProcesses(t *testing.T) (*tributary.Cluster, *tributary.Cluster) {
-	t.Helper()
-	b1, srv := start(t, jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage})
-	b2, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 20, Storage: jetstream.MemoryStorage})
+	b1, srv := start(t, cfg)
+	cfg.Server = srv
+	b2, err := jetstream.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b2.Close() })
+	return b1, b2, srv
+}
+
+// twoProcesses returns two clusters on one embedded server, same prefix,
+// each on a Backend of its own (twoBackends: capacity 20, memory storage).
+func twoProcesses(t *testing.T) (*tributary.Cluster, *tributary.Cluster) {
+	t.Helper()
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage})
 	var cs [2]*tributary.Cluster
 	for i, b := range []*jetstream.Backend{b1, b2} {
 		c, err := tributary.NewClusterOn(b)
@@ -107,15 +97,17 @@ func (r result[V]) of(t *testing.T) V {
 	return r.v
 }
 
-type r2[A, B any] struct {
+// result2 is a call's three results, checked by of.
+type result2[A, B any] struct {
 	a   A
 	b   B
 	err error
 }
 
-func must2[A, B any](a A, b B, err error) r2[A, B] { return r2[A, B]{a, b, err} }
+func must2[A, B any](a A, b B, err error) result2[A, B] { return result2[A, B]{a, b, err} }
 
-func (r r2[A, B]) of(t *testing.T) A {
+// of returns the first value, failing t on an error.
+func (r result2[A, B]) of(t *testing.T) A {
 	t.Helper()
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -123,6 +115,8 @@ func (r r2[A, B]) of(t *testing.T) A {
 	return r.a
 }
 
+// topic creates topic name with parts partitions (payload type "string")
+// on b and opens it, failing t unless the creation is new.
 func topic(t *testing.T, b *jetstream.Backend, name string, parts int32) tributary.BackendTopic {
 	t.Helper()
 	if ok := must(b.CreateTopic(name, parts, "string")).of(t); !ok {
@@ -135,21 +129,24 @@ func topic(t *testing.T, b *jetstream.Backend, name string, parts int32) tributa
 	return bt
 }
 
+// member returns a handle of member m of group g on bt.
 func member(t *testing.T, bt tributary.BackendTopic, g, m string) tributary.BackendMember {
 	t.Helper()
 	return must(bt.Member(g, m)).of(t)
 }
 
+// pub publishes payload to partition p of bt without waiting for room and
+// returns its offset.
 func pub(t *testing.T, bt tributary.BackendTopic, p int32, payload string) int64 {
 	t.Helper()
 	return must(bt.TryPublish(p, engine.Message{Payload: payload})).of(t)
 }
 
-func engineMsg(s string) engineMessage { return engineMessage{Payload: s} }
+// engineMsg is a message with payload s.
+func engineMsg(s string) engine.Message { return engine.Message{Payload: s} }
 
-type engineMessage = engine.Message
-
-// got renders records as "p/off payload #attempt".
+// rec is a delivered record as the tests compare it: partition, offset,
+// payload and attempt.
 type rec struct {
 	P       int32
 	Off     int64
@@ -157,6 +154,7 @@ type rec struct {
 	Attempt int32
 }
 
+// recs renders records as recs (an empty slice, not nil, for none).
 func recs(rs []engine.Record) []rec {
 	out := []rec{}
 	for _, r := range rs {
@@ -165,11 +163,13 @@ func recs(rs []engine.Record) []rec {
 	return out
 }
 
+// poll polls up to max records from m without waiting.
 func poll(t *testing.T, m tributary.BackendMember, max int32) []rec {
 	t.Helper()
 	return recs(must(m.TryPoll(nil, max)).of(t))
 }
 
+// wantRecs fails t unless got is want, in order.
 func wantRecs(t *testing.T, got []rec, want ...rec) {
 	t.Helper()
 	if want == nil {
@@ -180,6 +180,7 @@ func wantRecs(t *testing.T, got []rec, want ...rec) {
 	}
 }
 
+// wantBool fails t on err or unless got is want.
 func wantBool(t *testing.T, what string, got bool, err error, want bool) {
 	t.Helper()
 	if err != nil {
@@ -190,36 +191,42 @@ func wantBool(t *testing.T, what string, got bool, err error, want bool) {
 	}
 }
 
-// hSnap returns the topic's snapshot and the topic list, for "changed
-// nothing" checks.
-type hState struct {
+// fullState is a topic's snapshot and the Backend's topic list, for
+// "changed nothing" checks.
+type fullState struct {
 	snap   engine.TopicSnapshot
 	topics []string
 }
 
-func hSnapshot(t *testing.T, b *jetstream.Backend, topic string) hState {
+// stateOf returns topic's fullState on b.
+func stateOf(t *testing.T, b *jetstream.Backend, topic string) fullState {
 	t.Helper()
 	s, err := b.Snapshot(topic)
 	if err != nil {
 		t.Fatalf("Snapshot(%q): %v", topic, err)
 	}
-	return hState{s, b.Topics()}
+	return fullState{s, b.Topics()}
 }
 
-func hSame(t *testing.T, what string, before, after hState) {
+// wantSame reports an error unless before and after are equal: what
+// changed the state.
+func wantSame(t *testing.T, what string, before, after fullState) {
 	t.Helper()
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("%s changed the state:\nbefore %+v\nafter  %+v", what, before, after)
 	}
 }
 
-func hInvalid(t *testing.T, what string, err error) {
+// wantInvalid reports an error unless err wraps engine.ErrInvalidArgument.
+func wantInvalid(t *testing.T, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Errorf("%s: err %v, want ErrInvalidArgument", what, err)
 	}
 }
 
+// guard returns a context that ends 20 s into the test, the bound of a
+// test's waits.
 func guard(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
@@ -264,21 +271,16 @@ func retryUnavailable[V any](deadline time.Time, f func() (V, error)) (V, error)
 // answered.
 func retrying[V any](t *testing.T, what string, f func() (V, error)) (v V, ambiguous bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		v, err := f()
-		if err == nil {
-			return v, ambiguous
-		}
-		if !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) || time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		ambiguous = true
-		time.Sleep(20 * time.Millisecond)
+	tries := 0
+	v, err := retryUnavailable(time.Now().Add(15*time.Second), func() (V, error) {
+		tries++
+		return f()
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
+	return v, tries > 1
 }
-
-func jetstreamCfg(capacity int32) jetstream.Config { return jetstream.Config{Capacity: capacity} }
 
 // memberMaker is what rejoined needs of a topic handle.
 type memberMaker interface {
@@ -305,17 +307,27 @@ func rejoined(t *testing.T, bt memberMaker) (m tributary.BackendMember, ok, stop
 	return m, true, false
 }
 
+// allTo returns an assignment function that gives every partition to m.
+func allTo(m string) func(members, previous []string) []string {
+	return func(members, previous []string) []string {
+		out := make([]string, len(previous))
+		for i := range out {
+			out[i] = m
+		}
+		return out
+	}
+}
+
+// allToFirst gives every partition to the first member.
+func allToFirst(members, previous []string) []string { return allTo(members[0])(members, previous) }
+
 // badAssignor gives every partition to "nobody".
 type badAssignor struct{}
 
 func (badAssignor) Name() string { return "bad" }
 
 func (badAssignor) Assign(members, previous []string) []string {
-	out := make([]string, len(previous))
-	for i := range out {
-		out[i] = "nobody"
-	}
-	return out
+	return allTo("nobody")(members, previous)
 }
 
 // firstAssignor gives every partition to the first member.
@@ -324,57 +336,44 @@ type firstAssignor struct{}
 func (firstAssignor) Name() string { return "first" }
 
 func (firstAssignor) Assign(members, previous []string) []string {
-	out := make([]string, len(previous))
-	for i := range out {
-		out[i] = members[0]
-	}
-	return out
+	return allToFirst(members, previous)
 }
 
-// Hostile assignors.
-type hPanicAssign struct{}
+// fakeRoundRobin claims a built-in's name and gives every partition to the
+// first member.
+type fakeRoundRobin struct{}
 
-func (hPanicAssign) Name() string { return "h-panic-assign" }
+func (fakeRoundRobin) Name() string { return "RoundRobin" }
 
-func (hPanicAssign) Assign(m, p []string) []string { panic("assign boom") }
+func (fakeRoundRobin) Assign(members, previous []string) []string {
+	return allToFirst(members, previous)
+}
 
-type hPanicName struct{}
+// panicAssignor panics in Assign.
+type panicAssignor struct{}
 
-func (hPanicName) Name() string { panic("name boom") }
+func (panicAssignor) Name() string { return "h-panic-assign" }
 
-func (hPanicName) Assign(m, p []string) []string { return make([]string, len(p)) }
+func (panicAssignor) Assign(m, p []string) []string { panic("assign boom") }
 
-// hFunc is a user assignor whose name and answer are set per value.
-type hFunc struct {
+// panicNameAssignor panics in Name.
+type panicNameAssignor struct{}
+
+func (panicNameAssignor) Name() string { panic("name boom") }
+
+func (panicNameAssignor) Assign(m, p []string) []string { return make([]string, len(p)) }
+
+// funcAssignor is a user assignor whose name and answer are set per value.
+type funcAssignor struct {
 	name string
 	f    func(members, previous []string) []string
 }
 
-func (a *hFunc) Name() string { return a.name }
+func (a *funcAssignor) Name() string { return a.name }
 
-func (a *hFunc) Assign(members, previous []string) []string { return a.f(members, previous) }
+func (a *funcAssignor) Assign(members, previous []string) []string { return a.f(members, previous) }
 
-func hAssignor(name string, f func(m, p []string) []string) *hFunc { return &hFunc{name, f} }
-
-// hFakeRoundRobin claims a built-in's name.
-type hFakeRoundRobin struct{}
-
-func (hFakeRoundRobin) Name() string { return "RoundRobin" }
-
-func (hFakeRoundRobin) Assign(m, p []string) []string {
-	out := make([]string, len(p))
-	for i := range out {
-		out[i] = m[0]
-	}
-	return out
-}
-
-func hAll(m string) func(members, previous []string) []string {
-	return func(members, previous []string) []string {
-		out := make([]string, len(previous))
-		for i := range out {
-			out[i] = m
-		}
-		return out
-	}
+// newAssignor returns a funcAssignor named name that assigns with f.
+func newAssignor(name string, f func(m, p []string) []string) *funcAssignor {
+	return &funcAssignor{name, f}
 }

@@ -1,5 +1,12 @@
 package jetstream_test
 
+// Rule 25 on JetStream: incarnations of one member name. A Rejoin from
+// another process makes it the current incarnation, fences the old one and
+// takes its deliveries back; a Member's own Rejoin never fences it (against
+// its own Heartbeat, in its commit window, retried after a lost reply); a
+// reservation of the old incarnation whose reply was lost reaches the new
+// one once.
+
 import (
 	"errors"
 	"strings"
@@ -23,20 +30,7 @@ import (
 // its calls fail with ErrFenced (and ErrClosed), its Leave leaves
 // nothing, and nothing it does changes the group.
 func TestRejoinAcrossProcesses(t *testing.T) {
-	srv, err := jetstream.StartServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	open := func() *jetstream.Backend {
-		b, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 8, RequestTimeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	b1, b2 := open(), open()
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 8})
 	bt1 := topic(t, b1, "t", 2)
 	pub(t, bt1, 0, "x")
 	pub(t, bt1, 1, "y")

@@ -1,5 +1,9 @@
 package jetstream_test
 
+// The contract's worked examples and rules on one server: the orders and
+// rebalance examples, Seek, AddPartitions, the ack timeout on a test clock,
+// and the typed library running on this backend unchanged.
+
 import (
 	"context"
 	"errors"

@@ -1,9 +1,10 @@
+package jetstream_test
+
 // The Backend's lifecycle: a server that is not reachable, calls after
 // Close, Close racing busy goroutines, and a server shut down under load
 // or during snapshot reads. Every call ends soon (within hangBound of the
 // request timeout) with ErrUnavailable or ErrClosed; blocked calls end; no
 // goroutine is left behind.
-package jetstream_test
 
 import (
 	"context"
@@ -134,7 +135,7 @@ func TestHostileAfterClose(t *testing.T) {
 	}
 	// Invalid arguments are still invalid after Close.
 	_, err = b.CreateTopic("bad name", 1, "")
-	hInvalid(t, "CreateTopic bad name after Close", err)
+	wantInvalid(t, "CreateTopic bad name after Close", err)
 	// The other Backend is unaffected.
 	ok, err := idle.Ack(0, 0)
 	wantBool(t, "other backend's Ack", ok, err, true)

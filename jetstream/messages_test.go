@@ -1,8 +1,9 @@
+package jetstream_test
+
 // What a published record carries, kept exactly or refused as an invalid
 // argument that changes nothing: headers (also bytes that are not UTF-8),
 // keys, times outside 1678–2262, empty and huge payloads, big keys and
 // headers, and MaxMessageBytes at its boundaries.
-package jetstream_test
 
 import (
 	"context"
@@ -59,7 +60,7 @@ func TestHostileMessages(t *testing.T) {
 			t.Errorf("exact %d: %v", i, err)
 		}
 	}
-	before := hSnapshot(t, b, "t")
+	before := stateOf(t, b, "t")
 	over := []engine.Message{
 		{Payload: strings.Repeat("p", max+1)},
 		{Key: strings.Repeat("k", max+1)},
@@ -71,13 +72,13 @@ func TestHostileMessages(t *testing.T) {
 	}
 	for i, msg := range over {
 		_, err := bt.TryPublish(0, msg)
-		hInvalid(t, fmt.Sprintf("over %d", i), err)
+		wantInvalid(t, fmt.Sprintf("over %d", i), err)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err = bt.Publish(ctx, nil, 0, msg)
 		cancel()
-		hInvalid(t, fmt.Sprintf("over %d (Publish)", i), err)
+		wantInvalid(t, fmt.Sprintf("over %d (Publish)", i), err)
 	}
-	hSame(t, "oversized messages", before, hSnapshot(t, b, "t"))
+	wantSame(t, "oversized messages", before, stateOf(t, b, "t"))
 	for range exact {
 		rs := must(m.TryPoll(nil, 1)).of(t)
 		if len(rs) != 1 {
@@ -179,7 +180,7 @@ func TestHostileHugePayload(t *testing.T) {
 	if len(s.Records[0]) != 1 || s.Records[0][0].Payload != big {
 		t.Fatalf("big record not in the snapshot")
 	}
-	before := hSnapshot(t, b, "t")
+	before := stateOf(t, b, "t")
 	for _, n := range []int{1 << 20, 1<<20 + 1, 2 << 20} {
 		start := time.Now()
 		_, err := bt.TryPublish(0, engine.Message{Payload: strings.Repeat("y", n)})
@@ -198,7 +199,7 @@ func TestHostileHugePayload(t *testing.T) {
 	if err == nil {
 		t.Errorf("payload + headers over max_payload accepted")
 	}
-	hSame(t, "oversized publishes", before, hSnapshot(t, b, "t"))
+	wantSame(t, "oversized publishes", before, stateOf(t, b, "t"))
 	ok, err := m.Ack(0, off)
 	wantBool(t, "Ack after oversized publishes", ok, err, true)
 	pub(t, bt, 0, "small")
@@ -212,7 +213,7 @@ func TestHostileBigKeyHeaders(t *testing.T) {
 	bt := topic(t, b, "t", 1)
 	m := member(t, bt, "g", "m")
 	must(m.Join()).of(t)
-	before := hSnapshot(t, b, "t")
+	before := stateOf(t, b, "t")
 	var bad []string
 	for _, msg := range []engine.Message{
 		{Key: strings.Repeat("k", 60<<10)},
@@ -221,7 +222,7 @@ func TestHostileBigKeyHeaders(t *testing.T) {
 		off, err := bt.TryPublish(0, msg)
 		switch {
 		case errors.Is(err, engine.ErrInvalidArgument):
-			hSame(t, "refused big key", before, hSnapshot(t, b, "t"))
+			wantSame(t, "refused big key", before, stateOf(t, b, "t"))
 		case err != nil:
 			bad = append(bad, fmt.Sprintf("key %d bytes, headers %d bytes: %v", len(msg.Key), len(msg.Headers), err))
 		default:
@@ -230,7 +231,7 @@ func TestHostileBigKeyHeaders(t *testing.T) {
 				t.Fatalf("big key/headers not polled back intact")
 			}
 			must(m.Ack(0, off)).of(t)
-			before = hSnapshot(t, b, "t")
+			before = stateOf(t, b, "t")
 		}
 	}
 	if len(bad) > 0 {

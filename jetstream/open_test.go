@@ -1,8 +1,9 @@
+package jetstream_test
+
 // What Open accepts: every Config field out of range is refused at once, a
 // server without JetStream is refused, a topic keeps the replay window it
 // was created with, and two prefixes on one server share no topic, group,
 // record or stream.
-package jetstream_test
 
 import (
 	"errors"
@@ -51,7 +52,7 @@ func TestHostileConfig(t *testing.T) {
 		if b != nil {
 			b.Close()
 		}
-		hInvalid(t, "Open "+name, err)
+		wantInvalid(t, "Open "+name, err)
 	}
 	// No stream was created by the refused Opens: a fresh default-prefix
 	// backend sees no topics.

@@ -1,5 +1,12 @@
 package jetstream_test
 
+// Rejoins of one member name racing across two processes (two Backends on
+// one server): against each other, against a zombie incarnation that keeps
+// polling and acking, and against admin calls. The last incarnation gets
+// every record, each acked once; every earlier one is fenced; a superseded
+// Rejoin changes nothing; an Ack of the current incarnation is never
+// refused for a delivery nobody else took.
+
 import (
 	"errors"
 	"fmt"
@@ -19,20 +26,7 @@ import (
 // the member: its poll and acks work and it gets every record, each
 // committed once, none left in flight; every earlier Member is fenced.
 func TestRejoinRace(t *testing.T) {
-	srv, err := jetstream.StartServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	open := func() *jetstream.Backend {
-		b, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 64, RequestTimeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	b1, b2 := open(), open()
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 64})
 	bt1 := topic(t, b1, "t", 3)
 	for p := int32(0); p < 3; p++ {
 		pub(t, bt1, p, "x")
@@ -122,7 +116,7 @@ func TestRejoinRace(t *testing.T) {
 // the Member is still current (Heartbeat true) means its delivery was
 // taken from it.
 func TestHostile23RejoinAttemptsUnique(t *testing.T) {
-	b1, b2, _ := hjsTwo(t, jetstream.Config{Capacity: 1000, Storage: jetstream.MemoryStorage})
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000, Storage: jetstream.MemoryStorage})
 	const parts = 64
 	bt1 := topic(t, b1, "t", parts)
 	for i := range 3 {
@@ -201,7 +195,7 @@ func TestHostile23RejoinAttemptsUnique(t *testing.T) {
 // Heartbeat afterwards is not fenced) means someone else cancelled the
 // current incarnation's delivery: only a superseded Rejoin can.
 func TestHJSRejoinRaceRefusedAcks(t *testing.T) {
-	b1, b2, _ := hjsTwo(t, jetstreamCfg(1000))
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 	const parts = 64
 	bt1 := topic(t, b1, "t", parts)
 	for i := 0; i < 3; i++ {
@@ -255,7 +249,7 @@ func TestHJSRejoinRaceRefusedAcks(t *testing.T) {
 // superseded: its Rejoin must fail with ErrFenced and change nothing. In
 // particular the deliveries now in flight to B must stay B's to ack.
 func TestHJSSupersededRejoinCancelsSuccessor(t *testing.T) {
-	b1, b2, _ := hjsTwo(t, jetstream.Config{})
+	b1, b2, _ := twoBackends(t, jetstream.Config{})
 	bt1 := topic(t, b1, "t", 2)
 	pub(t, bt1, 0, "x")
 	pub(t, bt1, 1, "y")
@@ -300,7 +294,7 @@ func TestHJSSupersededRejoinCancelsSuccessor(t *testing.T) {
 // counts: no Ack of the current incarnation refused for a record it was
 // just delivered and nobody else touched.
 func TestHJSZombieVsRejoins(t *testing.T) {
-	b1, b2, _ := hjsTwo(t, jetstream.Config{Capacity: 1000})
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 	const parts, per = 3, 40
 	bt1 := topic(t, b1, "t", parts)
 	bt2 := must2(b2.OpenTopic("t")).of(t)
@@ -418,7 +412,7 @@ func TestHJSZombieVsRejoins(t *testing.T) {
 // Rejoin of "a" with "c" gone gets every record of every partition,
 // each acked once, nothing left in flight.
 func TestHJSRejoinVsAdmin(t *testing.T) {
-	b1, b2, _ := hjsTwo(t, jetstream.Config{Capacity: 1000})
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 	bt1 := topic(t, b1, "t", 2)
 	bt2 := must2(b2.OpenTopic("t")).of(t)
 	for i := 0; i < 5; i++ {

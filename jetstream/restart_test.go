@@ -1,5 +1,10 @@
 package jetstream_test
 
+// Server restarts: the file store keeps committed offsets and log starts,
+// a typed consumer's Run rides out the outage (also with sessions running
+// out during it, fencing nobody), restarts under load keep
+// TestFaultNodeRestart's invariants on one server.
+
 import (
 	"context"
 	"errors"
@@ -17,8 +22,8 @@ import (
 // fail with ErrUnavailable (which wraps tributary.ErrUnavailable), Run
 // waits and goes on, and every message sent is handled, in order per
 // partition, none lost (a message whose ack was lost may be handled
-// twice). Before Run waited on ErrUnavailable it returned the error and
-// left its group.
+// twice). A Run that returned on ErrUnavailable would leave its group and
+// fail here.
 func TestConsumerRunSurvivesRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts a server")

@@ -1,9 +1,10 @@
+package jetstream_test
+
 // Retention: the log start follows the slowest group's commits, a purge cut
 // short is repaired, and a retention pass reads the state right whatever
 // its size: snapshots at each side of the batch limits (deleted groups'
 // tombstones beside live cursors), and a Seek's cursor left below the log
 // start by a placer that died.
-package jetstream_test
 
 import (
 	"context"
@@ -147,10 +148,10 @@ func TestRepairInterruptedPurge(t *testing.T) {
 	}
 }
 
-// h23Pad creates and deletes n groups on topic t: each leaves a group key
+// padDeletedGroups creates and deletes n groups on topic t: each leaves a group key
 // tombstone and one cursor tombstone per partition in the state stream, keys
 // a retention pass's snapshot (group.T.*, cursor.T.*.p) still matches.
-func h23Pad(t *testing.T, b *jetstream.Backend, topic string, n int) {
+func padDeletedGroups(t *testing.T, b *jetstream.Backend, topic string, n int) {
 	t.Helper()
 	for i := range n {
 		g := fmt.Sprintf("pad%04d", i)
@@ -163,10 +164,10 @@ func h23Pad(t *testing.T, b *jetstream.Backend, topic string, n int) {
 	}
 }
 
-// h23RawPad writes, through a plain connection, the keys n deleted groups
+// rawPadDeletedGroups writes, through a plain connection, the keys n deleted groups
 // leave on a one-partition topic (what DeleteGroup writes: a group
 // tombstone and a cursor tombstone), fast.
-func h23RawPad(t *testing.T, srv *jetstream.Server, sp, topic string, n int) {
+func rawPadDeletedGroups(t *testing.T, srv *jetstream.Server, sp, topic string, n int) {
 	t.Helper()
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
@@ -193,8 +194,8 @@ func h23RawPad(t *testing.T, srv *jetstream.Server, sp, topic string, n int) {
 // TestHostile23SnapshotBatchBoundary: a retention pass whose snapshot
 // holds about a thousand keys (the tombstones of deleted groups, written
 // directly, beside two live groups), at each side of the limits: 999 keys,
-// 1,001 and 1,023 (an answer cut at a batch size of 1,000 left the newest
-// keys out: a live cursor unseen, the log start raised past it), 1,045
+// 1,001 and 1,023 (an answer cut at a batch size of 1,000 would leave the
+// newest keys out: a live cursor unseen, the log start raised past it), 1,045
 // (over the server's 1,024: 413, key by key).
 func TestHostile23SnapshotBatchBoundary(t *testing.T) {
 	for _, pad := range []int{497, 498, 509, 520} {
@@ -204,7 +205,7 @@ func TestHostile23SnapshotBatchBoundary(t *testing.T) {
 			for i := range 4 {
 				pub(t, bt, 0, fmt.Sprint(i))
 			}
-			h23RawPad(t, srv, "h23", "t", pad)
+			rawPadDeletedGroups(t, srv, "h23", "t", pad)
 			ms, mf := member(t, bt, "s", "m"), member(t, bt, "f", "m")
 			must(ms.Join()).of(t)
 			must(mf.Join()).of(t)
@@ -242,7 +243,7 @@ func TestHostile23SnapshotTruncatedFull(t *testing.T) {
 		pub(t, bt, 0, fmt.Sprint(i))
 	}
 	// 1 low + (P+1) cursors + (P+1) groups = 1,001 with P = 499.
-	h23RawPad(t, srv, "h23", "t", 499)
+	rawPadDeletedGroups(t, srv, "h23", "t", 499)
 	m := member(t, bt, "g", "m")
 	must(m.Join()).of(t)
 	wantRecs(t, poll(t, m, 1), rec{0, 0, "0", 1})
@@ -262,10 +263,11 @@ func TestHostile23SnapshotTruncatedFull(t *testing.T) {
 // for the placer (waitPlacer) only fallbackWait: then they move the cursor
 // up to the log start themselves, so g's owner gets the record there, the
 // other group's Ack and a second member's Join of g go through, and a
-// Seek works. It failed before waitPlacer: every poll of g ended with
-// ErrContention, the Join failed, and the Seek could not repair it.
+// Seek works. Readers that waited for the placer for good would fail it:
+// every poll of g would end with ErrContention, the Join would fail, and
+// the Seek could not repair it.
 func TestHostile23DeadPlacerStrandsGroup(t *testing.T) {
-	b1, b2, _ := hjsTwo(t, jetstream.Config{Capacity: 10, Storage: jetstream.MemoryStorage, RequestTimeout: 2 * time.Second})
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 10, Storage: jetstream.MemoryStorage, RequestTimeout: 2 * time.Second})
 	bt := topic(t, b1, "t", 1)
 	mg, mh := member(t, bt, "g", "m"), member(t, bt, "h", "m")
 	must(mg.Join()).of(t)

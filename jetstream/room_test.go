@@ -1,5 +1,10 @@
 package jetstream_test
 
+// Blocking Poll and Publish: a Poll waits without busy polling and wakes on
+// a publish; a Publish waits for room and is woken by the Ack or commit
+// that makes it, also at capacities of 1 to 3 where only wake-ups end the
+// waits.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package jetstream_test
 
+// Rule 24 as this backend keeps it: session timeouts on a test clock, and a
+// typed consumer whose session expires rejoins and is never fenced.
+
 import (
 	"context"
 	"errors"
