@@ -1,21 +1,5 @@
 package jetstream_test
 
-import (
-	"context"
-	"fmt"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"testing"
-	"time"
-
-	tributary "github.com/f91dcac0/tributary"
-	"github.com/f91dcac0/tributary/engine"
-	"github.com/f91dcac0/tributary/jetstream"
-)
-
 // The benchmarks below compare this package's Backend with the in-process
 // engine's (tributary.NewCluster(capacity).Backend()) in the same run:
 //
@@ -36,6 +20,22 @@ import (
 // publishes through it, so that the first one's connection carries only
 // the consumers' requests, which it counts. Every benchmark is skipped
 // under -short, and make test runs none (it passes no -bench).
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/jetstream"
+)
 
 // benchCapacity is each partition's capacity in the benchmarks.
 const benchCapacity = 1000

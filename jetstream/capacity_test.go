@@ -1,5 +1,9 @@
 package jetstream_test
 
+// A topic's capacity beyond rule 1's 1,000 records: a Backend of the typed
+// library's largest capacity creates its streams with that MaxMsgs, retains
+// every record and delivers them from offset 0.
+
 import (
 	"fmt"
 	"testing"

@@ -1,5 +1,8 @@
 package jetstream_test
 
+// The backend-agnostic conformance suite (backendtest) on one embedded
+// server.
+
 import (
 	"fmt"
 	"sync/atomic"

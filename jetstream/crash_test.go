@@ -1,5 +1,10 @@
 package jetstream_test
 
+// Crashes of real processes killed with SIGKILL: a nats-server (alone, or a
+// node of a 3-node cluster) under a producer and a consumer, and a consumer
+// process. Nothing acked is lost or delivered again, and the consumer that
+// comes back, or the one that survives, resumes with the dead one's records.
+
 import (
 	"bufio"
 	"context"

@@ -1,5 +1,10 @@
 package jetstream_test
 
+// Three-node clusters with Replicas 3: the basics, the loss of the node
+// leading the state stream, a node killed and restarted under load, a
+// member cut off by a rebalance, and clients whose servers are gone. Each
+// starts its own cluster (about a second).
+
 import (
 	"context"
 	"errors"
@@ -14,10 +19,6 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/jetstream"
 )
-
-// Fault tests on a three-node cluster with Replicas 3: a node killed and
-// restarted under load, a member cut off by a rebalance, and clients whose
-// servers are gone. Each starts its own cluster (about a second).
 
 // startCluster3 starts a three-node cluster, stopped when the test ends.
 func startCluster3(t *testing.T) *jetstream.Cluster {
@@ -50,19 +51,6 @@ func openOn(t *testing.T, urls []string, cfg jetstream.Config) *jetstream.Backen
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
-}
-
-// retryUnavailable calls f until it returns an error other than
-// ErrUnavailable or ErrContention (the cluster is electing leaders), or
-// until the deadline.
-func retryUnavailable[V any](deadline time.Time, f func() (V, error)) (V, error) {
-	for {
-		v, err := f()
-		if err == nil || !(errors.Is(err, jetstream.ErrUnavailable) || errors.Is(err, jetstream.ErrContention)) || time.Now().After(deadline) {
-			return v, err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // stateLeader returns the node leading the backend's state stream, or -1.
@@ -557,5 +545,200 @@ func TestFaultUnreachable(t *testing.T) {
 	}
 	if d := time.Since(start); d > bound {
 		t.Errorf("Open took %v", d)
+	}
+}
+
+// A three-node cluster with Replicas 3.
+func TestCluster3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster start-up")
+	}
+	cl, err := jetstream.StartCluster(3, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Shutdown()
+	urls := cl.URLs()
+	b, err := jetstream.Open(jetstream.Config{URL: urls[0] + "," + urls[1] + "," + urls[2], Capacity: 5, Replicas: 3, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bt := topic(t, b, "t", 2)
+	pub(t, bt, 1, "a")
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	wantRecs(t, poll(t, m, 5), rec{1, 0, "a", 1})
+	ok, err := m.Ack(1, 0)
+	wantBool(t, "Ack", ok, err, true)
+	wantRecs(t, poll(t, m, 5))
+	for range 5 {
+		pub(t, bt, 0, "f")
+	}
+	if _, err := bt.TryPublish(0, engine.Message{Payload: "c"}); !errors.Is(err, tributary.ErrPartitionFull) {
+		t.Fatalf("publish to a full replicated partition: %v", err)
+	}
+	// Compare-and-set conflicts on replicated state: two handles of the
+	// member race for the one deliverable record.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []engine.Record
+	for _, x := range []tributary.BackendMember{m, member(t, bt, "g", "m")} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				rs, err := x.TryPoll(nil, 5)
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				got = append(got, rs...)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	wantRecs(t, recs(got), rec{0, 0, "f", 1})
+	d := must(b.Describe("t")).of(t)
+	if p := d.Partitions[1]; p.LogStartOffset != 1 || p.LogEndOffset != 1 {
+		t.Fatalf("partition %+v", p)
+	}
+}
+
+// A three-node cluster with Replicas 3 loses the node that leads the state
+// stream and gets it back, while a member keeps publishing, polling and
+// acking through the survivors: no record acked is delivered again, and
+// every record published is delivered, in offset order per partition.
+func TestCluster3NodeLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster start-up and leader elections")
+	}
+	cl, err := jetstream.StartCluster(3, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Shutdown()
+	b, err := jetstream.Open(jetstream.Config{URL: strings.Join(cl.URLs(), ","), Capacity: 20, Replicas: 3, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const parts = 2
+	bt := topic(t, b, "t", parts)
+	m := member(t, bt, "g", "m")
+	if a := must(m.Join()).of(t); len(a) != parts {
+		t.Fatalf("Join = %v", a)
+	}
+	published := map[[2]int64]string{} // (partition, offset) → payload
+	next := [parts]int64{}             // per partition: the next offset to be delivered
+	n, failed := 0, 0
+	describe := func() engine.TopicDescription {
+		t.Helper()
+		d, ambiguous := retrying(t, "describe", func() (engine.TopicDescription, error) { return b.Describe("t") })
+		if ambiguous {
+			failed++
+		}
+		return d
+	}
+	// round publishes k records to each partition and consumes them all.
+	round := func(phase string, k int) {
+		t.Helper()
+		for range k {
+			for p := range int32(parts) {
+				n++
+				payload := fmt.Sprintf("%s-%d", phase, n)
+				off, ambiguous := retrying(t, "publish", func() (int64, error) { return bt.TryPublish(p, engine.Message{Payload: payload}) })
+				if ambiguous {
+					failed++
+				}
+				published[[2]int64{int64(p), off}] = payload
+			}
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			done := true
+			for p := range parts {
+				if next[p] < describe().Partitions[p].LogEndOffset {
+					done = false
+				}
+			}
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: consumed up to %v", phase, next)
+			}
+			rs, err := m.TryPoll(nil, parts)
+			if err != nil {
+				if !errors.Is(err, jetstream.ErrUnavailable) && !errors.Is(err, jetstream.ErrContention) {
+					t.Fatal(err)
+				}
+				failed++
+				// The failed poll may have reserved a record: hand it back.
+				for p := range int32(parts) {
+					retrying(t, "retry", func() (bool, error) { return m.Retry(p, next[p]) })
+				}
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			for _, r := range rs {
+				if r.Offset < next[r.Partition] {
+					t.Fatalf("%s: %d/%d delivered again after its ack", phase, r.Partition, r.Offset)
+				}
+				if r.Offset != next[r.Partition] {
+					t.Fatalf("%s: %d/%d delivered, want offset %d", phase, r.Partition, r.Offset, next[r.Partition])
+				}
+				if want, ok := published[[2]int64{int64(r.Partition), r.Offset}]; ok && want != r.Payload {
+					t.Fatalf("%d/%d is %q, published %q", r.Partition, r.Offset, r.Payload, want)
+				}
+				ok, ambiguous := retrying(t, "ack", func() (bool, error) { return m.Ack(r.Partition, r.Offset) })
+				if ambiguous {
+					failed++
+				}
+				if !ok && !ambiguous {
+					t.Fatalf("%s: Ack(%d, %d) = false", phase, r.Partition, r.Offset)
+				}
+				// An Ack answered false after a failed attempt took effect
+				// then; Describe must agree either way.
+				if !ok {
+					committed := describe().Groups[0].Partitions[r.Partition].Committed
+					if committed != r.Offset+1 {
+						t.Fatalf("%s: Ack(%d, %d) false, committed %d", phase, r.Partition, r.Offset, committed)
+					}
+				}
+				next[r.Partition]++
+			}
+		}
+	}
+	round("before", 5)
+	victim := -1
+	for i := range 3 {
+		if cl.Node(i).JetStreamIsStreamLeader("$G", "TRIB_STATE") {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no node leads the state stream")
+	}
+	began := time.Now()
+	cl.StopNode(victim)
+	round("down", 5)
+	t.Logf("node %d (the state stream's leader) down: 5 rounds took %v, %d calls failed and were retried", victim, time.Since(began), failed)
+	if err := cl.RestartNode(victim); err != nil {
+		t.Fatal(err)
+	}
+	round("restarted", 5)
+	// Nothing lost: every published offset was delivered and acked.
+	for k := range published {
+		if k[1] >= next[k[0]] {
+			t.Fatalf("%d/%d published, never delivered", k[0], k[1])
+		}
+	}
+	d := must(b.Describe("t")).of(t)
+	for p := range parts {
+		if gp, pd := d.Groups[0].Partitions[p], d.Partitions[p]; gp.Committed != next[p] || pd.LogEndOffset != next[p] || gp.InFlight {
+			t.Fatalf("partition %d: %+v %+v, consumed %d", p, pd, gp, next[p])
+		}
 	}
 }

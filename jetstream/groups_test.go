@@ -1,62 +1,29 @@
 package jetstream_test
 
+// Groups across processes: a group's configuration (start, failure
+// policy) lives on its group key, so every process sharing the server
+// reads the same one; RemoveMember works from any process; a dead
+// process's in-flight delivery is freed by RemoveMember or its restart; a
+// member's hint of its partitions does not outlive a rebalance made
+// elsewhere. Each test opens two Backends on one server, each with its own
+// connection (and a Cluster of its own for the typed library): two
+// processes.
+
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
-// A group's configuration (start, failure policy) lives on its group key,
-// so every process sharing the server reads the same one; RemoveMember
-// works from any process. Each test opens two Backends on one server, each
-// with its own connection and a Cluster of its own: two processes.
-
 type item struct {
 	ID int `json:"id"`
-}
-
-// twoProcesses returns two clusters on one embedded server, same prefix.
-func twoProcesses(t *testing.T) (*tributary.Cluster, *tributary.Cluster) {
-	t.Helper()
-	b1, srv := start(t, jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage})
-	b2, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 20, Storage: jetstream.MemoryStorage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b2.Close() })
-	var cs [2]*tributary.Cluster
-	for i, b := range []*jetstream.Backend{b1, b2} {
-		c, err := tributary.NewClusterOn(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs[i] = c
-	}
-	return cs[0], cs[1]
-}
-
-func guard(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// waitUntil polls cond every few milliseconds until it holds or ctx ends.
-func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
 
 // TestGroupPolicyAcrossProcesses: the failure policy one process gave a
@@ -214,15 +181,15 @@ func TestRemoveMemberAcrossProcesses(t *testing.T) {
 func TestDeadMemberInFlight(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		recover func(t *testing.T, c *tributary.Cluster, clk *fakeClock) *tributary.Consumer[item]
+		recover func(t *testing.T, c *tributary.Cluster, clk *testclock.Clock) *tributary.Consumer[item]
 	}{
-		{"RemoveMember from another process", func(t *testing.T, c *tributary.Cluster, _ *fakeClock) *tributary.Consumer[item] {
+		{"RemoveMember from another process", func(t *testing.T, c *tributary.Cluster, _ *testclock.Clock) *tributary.Consumer[item] {
 			if ok, err := c.RemoveMember("orders", "g", "w1"); err != nil || !ok {
 				t.Fatalf("RemoveMember: %v, %v", ok, err)
 			}
 			return must(tributary.NewConsumer(must(tributary.OpenTopic(c, "orders", tributary.JSON[item]())).of(t), "g", "w2")).of(t)
 		}},
-		{"restart under the same name", func(t *testing.T, c *tributary.Cluster, clk *fakeClock) *tributary.Consumer[item] {
+		{"restart under the same name", func(t *testing.T, c *tributary.Cluster, clk *testclock.Clock) *tributary.Consumer[item] {
 			w1 := must(tributary.NewConsumer(must(tributary.OpenTopic(c, "orders", tributary.JSON[item]())).of(t), "g", "w1")).of(t)
 			if got := w1.Assignment(); len(got) != 1 || got[0] != 0 {
 				t.Fatalf("w1 rejoined owns %v, want [0]", got)
@@ -231,7 +198,7 @@ func TestDeadMemberInFlight(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+			clk := testclock.New()
 			cfg := jetstream.Config{Capacity: 20, Storage: jetstream.MemoryStorage, AckTimeout: 2 * time.Second, Clock: clk.Now}
 			b1, srv := start(t, cfg)
 			c1 := must(tributary.NewClusterOn(b1)).of(t)
@@ -249,7 +216,7 @@ func TestDeadMemberInFlight(t *testing.T) {
 			t.Cleanup(func() { b2.Close() })
 			c2 := must(tributary.NewClusterOn(b2)).of(t)
 			t.Cleanup(func() { c2.Close() })
-			clk.Add(3 * cfg.AckTimeout)
+			clk.Advance(3 * cfg.AckTimeout)
 			d := must(c2.Describe("orders")).of(t)
 			if gp := d.Groups[0].Partitions[0]; !gp.InFlight || gp.Owner != "w1" {
 				t.Fatalf("after 3 ack timeouts the dead member's delivery is %+v, want in flight to w1", gp)
@@ -263,5 +230,55 @@ func TestDeadMemberInFlight(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestHostile23OwnedHintStale: m1's Member.owned hint is the partitions
+// it owned at its last poll. After a rebalance (from another Backend)
+// moves partitions, m1's first TryPoll must deliver from exactly the
+// partitions it owns now: one newly owned at once, none no longer owned.
+func TestHostile23OwnedHintStale(t *testing.T) {
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 100, Storage: jetstream.MemoryStorage})
+	const parts = 8
+	bt1 := topic(t, b1, "t", parts)
+	bt2 := must2(b2.OpenTopic("t")).of(t)
+	m1 := member(t, bt1, "g", "m1")
+	must(m1.Join()).of(t)
+	for round := range 12 {
+		for p := int32(0); p < parts; p++ {
+			pub(t, bt1, p, fmt.Sprint(round))
+		}
+		// Change the membership from b2: m2 joins or leaves.
+		m2 := must(bt2.Member("g", "m2")).of(t)
+		if round%2 == 0 {
+			must(m2.Join()).of(t)
+		} else {
+			must(m2.Leave()).of(t)
+		}
+		d := must(b2.Describe("t")).of(t)
+		own := map[int32]bool{}
+		for _, gp := range d.Groups[0].Partitions {
+			if gp.Owner == "m1" {
+				own[gp.Partition] = true
+			}
+		}
+		rs := must(m1.TryPoll(nil, parts)).of(t)
+		got := map[int32]bool{}
+		for _, r := range rs {
+			got[r.Partition] = true
+			if !own[r.Partition] {
+				t.Errorf("round %d: m1 delivered from partition %d, which it no longer owns (owns %v)", round, r.Partition, own)
+			}
+		}
+		for p := range own {
+			if !got[p] {
+				t.Errorf("round %d: m1 delivered nothing from partition %d, which it owns and which has a record", round, p)
+			}
+		}
+		for _, r := range rs {
+			if ok, err := m1.Retry(r.Partition, r.Offset); !ok || err != nil {
+				t.Errorf("Retry: %v %v", ok, err)
+			}
+		}
 	}
 }

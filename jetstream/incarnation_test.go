@@ -1,12 +1,23 @@
 package jetstream_test
 
+// Rule 25 on JetStream: incarnations of one member name. A Rejoin from
+// another process makes it the current incarnation, fences the old one and
+// takes its deliveries back; a Member's own Rejoin never fences it (against
+// its own Heartbeat, in its commit window, retried after a lost reply); a
+// reservation of the old incarnation whose reply was lost reaches the new
+// one once.
+
 import (
 	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
@@ -19,20 +30,7 @@ import (
 // its calls fail with ErrFenced (and ErrClosed), its Leave leaves
 // nothing, and nothing it does changes the group.
 func TestRejoinAcrossProcesses(t *testing.T) {
-	srv, err := jetstream.StartServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	open := func() *jetstream.Backend {
-		b, err := jetstream.Open(jetstream.Config{Server: srv, Capacity: 8, RequestTimeout: 5 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	}
-	b1, b2 := open(), open()
+	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 8})
 	bt1 := topic(t, b1, "t", 2)
 	pub(t, bt1, 0, "x")
 	pub(t, bt1, 1, "y")
@@ -155,5 +153,174 @@ func TestRejoinWorkedExample(t *testing.T) {
 	d, err := b.Describe("t")
 	if err != nil || len(d.Groups[0].Members) != 1 {
 		t.Fatalf("Describe = %+v, %v; want the one member", d, err)
+	}
+}
+
+// HJSSelfFence: one Member, used from two goroutines (a BackendMember is
+// for concurrent use; the typed consumer's heartbeat loop and Run share
+// one). Its own Rejoin must never fence it.
+func TestHJSSelfFenceRejoinVsHeartbeat(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 10})
+	bt := topic(t, b, "t", 4)
+	m := member(t, bt, "g", "a")
+	must(m.Join()).of(t)
+	var stop atomic.Bool
+	var fencedBy atomic.Value
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; i < 100000 && !stop.Load(); i++ {
+			if _, err := m.Heartbeat(); err != nil {
+				if errors.Is(err, tributary.ErrFenced) {
+					fencedBy.Store("heartbeat: " + err.Error())
+				}
+				return
+			}
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	rounds := 0
+	for ; rounds < 300 && time.Now().Before(deadline) && fencedBy.Load() == nil; rounds++ {
+		if _, err := m.Rejoin(); err != nil {
+			fencedBy.Store("rejoin: " + err.Error())
+			break
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if f := fencedBy.Load(); f != nil {
+		t.Fatalf("after %d Rejoins of the one Member, it fenced itself: %v", rounds, f)
+	}
+}
+
+// The same, deterministically: a Heartbeat of the Member that lands after
+// its own Rejoin's group write reached the server, before the reply came
+// back (SetLossy's written=true call is that window; the hook loses nothing).
+func TestHJSSelfFenceInCommitWindow(t *testing.T) {
+	for _, expired := range []bool{false, true} {
+		t.Run(map[bool]string{false: "member", true: "expired"}[expired], func(t *testing.T) {
+			clk := testclock.New()
+			b, _ := start(t, jetstream.Config{Capacity: 10, SessionTimeout: tributary.MinSessionTimeout, Clock: clk.Now})
+			bt := topic(t, b, "t", 2)
+			pub(t, bt, 0, "x")
+			m := member(t, bt, "g", "a")
+			other := member(t, bt, "g", "z")
+			must(m.Join()).of(t)
+			must(other.Join()).of(t)
+			if expired {
+				clk.Advance(2 * tributary.MinSessionTimeout)
+				must(other.Heartbeat()).of(t) // expires a
+				if ok := must(m.Heartbeat()).of(t); ok {
+					t.Fatal("a not expired")
+				}
+			}
+			var hbErr atomic.Value
+			var once atomic.Bool
+			jetstream.SetLossy(b, func(key string, written bool) bool {
+				if written && key == "group.t.g" && once.CompareAndSwap(false, true) {
+					_, err := m.Heartbeat()
+					hbErr.Store([]error{err})
+				}
+				return false
+			})
+			_, rerr := m.Rejoin()
+			jetstream.SetLossy(b, nil)
+			hb := hbErr.Load()
+			if hb == nil {
+				t.Fatal("hook not run")
+			}
+			_, perr := m.TryPoll(nil, 4)
+			d := must(b.Describe("t")).of(t)
+			if herr := hb.([]error)[0]; herr != nil || rerr != nil || perr != nil {
+				t.Fatalf("Rejoin = %v; Heartbeat of the same Member during it = %v; TryPoll after = %v; members now %v (nobody can consume as a)",
+					rerr, herr, perr, d.Groups[0].Members)
+			}
+		})
+	}
+	_ = strings.HasPrefix
+}
+
+// A Member's own Rejoin whose group write took effect but whose reply was
+// lost (ErrUnavailable, as in a server restart) must not leave the Member
+// fenced by its own token: retrying (what the typed consumer's rejoin
+// does after an outage) must work, since no other incarnation exists.
+func TestHJSLostReplyOfOwnRejoin(t *testing.T) {
+	for _, expired := range []bool{false, true} {
+		t.Run(map[bool]string{false: "member", true: "expired"}[expired], func(t *testing.T) {
+			clk := testclock.New()
+			b, _ := start(t, jetstream.Config{Capacity: 10, SessionTimeout: tributary.MinSessionTimeout, Clock: clk.Now})
+			bt := topic(t, b, "t", 2)
+			m := member(t, bt, "g", "a")
+			other := member(t, bt, "g", "z")
+			must(m.Join()).of(t)
+			must(other.Join()).of(t)
+			if expired {
+				clk.Advance(2 * tributary.MinSessionTimeout)
+				must(other.Heartbeat()).of(t)
+			}
+			var once atomic.Bool
+			jetstream.SetLossy(b, func(key string, written bool) bool {
+				return written && key == "group.t.g" && once.CompareAndSwap(false, true)
+			})
+			_, err1 := m.Rejoin()
+			jetstream.SetLossy(b, nil)
+			_, err2 := m.Rejoin()
+			_, err3 := m.TryPoll(nil, 4)
+			if err2 != nil || err3 != nil {
+				t.Fatalf("Rejoin with its reply lost = %v; Rejoin again = %v; TryPoll = %v; members %v",
+					err1, err2, err3, must(b.Describe("t")).of(t).Groups[0].Members)
+			}
+		})
+	}
+}
+
+// One process (one Backend), two Members of "a": the old one's poll
+// reserves a record just after the new one's Rejoin, and the reply of
+// that reservation is lost (ErrUnavailable). The new incarnation's poll
+// through the same Backend must deliver the record so that it can ack it
+// (or leave it for its next poll), and never twice.
+func TestHJSUnsureReservationOfOldIncarnation(t *testing.T) {
+	b, _ := start(t, jetstream.Config{})
+	bt := topic(t, b, "t", 1)
+	pub(t, bt, 0, "x")
+	old := member(t, bt, "g", "a")
+	must(old.Join()).of(t)
+	nu := member(t, bt, "g", "a")
+	var step atomic.Int32
+	var rejoinErr error
+	jetstream.SetLossy(b, func(key string, written bool) bool {
+		if !strings.HasPrefix(key, "cursor.t.g.") {
+			return false
+		}
+		switch {
+		case !written && step.CompareAndSwap(0, 1):
+			_, rejoinErr = nu.Rejoin() // between old's group read and its cursor write
+			return false
+		case written && step.CompareAndSwap(1, 2):
+			return true // the reservation took effect; its reply is lost
+		}
+		return false
+	})
+	_, err := old.TryPoll(nil, 1)
+	jetstream.SetLossy(b, nil)
+	if rejoinErr != nil || !errors.Is(err, jetstream.ErrUnavailable) {
+		t.Fatalf("setup: Rejoin %v, old TryPoll %v", rejoinErr, err)
+	}
+	var got []rec
+	for range 3 {
+		rs := poll(t, nu, 1)
+		got = append(got, rs...)
+		for _, r := range rs {
+			ok, err := nu.Ack(r.P, r.Off)
+			if err != nil || !ok {
+				t.Errorf("the current incarnation's Ack of %+v = %v, %v", r, ok, err)
+			}
+		}
+	}
+	if len(got) != 1 {
+		t.Errorf("the current incarnation was delivered %v, want the record once", got)
+	}
+	d := must(b.Describe("t")).of(t).Groups[0].Partitions[0]
+	if d.Committed != 1 || d.InFlight {
+		t.Errorf("after: %+v", d)
 	}
 }

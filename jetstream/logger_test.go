@@ -1,5 +1,8 @@
 package jetstream_test
 
+// Config.Logger: what the Backend logs for a rebalance and for a connection
+// lost and back.
+
 import (
 	"bytes"
 	"log/slog"

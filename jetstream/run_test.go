@@ -1,5 +1,8 @@
 package jetstream_test
 
+// Consumer.Run over a real TCP connection: a handler's result is applied
+// when Run's context ends while it runs.
+
 import (
 	"context"
 	"errors"
@@ -15,8 +18,8 @@ import (
 // returns has its result applied every time, as on the in-memory backend:
 // nil acks the record (the committed offset moves past it), an error
 // dead-letters it. Over TCP the Ack's replies arrive later than in-process,
-// which made the outcome depend on whether Run saw the context end or the
-// result first.
+// so a Run whose outcome depended on whether it saw the context end or the
+// result first would fail here.
 func TestRunSettlesHandlerAfterCancelOverTCP(t *testing.T) {
 	srv, err := jetstream.StartServer(t.TempDir())
 	if err != nil {

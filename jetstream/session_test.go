@@ -1,10 +1,17 @@
 package jetstream_test
 
+// Rule 24 as this backend keeps it: session timeouts on a test clock, and a
+// typed consumer whose session expires rejoins and is never fenced.
+
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
@@ -21,7 +28,7 @@ import (
 // without heartbeats, is expired by a's Heartbeat d after b's last one.
 func TestSessionTimeout(t *testing.T) {
 	const d = 10 * time.Second
-	clk := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clk := testclock.New()
 	b, _ := start(t, jetstream.Config{Capacity: 10, SessionTimeout: d, Clock: clk.Now})
 	if got := b.SessionTimeout(); got != d {
 		t.Fatalf("SessionTimeout() = %v, want %v", got, d)
@@ -47,7 +54,7 @@ func TestSessionTimeout(t *testing.T) {
 	if _, err := ma.Join(); err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	if parts, err := mb.Join(); err != nil || len(parts) != 1 || parts[0] != 1 {
 		t.Fatalf("b's Join = %v, %v; want [1]", parts, err)
 	}
@@ -62,13 +69,13 @@ func TestSessionTimeout(t *testing.T) {
 		}
 		return desc.Groups[0].Members, desc.Groups[0].LastSeen
 	}
-	clk.Add(8 * time.Second) // 9 s
+	clk.Advance(8 * time.Second) // 9 s
 	ok, err := mb.Heartbeat()
 	wantBool(t, "b's Heartbeat at 9 s", ok, err, true)
 	if ms, seen := members(); len(ms) != 2 || !seen[0].Equal(t0) || !seen[1].Equal(clk.Now()) {
 		t.Fatalf("at 9 s: members %v last seen %v; want a (0 s) and b (9 s)", ms, seen)
 	}
-	clk.Add(time.Second) // 10 s: a seen exactly d before
+	clk.Advance(time.Second) // 10 s: a seen exactly d before
 	ok, err = mb.Heartbeat()
 	wantBool(t, "b's Heartbeat at 10 s", ok, err, true)
 	if ms, seen := members(); len(ms) != 1 || ms[0] != "b" || !seen[0].Equal(clk.Now()) {
@@ -92,17 +99,70 @@ func TestSessionTimeout(t *testing.T) {
 		mb.Ack(p, 0) //nolint:errcheck // either may have moved
 	}
 
-	clk.Add(d - time.Second) // b last seen at 10 s; it polls, it does not heartbeat
-	mb.TryPoll(nil, 4)       //nolint:errcheck // a refresh or not, the point
+	clk.Advance(d - time.Second) // b last seen at 10 s; it polls, it does not heartbeat
+	mb.TryPoll(nil, 4)           //nolint:errcheck // a refresh or not, the point
 	ok, err = ma.Heartbeat()
 	wantBool(t, "a's Heartbeat at 19 s", ok, err, true)
 	if ms, _ := members(); len(ms) != 2 {
 		t.Fatalf("at 19 s: members %v; want a and b", ms)
 	}
-	clk.Add(time.Second) // 20 s: b seen d before, polls notwithstanding
+	clk.Advance(time.Second) // 20 s: b seen d before, polls notwithstanding
 	ok, err = ma.Heartbeat()
 	wantBool(t, "a's Heartbeat at 20 s", ok, err, true)
 	if ms, _ := members(); len(ms) != 1 || ms[0] != "a" {
 		t.Fatalf("at 20 s: members %v; want a alone (b's polls refresh nothing)", ms)
 	}
+}
+
+// A typed consumer on a backend with a session timeout whose session
+// expires (another member's Heartbeat expires it) rejoins and goes on
+// (ConsumerStats.Expired); it is the only incarnation of its name, so its
+// Run must never end fenced.
+func TestHJSExpiredConsumerFencesItself(t *testing.T) {
+	clk := testclock.New()
+	const session = 30 * time.Millisecond
+	b, _ := start(t, jetstream.Config{Capacity: 100, SessionTimeout: session, Clock: clk.Now, RequestTimeout: 5 * time.Second})
+	c := must(tributary.NewClusterOn(b)).of(t)
+	defer c.Close()
+	tp := must(tributary.CreateTopic(c, "orders", 64, tributary.JSON[int]())).of(t)
+	cons := must(tributary.NewConsumer(tp, "g", "w")).of(t)
+	bt, _, err := b.OpenTopic("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := member(t, bt, "g", "z")
+	must(z.Join()).of(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		ended <- cons.Run(ctx, func(context.Context, tributary.Message[int]) error { return nil })
+	}()
+	deadline := time.Now().Add(40 * time.Second)
+	for round := 0; round < 40 && time.Now().Before(deadline); round++ {
+		before := cons.Stats().Expired
+		clk.Advance(4 * session)
+		if _, err := z.Heartbeat(); err != nil {
+			t.Fatal(err)
+		}
+		for w := time.Now().Add(3 * time.Second); time.Now().Before(w) && cons.Stats().Expired == before; {
+			select {
+			case err := <-ended:
+				t.Fatalf("round %d (%d expiries so far): the only consumer of its name: Run = %v", round, before, err)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // heartbeats tick meanwhile
+		select {
+		case err := <-ended:
+			t.Fatalf("round %d (%d expiries): the only consumer of its name: Run = %v", round, cons.Stats().Expired, err)
+		default:
+		}
+	}
+	cancel()
+	err = <-ended
+	if errors.Is(err, tributary.ErrFenced) {
+		t.Fatalf("Run = %v", err)
+	}
+	t.Logf("expired %d times, Run = %v", cons.Stats().Expired, err)
 }

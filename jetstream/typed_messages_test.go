@@ -1,5 +1,8 @@
 package jetstream_test
 
+// Typed messages on JetStream: the payload type and time of a message
+// sent, received and dead-lettered.
+
 import (
 	"context"
 	"errors"
