@@ -18,29 +18,14 @@ import (
 
 	"github.com/f91dcac0/tributary/backendtest"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Tests of SPEC rules 15–23 (the Tributary features), one group of table
 // tests per rule, plus the options of New and the zero Broker. Time is a
-// fake clock (ftClock) passed with engine.WithClock, so record times and ack
+// fake clock (internal/testclock) passed with engine.WithClock, so record times and ack
 // timeouts are exact. Helpers are prefixed ft to keep out of the way of the
 // other test files of the package.
-
-// ftEpoch is the fake clock's starting instant.
-var ftEpoch = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
-
-// ftClock is a fake broker clock. Now reads one atomic, so it allocates
-// nothing and may be called from any goroutine; Advance moves it forward.
-type ftClock struct{ ns atomic.Int64 }
-
-func newFtClock() *ftClock {
-	c := new(ftClock)
-	c.ns.Store(ftEpoch.UnixNano())
-	return c
-}
-
-func (c *ftClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *ftClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // ftBroker wraps a broker with calls that must not fail: each one requires
 // a nil error and returns the other result.
@@ -327,7 +312,7 @@ func TestRule15PublishMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFtClock()
+			clock := testclock.New()
 			f := ftNew(t, 4, engine.WithClock(clock.Now))
 			f.create("t", 2)
 			clock.Advance(time.Second)
@@ -415,7 +400,7 @@ func TestRule15MaxMessageBytes(t *testing.T) {
 		{"all parts: n+1", engine.Message{Key: "ab", Headers: h("a", "b", "c", "d"), Payload: "vwxyz"}, true},
 		{"bytes, not runes: n", engine.Message{Payload: "ééééé"}, false},
 		{"bytes, not runes: n+1", engine.Message{Payload: "éééééa"}, true},
-		{"time does not count", engine.Message{Payload: "0123456789", Time: ftEpoch}, false},
+		{"time does not count", engine.Message{Payload: "0123456789", Time: testclock.Epoch}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -467,7 +452,7 @@ func TestRule15MaxMessageBytes(t *testing.T) {
 // Publish(t, p, s) and the other PublishMessage(t, p, Message{Payload: s}),
 // give the same offsets and the same records, times included.
 func TestRule15PublishIsPublishMessage(t *testing.T) {
-	clock := newFtClock()
+	clock := testclock.New()
 	a := ftNew(t, 2, engine.WithClock(clock.Now))
 	b := ftNew(t, 2, engine.WithClock(clock.Now))
 	for _, f := range []ftBroker{a, b} {
@@ -494,7 +479,7 @@ func TestRule15PublishIsPublishMessage(t *testing.T) {
 		for _, r := range ra {
 			assert.Nil(t, r.Headers)
 			assert.Empty(t, r.Key)
-			assert.Equal(t, ftEpoch.Add(time.Duration(2*r.Offset+int64(r.Partition)+1)*time.Millisecond), r.Time.UTC())
+			assert.Equal(t, testclock.Epoch.Add(time.Duration(2*r.Offset+int64(r.Partition)+1)*time.Millisecond), r.Time.UTC())
 			require.True(t, a.ack("t", "g", "m", r.Partition, r.Offset))
 			require.True(t, b.ack("t", "g", "m", r.Partition, r.Offset))
 		}
@@ -549,12 +534,12 @@ func TestRule16Attempts(t *testing.T) {
 	tests := []struct {
 		name       string
 		partitions int32
-		run        func(t *testing.T, f ftBroker, clock *ftClock) []string
+		run        func(t *testing.T, f ftBroker, clock *testclock.Clock) []string
 		wseen      []string // every delivery, in order, as ftSeen
 	}{
 		{
 			name: "first delivery, retries, ack resets", partitions: 1,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				var seen []string
 				for range 3 {
 					recs := f.poll("t", "g", "a", 4)
@@ -571,7 +556,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "a rebalance that moves the partition", partitions: 2,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				require.Equal(t, []int32{1}, f.join("t", "g", "b"))
 				require.Equal(t, int32(1), f.attempts("t", "g", 1), "a cancelled delivery keeps its count")
@@ -587,7 +572,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "a rebalance that keeps the owner", partitions: 2,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				f.join("t", "g", "a") // joining twice changes nothing
 				require.Equal(t, []int32{1}, f.join("t", "g", "b"))
@@ -599,7 +584,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "an ack timeout", partitions: 1,
-			run: func(t *testing.T, f ftBroker, clock *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, clock *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				clock.Advance(timeout)
 				seen = append(seen, ftSeen(f.poll("t", "g", "a", 4)...)...)
@@ -612,7 +597,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "seek resets", partitions: 1,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				require.True(t, f.retry("t", "g", "a", 0, 0))
 				seen = append(seen, ftSeen(f.poll("t", "g", "a", 4)...)...)
@@ -627,7 +612,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "counted per group", partitions: 1,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				require.True(t, f.retry("t", "g", "a", 0, 0))
 				seen = append(seen, ftSeen(f.poll("t", "g", "a", 4)...)...)
@@ -639,7 +624,7 @@ func TestRule16Attempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFtClock()
+			clock := testclock.New()
 			f := ftNew(t, 10, engine.WithClock(clock.Now), engine.WithAckTimeout(timeout))
 			f.create("t", tt.partitions)
 			for p := range tt.partitions {
@@ -1760,8 +1745,8 @@ func TestRule21Window(t *testing.T) {
 
 func TestRule22AckTimeout(t *testing.T) {
 	const d = 10 * time.Second
-	setup := func(t *testing.T, opts ...engine.Option) (ftBroker, *ftClock) {
-		clock := newFtClock()
+	setup := func(t *testing.T, opts ...engine.Option) (ftBroker, *testclock.Clock) {
+		clock := testclock.New()
 		f := ftNew(t, 10, append([]engine.Option{engine.WithClock(clock.Now)}, opts...)...)
 		f.create("t", 2)
 		for i := range 2 {
@@ -2072,7 +2057,7 @@ func TestRule23DescribeConcurrent(t *testing.T) {
 // New's options and the zero Broker.
 
 func TestNewOptions(t *testing.T) {
-	clock := newFtClock()
+	clock := testclock.New()
 	tests := []struct {
 		name     string
 		capacity int32

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Tests of the bound handles (TopicHandle, MemberHandle) and of their
@@ -51,7 +52,7 @@ type hDiffConfig struct {
 	maxBytes   int           // 0: no limit
 }
 
-func (c hDiffConfig) options(clock *ftClock) []engine.Option {
+func (c hDiffConfig) options(clock *testclock.Clock) []engine.Option {
 	opts := []engine.Option{engine.WithClock(clock.Now), engine.WithReplayWindow(c.window)}
 	if c.ackTimeout > 0 {
 		opts = append(opts, engine.WithAckTimeout(c.ackTimeout))
@@ -70,7 +71,7 @@ type hDiff struct {
 	rng            *rand.Rand
 	cfg            hDiffConfig
 	names, handles *engine.Broker
-	clockN, clockH *ftClock
+	clockN, clockH *testclock.Clock
 	th             *engine.TopicHandle
 	members        map[string]*engine.MemberHandle // by group + "/" + member
 	history        []string
@@ -90,7 +91,7 @@ func newHDiff(t *testing.T, seed uint64) *hDiff {
 	if rng.IntN(2) == 0 {
 		cfg.maxBytes = 24
 	}
-	d := &hDiff{t: t, rng: rng, cfg: cfg, clockN: newFtClock(), clockH: newFtClock(), members: map[string]*engine.MemberHandle{}}
+	d := &hDiff{t: t, rng: rng, cfg: cfg, clockN: testclock.New(), clockH: testclock.New(), members: map[string]*engine.MemberHandle{}}
 	var err error
 	d.names, err = engine.New(cfg.capacity, cfg.options(d.clockN)...)
 	require.NoError(t, err)
@@ -197,7 +198,7 @@ func (d *hDiff) message(step int) engine.Message {
 		m.Payload = strings.Repeat("x", 30) // over WithMaxMessageBytes(24)
 	}
 	if d.rng.IntN(3) == 0 {
-		m.Time = ftEpoch.Add(time.Duration(step) * time.Millisecond)
+		m.Time = testclock.Epoch.Add(time.Duration(step) * time.Millisecond)
 	}
 	return m
 }
@@ -1019,7 +1020,7 @@ func TestNextTimeout(t *testing.T) {
 		require.Zero(t, d)
 	})
 	t.Run("with WithAckTimeout", func(t *testing.T) {
-		clock := newFtClock()
+		clock := testclock.New()
 		b, err := engine.New(4, engine.WithClock(clock.Now), engine.WithAckTimeout(timeout))
 		require.NoError(t, err)
 		_, err = b.Create("t", 2)
@@ -1098,7 +1099,7 @@ func TestNextTimeout(t *testing.T) {
 // and nor do Ready, Room and NextTimeout once their channel exists, or a
 // Publish or Ack that wakes nobody.
 func TestHandleHotPathsAllocateNothing(t *testing.T) {
-	clock := newFtClock()
+	clock := testclock.New()
 	b, err := engine.New(8, engine.WithClock(clock.Now), engine.WithAckTimeout(time.Minute))
 	require.NoError(t, err)
 	_, err = b.Create("t", 1)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/model"
 )
 
@@ -275,13 +276,13 @@ type hPair struct {
 	t     testing.TB
 	b     *engine.Broker
 	m     *model.Broker
-	clock *testClock // both brokers' clock; do advances it before each step
-	steps []hStep    // recent steps, formatted only on failure
+	clock *testclock.Clock // both brokers' clock; do advances it before each step
+	steps []hStep          // recent steps, formatted only on failure
 }
 
 func hNewPair(t testing.TB, capacity int32) *hPair {
 	t.Helper()
-	clock := newTestClock()
+	clock := testclock.New()
 	b, err := hNew(capacity, engine.WithClock(clock.Now))
 	if err != nil {
 		t.Fatalf("hNew(%d): %v", capacity, err)

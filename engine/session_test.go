@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Rules 24 (session timeout) and 25 (Rejoin) as table tests. Each case is
@@ -41,7 +42,7 @@ type lvCase struct {
 // lv is one running case.
 type lv struct {
 	b       *engine.Broker
-	clock   *testClock
+	clock   *testclock.Clock
 	topic   *engine.TopicHandle
 	handles bool
 	members map[string]*engine.MemberHandle // group/member → handle
@@ -56,7 +57,7 @@ func (c *lv) failf(format string, args ...any) {
 }
 
 // elapsed is the clock reading since the case began.
-func (c *lv) elapsed() time.Duration { return time.Duration(c.clock.ns.Load() - testEpoch.UnixNano()) }
+func (c *lv) elapsed() time.Duration { return c.clock.Now().Sub(testclock.Epoch) }
 
 // at moves the clock to d after the case began (forward only).
 func (c *lv) at(d time.Duration) {
@@ -241,13 +242,13 @@ func (c *lv) seenAt(gd engine.GroupDescription, m string) time.Duration {
 	if len(gd.LastSeen) != len(gd.Members) {
 		c.failf("LastSeen %v for members %v", gd.LastSeen, gd.Members)
 	}
-	return gd.LastSeen[i].Sub(testEpoch)
+	return gd.LastSeen[i].Sub(testclock.Epoch)
 }
 
 // runLv runs case k, by name or through handles, and returns its first
 // mismatch ("" when none). mk makes the broker.
 func runLv(mk func(int32, ...engine.Option) (*engine.Broker, error), k lvCase, handles bool) (msg string) {
-	clock := newTestClock()
+	clock := testclock.New()
 	opts := append([]engine.Option{engine.WithClock(clock.Now)}, k.opts...)
 	if !k.noSession {
 		opts = append(opts, engine.WithSessionTimeout(lvSession))
@@ -413,7 +414,9 @@ var lvCases = []lvCase{
 			call func() error
 		}{
 			{"Publish", func() error { return second(c.b.Publish("t", 1, "x")) }},
-			{"PublishMessage", func() error { return second(c.b.PublishMessage("t", 1, engine.Message{Payload: "x", Time: testEpoch})) }},
+			{"PublishMessage", func() error {
+				return second(c.b.PublishMessage("t", 1, engine.Message{Payload: "x", Time: testclock.Epoch}))
+			}},
 			{"Poll of another group", func() error { return second(c.b.Poll("t", "other", "y", 1)) }},
 			{"Poll of an absent group", func() error { return second(c.b.Poll("t", "nope", "y", 1)) }},
 			{"AppendPoll", func() error { return second(c.b.AppendPoll(nil, "t", "other", "y", 1)) }},
