@@ -274,7 +274,7 @@ func TestPagedLogConcurrentGroups(t *testing.T) {
 			}
 		}
 	})
-	hRun(t, hDeadline, fs...)
+	runAll(t, hDeadline, fs...)
 	f.report(t)
 	d, err := b.Describe("t")
 	require.NoError(t, err)
