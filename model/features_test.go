@@ -320,21 +320,12 @@ func TestGroups(t *testing.T) {
 		require.True(t, f.ack("t", "live", "m", 0, 0))
 		return f
 	}
-	groupOf := func(f fx, name string) model.GroupDescription {
-		for _, g := range f.describe("t").Groups {
-			if g.Group == name {
-				return g
-			}
-		}
-		f.t.Fatalf("no group %q", name)
-		return model.GroupDescription{}
-	}
 
 	t.Run("CreateGroup makes an empty group at the log start", func(t *testing.T) {
 		f := setup(t)
 		require.True(t, f.createGroup("t", "new", model.Range))
 		require.Equal(t, model.GroupDescription{Group: "new", Assignor: "Range", Members: []string{},
-			Partitions: []model.GroupPartition{{Partition: 0, Committed: 1, Lag: 1}, {Partition: 1}}}, groupOf(f, "new"))
+			Partitions: []model.GroupPartition{{Partition: 0, Committed: 1, Lag: 1}, {Partition: 1}}}, f.group("t", "new"))
 		require.Equal(t, []string{"live", "new"}, f.groups("t"))
 		require.NoError(t, f.b.CheckInvariants())
 	})
@@ -345,12 +336,12 @@ func TestGroups(t *testing.T) {
 		require.False(t, f.createGroup("t", "new", model.Sticky))
 		require.False(t, f.createGroup("t", "live", model.Sticky))
 		requireUnchanged(t, before, f.b)
-		require.Equal(t, "RoundRobin", groupOf(f, "live").Assignor)
+		require.Equal(t, "RoundRobin", f.group("t", "live").Assignor)
 	})
 	t.Run("Join of an absent group creates it with RoundRobin", func(t *testing.T) {
 		f := setup(t)
 		f.join("t", "joined", "m")
-		require.Equal(t, "RoundRobin", groupOf(f, "joined").Assignor)
+		require.Equal(t, "RoundRobin", f.group("t", "joined").Assignor)
 	})
 	t.Run("a created group holds records back like any group", func(t *testing.T) {
 		f := setup(t)
@@ -419,13 +410,13 @@ func TestGroups(t *testing.T) {
 			Partitions: []model.GroupPartition{
 				{Partition: 0, Owner: "m", Committed: 1, Lag: 1},
 				{Partition: 1, Owner: "m"},
-			}}, groupOf(f, "old"))
+			}}, f.group("t", "old"))
 		require.Equal(t, []model.Record{rec("t", 0, 1, "b")}, f.poll("t", "old", "m", 64))
 
 		require.True(t, f.leave("t", "old", "m"))
 		require.True(t, f.deleteGroup("t", "old"))
 		require.True(t, f.createGroup("t", "old", model.Range))
-		require.Equal(t, "Range", groupOf(f, "old").Assignor)
+		require.Equal(t, "Range", f.group("t", "old").Assignor)
 		require.Equal(t, int32(0), f.attempts("t", "old", 0))
 	})
 }

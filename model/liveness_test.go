@@ -40,18 +40,13 @@ func (f fx) members(topic, group string) []string {
 // lastSeen returns Describe's last-seen instants of group, by member.
 func (f fx) lastSeen(topic, group string) map[string]time.Time {
 	f.t.Helper()
-	for _, g := range f.describe(topic).Groups {
-		if g.Group == group {
-			require.Len(f.t, g.LastSeen, len(g.Members))
-			out := map[string]time.Time{}
-			for i, m := range g.Members {
-				out[m] = g.LastSeen[i]
-			}
-			return out
-		}
+	g := f.group(topic, group)
+	require.Len(f.t, g.LastSeen, len(g.Members))
+	out := map[string]time.Time{}
+	for i, m := range g.Members {
+		out[m] = g.LastSeen[i]
 	}
-	f.t.Fatalf("no group %q", group)
-	return nil
+	return out
 }
 
 func recT(topic string, p int32, off int64, payload string, attempt int32) model.Record {

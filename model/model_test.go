@@ -140,6 +140,19 @@ func (f fx) describe(topic string) model.TopicDescription {
 	return d
 }
 
+// group returns the description of group in Describe(topic), failing the
+// test when the topic has no such group.
+func (f fx) group(topic, group string) model.GroupDescription {
+	f.t.Helper()
+	for _, g := range f.describe(topic).Groups {
+		if g.Group == group {
+			return g
+		}
+	}
+	f.t.Fatalf("Describe(%q) has no group %q", topic, group)
+	return model.GroupDescription{}
+}
+
 func (f fx) attempts(topic, group string, p int32) int32 {
 	f.t.Helper()
 	v, err := f.b.Attempts(topic, group, p)
