@@ -724,12 +724,7 @@ func TestReplayWindowClosesRoom(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.Create("t", 1)
 		require.NoError(t, err)
-		th, err := b.Topic("t")
-		require.NoError(t, err)
-		m, err := th.Member("g", "m")
-		require.NoError(t, err)
-		_, err = m.Join()
-		require.NoError(t, err)
+		th, m := joinedMember(t, b)
 		for i := range records {
 			off, err := th.Publish(0, "r")
 			require.NoError(t, err)
@@ -1104,12 +1099,7 @@ func TestHandleHotPathsAllocateNothing(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.Create("t", 1)
 	require.NoError(t, err)
-	th, err := b.Topic("t")
-	require.NoError(t, err)
-	m, err := th.Member("g", "m")
-	require.NoError(t, err)
-	_, err = m.Join()
-	require.NoError(t, err)
+	th, m := joinedMember(t, b)
 	absent, err := th.Member("nogroup", "m")
 	require.NoError(t, err)
 
@@ -1179,6 +1169,25 @@ func TestHandleHotPathsAllocateNothing(t *testing.T) {
 // ---------------------------------------------------------------------------
 // 6. Benchmarks.
 
+// joinedMember returns the handle of b's topic "t" and that of member m of
+// group g on it, joined (a no-op when m is already a member); it fails tb
+// on any error.
+func joinedMember(tb testing.TB, b *engine.Broker) (*engine.TopicHandle, *engine.MemberHandle) {
+	tb.Helper()
+	th, err := b.Topic("t")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := th.Member("g", "m")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := m.Join(); err != nil {
+		tb.Fatal(err)
+	}
+	return th, m
+}
+
 // hRoundTripSetup returns a broker with topic "t" of one partition and
 // group "g" with member "m" joined.
 func hRoundTripSetup(b *testing.B) *engine.Broker {
@@ -1198,15 +1207,7 @@ func hRoundTripSetup(b *testing.B) *engine.Broker {
 // BenchmarkRoundTripHandle: publish → AppendPoll(1) → ack through handles,
 // in one goroutine; compare with BenchmarkRoundTripNames in the same run.
 func BenchmarkRoundTripHandle(b *testing.B) {
-	br := hRoundTripSetup(b)
-	th, err := br.Topic("t")
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := th.Member("g", "m")
-	if err != nil {
-		b.Fatal(err)
-	}
+	th, m := joinedMember(b, hRoundTripSetup(b))
 	buf := make([]engine.Record, 0, 1)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -131,14 +131,7 @@ func sessionBenchSetup(b *testing.B, mode string) (*engine.Broker, *engine.Topic
 	if _, err := br.Join("t", "g", "m"); err != nil {
 		b.Fatal(err)
 	}
-	th, err := br.Topic("t")
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := th.Member("g", "m")
-	if err != nil {
-		b.Fatal(err)
-	}
+	th, m := joinedMember(b, br)
 	return br, th, m
 }
 
