@@ -1565,40 +1565,6 @@ func TestRule20Seek(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Rule 21: the replay window.
 
-// TestRule21WorkedExample is docs/contract.md's replay-window example, verbatim: capacity
-// 3, WithReplayWindow(2), partition 0, group g with one member joined first.
-func TestRule21WorkedExample(t *testing.T) {
-	f := ftNew(t, 3, engine.WithReplayWindow(2))
-	f.create("t", 1)
-	f.join("t", "g", "m")
-	retained := func() [2]int64 { return [2]int64{f.logStart("t", 0), f.logEnd("t", 0)} }
-
-	// publish a b c → 0 1 2 (full).
-	for i, s := range []string{"a", "b", "c"} {
-		require.Equal(t, int64(i), f.pub("t", 0, s))
-	}
-	// g polls and acks 0, then 1: both stay retained as the window (log start 0).
-	require.Equal(t, []string{"0/0 a #1"}, ftSeen(f.poll("t", "g", "m", 1)...))
-	require.True(t, f.ack("t", "g", "m", 0, 0))
-	require.Equal(t, []string{"0/1 b #1"}, ftSeen(f.poll("t", "g", "m", 1)...))
-	require.True(t, f.ack("t", "g", "m", 0, 1))
-	require.Equal(t, [2]int64{0, 3}, retained())
-	// Publish d → 3, removing offset 0 (the oldest fully committed).
-	require.Equal(t, int64(3), f.pub("t", 0, "d"))
-	require.Equal(t, [2]int64{1, 4}, retained())
-	// Seek(t, g, 0, 1) → true.
-	require.True(t, f.seek("t", "g", 0, 1))
-	// Publish e → -1 (retained 1 2 3, none fully committed).
-	require.Equal(t, int64(-1), f.pub("t", 0, "e"))
-	require.Equal(t, [2]int64{1, 4}, retained())
-	// Poll → offset 1 "b" (Attempt 1); Ack → true.
-	require.Equal(t, []string{"0/1 b #1"}, ftSeen(f.poll("t", "g", "m", 1)...))
-	require.True(t, f.ack("t", "g", "m", 0, 1))
-	// Publish e → 4, removing offset 1.
-	require.Equal(t, int64(4), f.pub("t", 0, "e"))
-	require.Equal(t, [2]int64{2, 5}, retained())
-}
-
 // TestRule21WindowZeroIsRule13 runs one random script on a default broker
 // and on one with WithReplayWindow(0): every call answers the same, and
 // whenever the topic has groups its log start is the least committed
