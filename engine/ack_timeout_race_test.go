@@ -162,10 +162,7 @@ func TestCursorHostileAckTimeout(t *testing.T) {
 			}
 		}
 	})
-	fs = append(fs, cxDescriber(b, topic, 2, 0, true, &f, &stop))
-	fs = append(fs, func() { time.Sleep(cxDur()); stop.Store(true) })
-	runAll(t, hDeadline, fs...)
-	f.report(t)
+	cxStorm(t, fs, b, topic, 2, 0, true, &f, &stop)
 	// Drain: the clock jumps past every timeout before each poll.
 	b.Leave(topic, "h", "h3")
 	for _, gm := range [][2]string{{"g", "m"}, {"h", "h1"}, {"h", "h2"}} {

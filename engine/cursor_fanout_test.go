@@ -181,6 +181,18 @@ func cxDescriber(b *engine.Broker, topic string, capacity, window int64, payload
 	}
 }
 
+// cxStorm runs fs, with a goroutine checking every Describe and Snapshot
+// of topic (cxDescriber with capacity, window and payloads) and one that
+// stops them all after cxDur, under runAll; then it fails t with every
+// failure recorded in f.
+func cxStorm(t *testing.T, fs []func(), b *engine.Broker, topic string, capacity, window int64, payloads bool, f *hFailures, stop *atomic.Bool) {
+	t.Helper()
+	fs = append(fs, cxDescriber(b, topic, capacity, window, payloads, f, stop))
+	fs = append(fs, func() { time.Sleep(cxDur()); stop.Store(true) })
+	runAll(t, hDeadline, fs...)
+	f.report(t)
+}
+
 // cxFill publishes to partition of a quiet topic until it is full and
 // checks that exactly capacity − (end − low) publishes succeed, low being
 // the least committed offset (the pin's promise: Publish's capacity check
@@ -388,10 +400,7 @@ func cxFanOut(t *testing.T, G int, capacity, window int32, pollers int) {
 			})
 		}
 	}
-	fs = append(fs, cxDescriber(b, topic, C, int64(window), false, &f, &stop))
-	fs = append(fs, func() { time.Sleep(cxDur()); stop.Store(true) })
-	runAll(t, hDeadline, fs...)
-	f.report(t)
+	cxStorm(t, fs, b, topic, C, int64(window), false, &f, &stop)
 
 	// Drain every group, sequentially.
 	for g := range G {

@@ -330,10 +330,7 @@ func TestCursorHostileSameMemberManyGoroutines(t *testing.T) {
 			}
 		})
 	}
-	fs = append(fs, cxDescriber(b, topic, 2, 0, true, &f, &stop))
-	fs = append(fs, func() { time.Sleep(cxDur()); stop.Store(true) })
-	runAll(t, hDeadline, fs...)
-	f.report(t)
+	cxStorm(t, fs, b, topic, 2, 0, true, &f, &stop)
 	for {
 		recs, _ := b.Poll(topic, "g", "m", 64)
 		if len(recs) == 0 {

@@ -178,10 +178,7 @@ func cxAdminChurn(t *testing.T, window int32) {
 			}
 		}
 	})
-	fs = append(fs, cxDescriber(b, topic, int64(capacity), int64(window), true, &f, &stop))
-	fs = append(fs, func() { time.Sleep(cxDur()); stop.Store(true) })
-	runAll(t, hDeadline, fs...)
-	f.report(t)
+	cxStorm(t, fs, b, topic, int64(capacity), int64(window), true, &f, &stop)
 	d, _ := b.Describe(topic)
 	if err := cxCheckDesc(d, int64(capacity), int64(window)); err != nil {
 		t.Fatal(err)
@@ -321,10 +318,7 @@ func cxSeek(t *testing.T, window int32) {
 			}
 		})
 	}
-	fs = append(fs, cxDescriber(b, topic, int64(capacity), int64(window), true, &f, &stop))
-	fs = append(fs, func() { time.Sleep(cxDur()); stop.Store(true) })
-	runAll(t, hDeadline, fs...)
-	f.report(t)
+	cxStorm(t, fs, b, topic, int64(capacity), int64(window), true, &f, &stop)
 	d, _ := b.Describe(topic)
 	if err := cxCheckDesc(d, int64(capacity), int64(window)); err != nil {
 		t.Fatal(err)

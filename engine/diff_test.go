@@ -706,12 +706,7 @@ type subject interface {
 	Rejoin(topic, group, member string) ([]int32, error)
 	Topic(topic string) (*engine.TopicHandle, error) // for AppendPollPartition, Heartbeat and Rejoin
 	Topics() []string
-	PartitionCount(topic string) (int32, error)
-	LogStartOffset(topic string, partition int32) (int64, error)
-	LogEndOffset(topic string, partition int32) (int64, error)
-	Committed(topic, group string, partition int32) (int64, error)
-	InFlight(topic, group string, partition int32) (bool, error)
-	Attempts(topic, group string, partition int32) (int32, error)
+	hInspector // PartitionCount, LogStartOffset, LogEndOffset, Committed, InFlight, Attempts
 }
 
 // newSubject builds the implementation under test.

@@ -1188,10 +1188,10 @@ func joinedMember(tb testing.TB, b *engine.Broker) (*engine.TopicHandle, *engine
 	return th, m
 }
 
-// hRoundTripSetup returns a broker with topic "t" of one partition and
-// group "g" with member "m" joined.
-func hRoundTripSetup(b *testing.B) *engine.Broker {
-	br, err := engine.New(1000)
+// hRoundTripSetup returns a broker of capacity 1,000 made with opts, with
+// topic "t" of one partition and group "g" with member "m" joined.
+func hRoundTripSetup(b *testing.B, opts ...engine.Option) *engine.Broker {
+	br, err := engine.New(1000, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

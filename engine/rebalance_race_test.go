@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/f91dcac0/tributary/engine"
 )
@@ -220,10 +219,7 @@ func TestCursorHostileRebalanceCancels(t *testing.T) {
 			runtime.Gosched()
 		}
 	})
-	fs = append(fs, cxDescriber(b, topic, 2, 0, true, &f, &stop))
-	fs = append(fs, func() { time.Sleep(cxDur()); stop.Store(true) })
-	runAll(t, hDeadline, fs...)
-	f.report(t)
+	cxStorm(t, fs, b, topic, 2, 0, true, &f, &stop)
 	b.Leave(topic, "g", "z")
 	b.Leave(topic, "g", "c")
 	b.Leave(topic, "g", "b")

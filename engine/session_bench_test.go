@@ -121,16 +121,7 @@ func sessionBenchSetup(b *testing.B, mode string) (*engine.Broker, *engine.Topic
 		ns.Store(testclock.Epoch.UnixNano())
 		opts = append(opts, sessionBenchOption(45*time.Second), engine.WithClock(func() time.Time { return time.Unix(0, ns.Add(1)) }))
 	}
-	br, err := engine.New(1000, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := br.Create("t", 1); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := br.Join("t", "g", "m"); err != nil {
-		b.Fatal(err)
-	}
+	br := hRoundTripSetup(b, opts...)
 	th, m := joinedMember(b, br)
 	return br, th, m
 }
