@@ -220,40 +220,33 @@ func ftGroup(t testing.TB, d engine.TopicDescription, group string) engine.Group
 	return engine.GroupDescription{}
 }
 
-// ftOwners returns a group's owner per partition.
-func ftOwners(g engine.GroupDescription) []string {
-	out := make([]string, len(g.Partitions))
+// ftColumn returns field of each partition of a group, in partition order.
+func ftColumn[T any](g engine.GroupDescription, field func(engine.GroupPartition) T) []T {
+	out := make([]T, len(g.Partitions))
 	for i, p := range g.Partitions {
-		out[i] = p.Owner
+		out[i] = field(p)
 	}
 	return out
+}
+
+// ftOwners returns a group's owner per partition.
+func ftOwners(g engine.GroupDescription) []string {
+	return ftColumn(g, func(p engine.GroupPartition) string { return p.Owner })
 }
 
 // ftCommitted returns a group's committed offset per partition.
 func ftCommitted(g engine.GroupDescription) []int64 {
-	out := make([]int64, len(g.Partitions))
-	for i, p := range g.Partitions {
-		out[i] = p.Committed
-	}
-	return out
+	return ftColumn(g, func(p engine.GroupPartition) int64 { return p.Committed })
 }
 
 // ftInFlight returns a group's in-flight flag per partition.
 func ftInFlight(g engine.GroupDescription) []bool {
-	out := make([]bool, len(g.Partitions))
-	for i, p := range g.Partitions {
-		out[i] = p.InFlight
-	}
-	return out
+	return ftColumn(g, func(p engine.GroupPartition) bool { return p.InFlight })
 }
 
 // ftAttempts returns a group's attempts per partition.
 func ftAttempts(g engine.GroupDescription) []int32 {
-	out := make([]int32, len(g.Partitions))
-	for i, p := range g.Partitions {
-		out[i] = p.Attempts
-	}
-	return out
+	return ftColumn(g, func(p engine.GroupPartition) int32 { return p.Attempts })
 }
 
 // ftInvalid requires err to be ErrInvalidArgument.
