@@ -1,6 +1,6 @@
 package engine_test
 
-// What the broker returns belongs to the caller (rules 10 and 14): records,
+// What the broker returns belongs to the caller (SPEC section 1): records,
 // partition slices and AppendPoll buffers a caller overwrites or reuses
 // while the broker keeps running, and AppendPoll appending to a buffer that
 // already holds records exactly what the model's Poll returns.

@@ -3,7 +3,7 @@ package engine_test
 // Cursors and Seek under admin churn: SetAssignor flips, Seek forward and
 // back, transient groups created, joined, left and deleted, and
 // AddPartitions, racing consumers; and Seek racing Acks (a Seek cancels the
-// delivery it moves past). Every check is an exact expectation derived from
+// group's in-flight delivery on the partition). Every check is an exact expectation derived from
 // the contract, never a timing assertion.
 
 import (

@@ -1,11 +1,12 @@
 package engine_test
 
-// Validation against the model (rules 3, 4 and 5): identifiers that look
-// valid and are not (lookalikes, invalid UTF-8, lengths around 64 bytes),
-// integer extremes of partitions, offsets and counts, and payloads of every
-// byte value and size, each call checked against model.Broker for its
-// outcome and the whole observable state after it; and validation before
-// state for Ack and Retry of a memberless group.
+// Validation (rules 3, 4 and 5): identifiers that look valid and are not
+// (lookalikes, invalid UTF-8, lengths around 64 bytes) and integer
+// extremes of partitions, offsets and counts, each call checked against
+// model.Broker for its outcome and the whole observable state after it;
+// payloads no text protocol would survive (1 MiB, empty, NUL, every byte,
+// invalid UTF-8) delivered byte-exact; and validation before state for Ack
+// and Retry of a memberless group.
 
 import (
 	"fmt"
