@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // TestCursorHostileAckTimeout: a test clock advanced by a goroutine, an ack
@@ -29,9 +30,8 @@ import (
 // once per group.
 func TestCursorHostileAckTimeout(t *testing.T) {
 	const topic, P = "tmo", int32(3)
-	var clk atomic.Int64
-	clk.Store(1_000_000_000_000)
-	b, err := hNew(2, engine.WithClock(func() time.Time { return time.Unix(0, clk.Load()) }), engine.WithAckTimeout(100*time.Nanosecond))
+	clk := testclock.New()
+	b, err := hNew(2, engine.WithClock(clk.Now), engine.WithAckTimeout(100*time.Nanosecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestCursorHostileAckTimeout(t *testing.T) {
 	fs = append(fs, func() {
 		rng := rand.New(rand.NewPCG(1, 1))
 		for !stop.Load() && !f.stop.Load() {
-			clk.Add(rng.Int64N(40))
+			clk.Advance(time.Duration(rng.Int64N(40)))
 			runtime.Gosched()
 		}
 	})
@@ -167,7 +167,7 @@ func TestCursorHostileAckTimeout(t *testing.T) {
 	b.Leave(topic, "h", "h3")
 	for _, gm := range [][2]string{{"g", "m"}, {"h", "h1"}, {"h", "h2"}} {
 		for {
-			clk.Add(1000)
+			clk.Advance(1000)
 			before := returned(gm[0])
 			recs, _ := b.Poll(topic, gm[0], gm[1], 64)
 			if len(recs) == 0 {
