@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Allocation guards for the hot paths with the features of SPEC rules
@@ -18,14 +19,14 @@ import (
 
 // TestFeatureHotPathsAllocateNothing runs publish → poll → ack/retry rounds
 // that wrap the logs many times, measuring each call with
-// testing.AllocsPerRun. The fake clock (ftClock) reads an atomic, so the
+// testing.AllocsPerRun. The fake clock (internal/testclock) reads atomics, so the
 // broker clock allocates nothing either.
 func TestFeatureHotPathsAllocateNothing(t *testing.T) {
 	const (
 		partitions = 4
 		timeout    = time.Second
 	)
-	clock := newFtClock()
+	clock := testclock.New()
 	configs := []struct {
 		name    string
 		opts    []engine.Option

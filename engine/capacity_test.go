@@ -170,12 +170,7 @@ func TestExtendedCapacityMemoryFollowsRetention(t *testing.T) {
 // average.
 func TestPagedPublishAndAckAllocateNothing(t *testing.T) {
 	b := extBroker(t, engine.MaxExtendedCapacity, 1)
-	th, err := b.Topic("t")
-	require.NoError(t, err)
-	m, err := th.Member("g", "m")
-	require.NoError(t, err)
-	_, err = m.Join()
-	require.NoError(t, err)
+	th, m := joinedMember(t, b)
 	for range 3000 {
 		_, err := th.Publish(0, "payload")
 		require.NoError(t, err)
@@ -274,7 +269,7 @@ func TestPagedLogConcurrentGroups(t *testing.T) {
 			}
 		}
 	})
-	hRun(t, hDeadline, fs...)
+	runAll(t, hDeadline, fs...)
 	f.report(t)
 	d, err := b.Describe("t")
 	require.NoError(t, err)

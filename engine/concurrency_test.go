@@ -16,6 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"errors"
+	"strings"
+
 	"github.com/f91dcac0/tributary/engine"
 )
 
@@ -898,4 +901,141 @@ func TestMembershipChurn(t *testing.T) {
 	}
 	w.acks.mu.Unlock()
 	w.finish(t)
+}
+
+// hFailures collects failures from goroutines and stops them early.
+type hFailures struct {
+	mu   sync.Mutex
+	msgs []string
+	stop atomic.Bool
+}
+
+// fail records a failure and stops the goroutines.
+func (f *hFailures) fail(format string, args ...any) {
+	f.mu.Lock()
+	if len(f.msgs) < 20 {
+		f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+	}
+	f.mu.Unlock()
+	f.stop.Store(true)
+}
+
+// report fails t with every recorded failure.
+func (f *hFailures) report(t *testing.T) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.msgs) > 0 {
+		t.Fatalf("%d failure(s):\n%s", len(f.msgs), strings.Join(f.msgs, "\n"))
+	}
+}
+
+// hDeadline bounds every runAll of the race tests.
+const hDeadline = 30 * time.Second
+
+// hNew builds the brokers of the race tests (exactly_once_test.go, the
+// cursor_*_test.go files): a seam through which a test file built with
+// the tributary_faults tag can replace it with a constructor calling
+// InjectFault, to run them against a deliberately broken engine.
+var hNew = engine.New
+
+// TestHostileConcurrentCreateAndUse: many goroutines Create the same topic
+// with different partition counts while others call every method on it.
+// Exactly one Create returns true; the topic has the winner's partition
+// count; a call before the topic exists is ErrInvalidArgument and, once a
+// goroutine has seen the topic, it never sees ErrInvalidArgument for it
+// again; publishes to partition 0 get consecutive offsets.
+func TestHostileConcurrentCreateAndUse(t *testing.T) {
+	for round := range 25 {
+		b, err := hNew(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic := fmt.Sprint("race", round)
+		f := &hFailures{}
+		var wins atomic.Int32
+		var winner atomic.Int32
+		var fs []func()
+		for i := range 6 {
+			n := int32(1 + (i*11+round)%64)
+			fs = append(fs, func() {
+				ok, err := b.Create(topic, n)
+				if err != nil {
+					f.fail("Create(%q,%d): %v", topic, n, err)
+				}
+				if ok {
+					wins.Add(1)
+					winner.Store(n)
+				}
+			})
+		}
+		var offs sync.Map
+		for i := range 4 {
+			fs = append(fs, func() {
+				seen := false
+				member := fmt.Sprint("m", i)
+				for j := 0; j < 60; j++ {
+					var errs [7]error
+					_, errs[0] = b.Publish(topic, 0, "x")
+					off, _ := b.Publish(topic, 0, fmt.Sprint(i, ".", j))
+					_, errs[1] = b.Join(topic, "g", member)
+					var recs []engine.Record
+					recs, errs[2] = b.Poll(topic, "g", member, 64)
+					for _, r := range recs {
+						if _, err := b.Ack(topic, "g", member, r.Partition, r.Offset); err != nil {
+							f.fail("Ack of a polled record: %v", err)
+						}
+					}
+					_, errs[3] = b.Committed(topic, "g", 0)
+					if errors.Is(errs[3], engine.ErrUnknownGroup) {
+						errs[3] = nil
+					}
+					_, errs[4] = b.Retry(topic, "g", member, 0, 0)
+					_, errs[5] = b.Leave(topic, "g", member)
+					_, errs[6] = b.LogEndOffset(topic, 0)
+					for k, err := range errs {
+						switch {
+						case err == nil:
+							seen = true
+						case !errors.Is(err, engine.ErrInvalidArgument):
+							f.fail("call %d: %v", k, err)
+						case seen:
+							f.fail("call %d failed after the topic was seen: %v", k, err)
+						}
+					}
+					if errs[0] == nil && off >= 0 {
+						if _, dup := offs.LoadOrStore(off, true); dup {
+							f.fail("publish offset %d duplicated", off)
+						}
+					}
+				}
+			})
+		}
+		runAll(t, hDeadline, fs...)
+		f.report(t)
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d Creates returned true", round, wins.Load())
+		}
+		n, err := b.PartitionCount(topic)
+		if err != nil || n != winner.Load() {
+			t.Fatalf("round %d: partition count %d (%v), the winning Create asked %d", round, n, err, winner.Load())
+		}
+		end, _ := b.LogEndOffset(topic, 0)
+		count := 0
+		offs.Range(func(k, _ any) bool {
+			if k.(int64) >= end {
+				t.Errorf("offset %d beyond log end %d", k, end)
+			}
+			count++
+			return true
+		})
+		// Every successful publish used one offset; the "x" publishes are
+		// not recorded, so count ≤ end, and all offsets are below end.
+		if int64(count) > end {
+			t.Fatalf("round %d: %d distinct offsets, log end %d", round, count, end)
+		}
+		if ok, err := b.Create(topic, 3); ok || err != nil {
+			t.Fatalf("late duplicate Create: %v %v", ok, err)
+		}
+	}
 }

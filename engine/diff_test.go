@@ -13,12 +13,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/brokenassign"
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/model"
 	"github.com/f91dcac0/tributary/ringlog"
 )
 
 // The differential test runs the same operation sequence on engine and on the
-// sequential reference model, both on one deterministic clock (testClock),
+// sequential reference model, both on one deterministic clock (internal/testclock),
 // and compares every result, records on every field (Key, Headers, Time as
 // an instant, Attempt), and after every call the whole observable state:
 // Topics and Describe of every topic, and, every few calls, each inspection
@@ -122,7 +124,7 @@ func (c diffConfig) String() string {
 
 // engineOptions and modelOptions are c's options for each implementation,
 // both on clock.
-func (c diffConfig) engineOptions(clock *testClock) []engine.Option {
+func (c diffConfig) engineOptions(clock *testclock.Clock) []engine.Option {
 	opts := []engine.Option{engine.WithClock(clock.Now)}
 	if c.windowSet {
 		opts = append(opts, engine.WithReplayWindow(c.window))
@@ -145,7 +147,7 @@ func (c diffConfig) engineOptions(clock *testClock) []engine.Option {
 	return opts
 }
 
-func (c diffConfig) modelOptions(clock *testClock) []model.Option {
+func (c diffConfig) modelOptions(clock *testclock.Clock) []model.Option {
 	opts := []model.Option{model.WithClock(clock.Now)}
 	if c.windowSet {
 		opts = append(opts, model.WithReplayWindow(c.window))
@@ -355,7 +357,7 @@ var (
 		time.Unix(0, 0),                          // the Unix epoch: not the zero Time
 		time.Unix(0, 0).Add(-1),                  // before it
 		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), // a nanosecond after the zero Time
-		testEpoch.Add(-time.Hour).In(time.FixedZone("X", 3600)),
+		testclock.Epoch.Add(-time.Hour).In(time.FixedZone("X", 3600)),
 		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), // beyond Unix nanoseconds
 	}
 )
@@ -704,12 +706,7 @@ type subject interface {
 	Rejoin(topic, group, member string) ([]int32, error)
 	Topic(topic string) (*engine.TopicHandle, error) // for AppendPollPartition, Heartbeat and Rejoin
 	Topics() []string
-	PartitionCount(topic string) (int32, error)
-	LogStartOffset(topic string, partition int32) (int64, error)
-	LogEndOffset(topic string, partition int32) (int64, error)
-	Committed(topic, group string, partition int32) (int64, error)
-	InFlight(topic, group string, partition int32) (bool, error)
-	Attempts(topic, group string, partition int32) (int32, error)
+	hInspector // PartitionCount, LogStartOffset, LogEndOffset, Committed, InFlight, Attempts
 }
 
 // newSubject builds the implementation under test.
@@ -1043,7 +1040,7 @@ type runner struct {
 	cfg   diffConfig
 	e     subject // nil: the model alone (coverage counting)
 	m     *model.Broker
-	clock *testClock
+	clock *testclock.Clock
 	cov   *coverage // nil: no counting
 	calls int
 	trace [traceLen]op // the latest calls, trace[calls%traceLen] the next
@@ -1067,7 +1064,7 @@ type roomKey struct {
 // newRunner builds the brokers of cfg. It returns a divergence when the
 // two New calls disagree, and a nil runner when both refuse the options.
 func newRunner(t testing.TB, mk newSubject, cfg diffConfig, cov *coverage) (*runner, string) {
-	clock := newTestClock()
+	clock := testclock.New()
 	m, merr := model.New(cfg.capacity, cfg.modelOptions(clock)...)
 	r := &runner{t: t, cfg: cfg, m: m, clock: clock, cov: cov, maxGroup: map[string]int{}, rooms: map[roomKey]<-chan struct{}{}}
 	if mk != nil {
@@ -1223,7 +1220,7 @@ func burstMessage(o op, i int) op {
 		c.headers = []engine.Header{{Key: "h", Value: fmt.Sprint(i)}}
 	case 2:
 	case 3:
-		c.time = testEpoch.Add(-time.Duration(i) * time.Second)
+		c.time = testclock.Epoch.Add(-time.Duration(i) * time.Second)
 	default:
 		c.kind = "Publish"
 	}
@@ -2179,7 +2176,7 @@ type rangeGivesExtraLast struct{ *engine.Broker }
 
 func (b rangeGivesExtraLast) swap(a engine.Assignor) engine.Assignor {
 	if a == engine.Range {
-		return rangeExtraLast{}
+		return brokenassign.Range{}
 	}
 	return a
 }
@@ -2194,26 +2191,6 @@ func (b rangeGivesExtraLast) CreateGroupAt(topic, group string, a engine.Assigno
 
 func (b rangeGivesExtraLast) SetAssignor(topic, group string, a engine.Assignor) (bool, error) {
 	return b.Broker.SetAssignor(topic, group, b.swap(a))
-}
-
-// rangeExtraLast is Range with the ⌈P/n⌉ blocks at the end, named "Range".
-type rangeExtraLast struct{}
-
-func (rangeExtraLast) Name() string { return "Range" }
-
-func (rangeExtraLast) Assign(members, previous []string) []string {
-	n, parts := len(members), len(previous)
-	owner := make([]string, 0, parts)
-	for i, m := range members {
-		size := parts / n
-		if i >= n-parts%n {
-			size++
-		}
-		for range size {
-			owner = append(owner, m)
-		}
-	}
-	return owner
 }
 
 // wrapped returns a newSubject building the engine wrapped by wrap.

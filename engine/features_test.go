@@ -18,29 +18,14 @@ import (
 
 	"github.com/f91dcac0/tributary/backendtest"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Tests of SPEC rules 15–23 (the Tributary features), one group of table
 // tests per rule, plus the options of New and the zero Broker. Time is a
-// fake clock (ftClock) passed with engine.WithClock, so record times and ack
+// fake clock (internal/testclock) passed with engine.WithClock, so record times and ack
 // timeouts are exact. Helpers are prefixed ft to keep out of the way of the
 // other test files of the package.
-
-// ftEpoch is the fake clock's starting instant.
-var ftEpoch = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
-
-// ftClock is a fake broker clock. Now reads one atomic, so it allocates
-// nothing and may be called from any goroutine; Advance moves it forward.
-type ftClock struct{ ns atomic.Int64 }
-
-func newFtClock() *ftClock {
-	c := new(ftClock)
-	c.ns.Store(ftEpoch.UnixNano())
-	return c
-}
-
-func (c *ftClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *ftClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // ftBroker wraps a broker with calls that must not fail: each one requires
 // a nil error and returns the other result.
@@ -235,40 +220,33 @@ func ftGroup(t testing.TB, d engine.TopicDescription, group string) engine.Group
 	return engine.GroupDescription{}
 }
 
-// ftOwners returns a group's owner per partition.
-func ftOwners(g engine.GroupDescription) []string {
-	out := make([]string, len(g.Partitions))
+// ftColumn returns field of each partition of a group, in partition order.
+func ftColumn[T any](g engine.GroupDescription, field func(engine.GroupPartition) T) []T {
+	out := make([]T, len(g.Partitions))
 	for i, p := range g.Partitions {
-		out[i] = p.Owner
+		out[i] = field(p)
 	}
 	return out
+}
+
+// ftOwners returns a group's owner per partition.
+func ftOwners(g engine.GroupDescription) []string {
+	return ftColumn(g, func(p engine.GroupPartition) string { return p.Owner })
 }
 
 // ftCommitted returns a group's committed offset per partition.
 func ftCommitted(g engine.GroupDescription) []int64 {
-	out := make([]int64, len(g.Partitions))
-	for i, p := range g.Partitions {
-		out[i] = p.Committed
-	}
-	return out
+	return ftColumn(g, func(p engine.GroupPartition) int64 { return p.Committed })
 }
 
 // ftInFlight returns a group's in-flight flag per partition.
 func ftInFlight(g engine.GroupDescription) []bool {
-	out := make([]bool, len(g.Partitions))
-	for i, p := range g.Partitions {
-		out[i] = p.InFlight
-	}
-	return out
+	return ftColumn(g, func(p engine.GroupPartition) bool { return p.InFlight })
 }
 
 // ftAttempts returns a group's attempts per partition.
 func ftAttempts(g engine.GroupDescription) []int32 {
-	out := make([]int32, len(g.Partitions))
-	for i, p := range g.Partitions {
-		out[i] = p.Attempts
-	}
-	return out
+	return ftColumn(g, func(p engine.GroupPartition) int32 { return p.Attempts })
 }
 
 // ftInvalid requires err to be ErrInvalidArgument.
@@ -327,7 +305,7 @@ func TestRule15PublishMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFtClock()
+			clock := testclock.New()
 			f := ftNew(t, 4, engine.WithClock(clock.Now))
 			f.create("t", 2)
 			clock.Advance(time.Second)
@@ -415,7 +393,7 @@ func TestRule15MaxMessageBytes(t *testing.T) {
 		{"all parts: n+1", engine.Message{Key: "ab", Headers: h("a", "b", "c", "d"), Payload: "vwxyz"}, true},
 		{"bytes, not runes: n", engine.Message{Payload: "ééééé"}, false},
 		{"bytes, not runes: n+1", engine.Message{Payload: "éééééa"}, true},
-		{"time does not count", engine.Message{Payload: "0123456789", Time: ftEpoch}, false},
+		{"time does not count", engine.Message{Payload: "0123456789", Time: testclock.Epoch}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -467,7 +445,7 @@ func TestRule15MaxMessageBytes(t *testing.T) {
 // Publish(t, p, s) and the other PublishMessage(t, p, Message{Payload: s}),
 // give the same offsets and the same records, times included.
 func TestRule15PublishIsPublishMessage(t *testing.T) {
-	clock := newFtClock()
+	clock := testclock.New()
 	a := ftNew(t, 2, engine.WithClock(clock.Now))
 	b := ftNew(t, 2, engine.WithClock(clock.Now))
 	for _, f := range []ftBroker{a, b} {
@@ -494,7 +472,7 @@ func TestRule15PublishIsPublishMessage(t *testing.T) {
 		for _, r := range ra {
 			assert.Nil(t, r.Headers)
 			assert.Empty(t, r.Key)
-			assert.Equal(t, ftEpoch.Add(time.Duration(2*r.Offset+int64(r.Partition)+1)*time.Millisecond), r.Time.UTC())
+			assert.Equal(t, testclock.Epoch.Add(time.Duration(2*r.Offset+int64(r.Partition)+1)*time.Millisecond), r.Time.UTC())
 			require.True(t, a.ack("t", "g", "m", r.Partition, r.Offset))
 			require.True(t, b.ack("t", "g", "m", r.Partition, r.Offset))
 		}
@@ -549,12 +527,12 @@ func TestRule16Attempts(t *testing.T) {
 	tests := []struct {
 		name       string
 		partitions int32
-		run        func(t *testing.T, f ftBroker, clock *ftClock) []string
+		run        func(t *testing.T, f ftBroker, clock *testclock.Clock) []string
 		wseen      []string // every delivery, in order, as ftSeen
 	}{
 		{
 			name: "first delivery, retries, ack resets", partitions: 1,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				var seen []string
 				for range 3 {
 					recs := f.poll("t", "g", "a", 4)
@@ -571,7 +549,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "a rebalance that moves the partition", partitions: 2,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				require.Equal(t, []int32{1}, f.join("t", "g", "b"))
 				require.Equal(t, int32(1), f.attempts("t", "g", 1), "a cancelled delivery keeps its count")
@@ -587,7 +565,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "a rebalance that keeps the owner", partitions: 2,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				f.join("t", "g", "a") // joining twice changes nothing
 				require.Equal(t, []int32{1}, f.join("t", "g", "b"))
@@ -599,7 +577,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "an ack timeout", partitions: 1,
-			run: func(t *testing.T, f ftBroker, clock *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, clock *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				clock.Advance(timeout)
 				seen = append(seen, ftSeen(f.poll("t", "g", "a", 4)...)...)
@@ -612,7 +590,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "seek resets", partitions: 1,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				require.True(t, f.retry("t", "g", "a", 0, 0))
 				seen = append(seen, ftSeen(f.poll("t", "g", "a", 4)...)...)
@@ -627,7 +605,7 @@ func TestRule16Attempts(t *testing.T) {
 		},
 		{
 			name: "counted per group", partitions: 1,
-			run: func(t *testing.T, f ftBroker, _ *ftClock) []string {
+			run: func(t *testing.T, f ftBroker, _ *testclock.Clock) []string {
 				seen := ftSeen(f.poll("t", "g", "a", 4)...)
 				require.True(t, f.retry("t", "g", "a", 0, 0))
 				seen = append(seen, ftSeen(f.poll("t", "g", "a", 4)...)...)
@@ -639,7 +617,7 @@ func TestRule16Attempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFtClock()
+			clock := testclock.New()
 			f := ftNew(t, 10, engine.WithClock(clock.Now), engine.WithAckTimeout(timeout))
 			f.create("t", tt.partitions)
 			for p := range tt.partitions {
@@ -1580,40 +1558,6 @@ func TestRule20Seek(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Rule 21: the replay window.
 
-// TestRule21WorkedExample is docs/contract.md's replay-window example, verbatim: capacity
-// 3, WithReplayWindow(2), partition 0, group g with one member joined first.
-func TestRule21WorkedExample(t *testing.T) {
-	f := ftNew(t, 3, engine.WithReplayWindow(2))
-	f.create("t", 1)
-	f.join("t", "g", "m")
-	retained := func() [2]int64 { return [2]int64{f.logStart("t", 0), f.logEnd("t", 0)} }
-
-	// publish a b c → 0 1 2 (full).
-	for i, s := range []string{"a", "b", "c"} {
-		require.Equal(t, int64(i), f.pub("t", 0, s))
-	}
-	// g polls and acks 0, then 1: both stay retained as the window (log start 0).
-	require.Equal(t, []string{"0/0 a #1"}, ftSeen(f.poll("t", "g", "m", 1)...))
-	require.True(t, f.ack("t", "g", "m", 0, 0))
-	require.Equal(t, []string{"0/1 b #1"}, ftSeen(f.poll("t", "g", "m", 1)...))
-	require.True(t, f.ack("t", "g", "m", 0, 1))
-	require.Equal(t, [2]int64{0, 3}, retained())
-	// Publish d → 3, removing offset 0 (the oldest fully committed).
-	require.Equal(t, int64(3), f.pub("t", 0, "d"))
-	require.Equal(t, [2]int64{1, 4}, retained())
-	// Seek(t, g, 0, 1) → true.
-	require.True(t, f.seek("t", "g", 0, 1))
-	// Publish e → -1 (retained 1 2 3, none fully committed).
-	require.Equal(t, int64(-1), f.pub("t", 0, "e"))
-	require.Equal(t, [2]int64{1, 4}, retained())
-	// Poll → offset 1 "b" (Attempt 1); Ack → true.
-	require.Equal(t, []string{"0/1 b #1"}, ftSeen(f.poll("t", "g", "m", 1)...))
-	require.True(t, f.ack("t", "g", "m", 0, 1))
-	// Publish e → 4, removing offset 1.
-	require.Equal(t, int64(4), f.pub("t", 0, "e"))
-	require.Equal(t, [2]int64{2, 5}, retained())
-}
-
 // TestRule21WindowZeroIsRule13 runs one random script on a default broker
 // and on one with WithReplayWindow(0): every call answers the same, and
 // whenever the topic has groups its log start is the least committed
@@ -1760,8 +1704,8 @@ func TestRule21Window(t *testing.T) {
 
 func TestRule22AckTimeout(t *testing.T) {
 	const d = 10 * time.Second
-	setup := func(t *testing.T, opts ...engine.Option) (ftBroker, *ftClock) {
-		clock := newFtClock()
+	setup := func(t *testing.T, opts ...engine.Option) (ftBroker, *testclock.Clock) {
+		clock := testclock.New()
 		f := ftNew(t, 10, append([]engine.Option{engine.WithClock(clock.Now)}, opts...)...)
 		f.create("t", 2)
 		for i := range 2 {
@@ -2072,7 +2016,7 @@ func TestRule23DescribeConcurrent(t *testing.T) {
 // New's options and the zero Broker.
 
 func TestNewOptions(t *testing.T) {
-	clock := newFtClock()
+	clock := testclock.New()
 	tests := []struct {
 		name     string
 		capacity int32

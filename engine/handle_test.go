@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Tests of the bound handles (TopicHandle, MemberHandle) and of their
@@ -51,7 +52,7 @@ type hDiffConfig struct {
 	maxBytes   int           // 0: no limit
 }
 
-func (c hDiffConfig) options(clock *ftClock) []engine.Option {
+func (c hDiffConfig) options(clock *testclock.Clock) []engine.Option {
 	opts := []engine.Option{engine.WithClock(clock.Now), engine.WithReplayWindow(c.window)}
 	if c.ackTimeout > 0 {
 		opts = append(opts, engine.WithAckTimeout(c.ackTimeout))
@@ -70,7 +71,7 @@ type hDiff struct {
 	rng            *rand.Rand
 	cfg            hDiffConfig
 	names, handles *engine.Broker
-	clockN, clockH *ftClock
+	clockN, clockH *testclock.Clock
 	th             *engine.TopicHandle
 	members        map[string]*engine.MemberHandle // by group + "/" + member
 	history        []string
@@ -90,7 +91,7 @@ func newHDiff(t *testing.T, seed uint64) *hDiff {
 	if rng.IntN(2) == 0 {
 		cfg.maxBytes = 24
 	}
-	d := &hDiff{t: t, rng: rng, cfg: cfg, clockN: newFtClock(), clockH: newFtClock(), members: map[string]*engine.MemberHandle{}}
+	d := &hDiff{t: t, rng: rng, cfg: cfg, clockN: testclock.New(), clockH: testclock.New(), members: map[string]*engine.MemberHandle{}}
 	var err error
 	d.names, err = engine.New(cfg.capacity, cfg.options(d.clockN)...)
 	require.NoError(t, err)
@@ -197,7 +198,7 @@ func (d *hDiff) message(step int) engine.Message {
 		m.Payload = strings.Repeat("x", 30) // over WithMaxMessageBytes(24)
 	}
 	if d.rng.IntN(3) == 0 {
-		m.Time = ftEpoch.Add(time.Duration(step) * time.Millisecond)
+		m.Time = testclock.Epoch.Add(time.Duration(step) * time.Millisecond)
 	}
 	return m
 }
@@ -723,12 +724,7 @@ func TestReplayWindowClosesRoom(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.Create("t", 1)
 		require.NoError(t, err)
-		th, err := b.Topic("t")
-		require.NoError(t, err)
-		m, err := th.Member("g", "m")
-		require.NoError(t, err)
-		_, err = m.Join()
-		require.NoError(t, err)
+		th, m := joinedMember(t, b)
 		for i := range records {
 			off, err := th.Publish(0, "r")
 			require.NoError(t, err)
@@ -1019,7 +1015,7 @@ func TestNextTimeout(t *testing.T) {
 		require.Zero(t, d)
 	})
 	t.Run("with WithAckTimeout", func(t *testing.T) {
-		clock := newFtClock()
+		clock := testclock.New()
 		b, err := engine.New(4, engine.WithClock(clock.Now), engine.WithAckTimeout(timeout))
 		require.NoError(t, err)
 		_, err = b.Create("t", 2)
@@ -1098,17 +1094,12 @@ func TestNextTimeout(t *testing.T) {
 // and nor do Ready, Room and NextTimeout once their channel exists, or a
 // Publish or Ack that wakes nobody.
 func TestHandleHotPathsAllocateNothing(t *testing.T) {
-	clock := newFtClock()
+	clock := testclock.New()
 	b, err := engine.New(8, engine.WithClock(clock.Now), engine.WithAckTimeout(time.Minute))
 	require.NoError(t, err)
 	_, err = b.Create("t", 1)
 	require.NoError(t, err)
-	th, err := b.Topic("t")
-	require.NoError(t, err)
-	m, err := th.Member("g", "m")
-	require.NoError(t, err)
-	_, err = m.Join()
-	require.NoError(t, err)
+	th, m := joinedMember(t, b)
 	absent, err := th.Member("nogroup", "m")
 	require.NoError(t, err)
 
@@ -1178,10 +1169,29 @@ func TestHandleHotPathsAllocateNothing(t *testing.T) {
 // ---------------------------------------------------------------------------
 // 6. Benchmarks.
 
-// hRoundTripSetup returns a broker with topic "t" of one partition and
-// group "g" with member "m" joined.
-func hRoundTripSetup(b *testing.B) *engine.Broker {
-	br, err := engine.New(1000)
+// joinedMember returns the handle of b's topic "t" and that of member m of
+// group g on it, joined (a no-op when m is already a member); it fails tb
+// on any error.
+func joinedMember(tb testing.TB, b *engine.Broker) (*engine.TopicHandle, *engine.MemberHandle) {
+	tb.Helper()
+	th, err := b.Topic("t")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := th.Member("g", "m")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := m.Join(); err != nil {
+		tb.Fatal(err)
+	}
+	return th, m
+}
+
+// hRoundTripSetup returns a broker of capacity 1,000 made with opts, with
+// topic "t" of one partition and group "g" with member "m" joined.
+func hRoundTripSetup(b *testing.B, opts ...engine.Option) *engine.Broker {
+	br, err := engine.New(1000, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1197,15 +1207,7 @@ func hRoundTripSetup(b *testing.B) *engine.Broker {
 // BenchmarkRoundTripHandle: publish → AppendPoll(1) → ack through handles,
 // in one goroutine; compare with BenchmarkRoundTripNames in the same run.
 func BenchmarkRoundTripHandle(b *testing.B) {
-	br := hRoundTripSetup(b)
-	th, err := br.Topic("t")
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := th.Member("g", "m")
-	if err != nil {
-		b.Fatal(err)
-	}
+	th, m := joinedMember(b, hRoundTripSetup(b))
 	buf := make([]engine.Record, 0, 1)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Tests of MemberHandle.AppendPollPartition: Poll restricted to one
@@ -21,14 +22,14 @@ import (
 type ppFix struct {
 	t              *testing.T
 	b              *engine.Broker
-	clock          *ftClock
+	clock          *testclock.Clock
 	th             *engine.TopicHandle
 	a, bm, c, habs *engine.MemberHandle
 }
 
 func newPPFix(t *testing.T, opts ...engine.Option) *ppFix {
 	t.Helper()
-	f := &ppFix{t: t, clock: newFtClock()}
+	f := &ppFix{t: t, clock: testclock.New()}
 	var err error
 	f.b, err = engine.New(4, append([]engine.Option{engine.WithClock(f.clock.Now)}, opts...)...)
 	require.NoError(t, err)

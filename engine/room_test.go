@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"runtime"
+	"sync/atomic"
+
 	"github.com/f91dcac0/tributary/engine"
 )
 
@@ -240,5 +243,147 @@ func TestBlockedPublishWakesWhileGroupsAck(t *testing.T) {
 				t.Fatal(msg)
 			}
 		})
+	}
+}
+
+// TestCursorHostileRoomAfterLastAck: a full partition of capacity C holds
+// [k, k+C); every one of G groups has k in flight (so all are pinned at the
+// least committed offset) and, optionally, a memberless group also holds k
+// (or less, with a window). All G acks and the DeleteGroup of the holder
+// are released at once while a publisher hammers the partition. A publish
+// that began after every ack and the delete returned must succeed; exactly
+// one publish succeeds in the round (offset k+C), the log is then
+// [k+1, k+C+1), every group committed k+1, nothing in flight.
+func TestCursorHostileRoomAfterLastAck(t *testing.T) {
+	cfgs := []struct {
+		groups           int
+		capacity, window int32
+		holder           bool
+	}{
+		{32, 1, 0, false}, {32, 1, 1, false}, {16, 3, 0, true}, {16, 3, 2, true}, {24, 2, 2, false}, {8, 1, 0, true},
+	}
+	for _, c := range cfgs {
+		t.Run(fmt.Sprintf("G%d-C%d-W%d-holder%v", c.groups, c.capacity, c.window, c.holder), func(t *testing.T) {
+			cxRoom(t, c.groups, c.capacity, c.window, c.holder)
+		})
+	}
+}
+
+func cxRoom(t *testing.T, G int, capacity, window int32, holder bool) {
+	const topic = "room"
+	b, names := cxGroupsOnOnePartition(t, topic, "r%02d", G, capacity, window)
+	C := int64(capacity)
+	for off := range C {
+		if got, _ := b.Publish(topic, 0, cxPayload(0, off)); got != off {
+			t.Fatalf("initial publish got %d", got)
+		}
+	}
+	rounds := 300
+	if raceEnabled {
+		rounds = 120
+	}
+	rng := rand.New(rand.NewPCG(uint64(G), uint64(capacity)))
+	for k := int64(0); k < int64(rounds); k++ {
+		for g := range G {
+			recs, err := b.Poll(topic, names[g], "m", 1)
+			if err != nil || len(recs) != 1 || recs[0].Offset != k || recs[0].Payload != cxPayload(0, k) {
+				t.Fatalf("round %d: %s polled %+v, %v; want offset %d", k, names[g], recs, err, k)
+			}
+		}
+		useHolder := holder && k%2 == 0
+		if useHolder {
+			if ok, err := b.CreateGroup(topic, "holder", engine.RoundRobin); !ok || err != nil {
+				t.Fatalf("round %d: CreateGroup holder: %v %v", k, ok, err)
+			}
+		}
+		// Some groups ack early, in random order, so the racing ones are a
+		// random subset (always at least two, for the compare-and-swap race).
+		order := rng.Perm(G)
+		early := rng.IntN(G - 1)
+		for _, g := range order[:early] {
+			if ok, _ := b.Ack(topic, names[g], "m", 0, k); !ok {
+				t.Fatalf("round %d: early ack of %s failed", k, names[g])
+			}
+		}
+		if off, _ := b.Publish(topic, 0, "x"); off != -1 {
+			t.Fatalf("round %d: publish got %d while %d groups still hold %d", k, off, G-early, k)
+		}
+		racers := order[early:]
+		total := int64(len(racers))
+		if useHolder {
+			total++
+		}
+		var done, succeeded atomic.Int64
+		succeeded.Store(-1)
+		var f hFailures
+		gate := make(chan struct{})
+		var fs []func()
+		for _, g := range racers {
+			fs = append(fs, func() {
+				<-gate
+				ok, err := b.Ack(topic, names[g], "m", 0, k)
+				if !ok || err != nil {
+					f.fail("round %d: ack of %s: %v %v", k, names[g], ok, err)
+				}
+				done.Add(1)
+			})
+		}
+		if useHolder {
+			fs = append(fs, func() {
+				<-gate
+				ok, err := b.DeleteGroup(topic, "holder")
+				if !ok || err != nil {
+					f.fail("round %d: DeleteGroup holder: %v %v", k, ok, err)
+				}
+				done.Add(1)
+			})
+		}
+		fs = append(fs, func() {
+			close(gate)
+			for {
+				before := done.Load()
+				off, err := b.Publish(topic, 0, cxPayload(0, k+C))
+				if err != nil {
+					f.fail("publish: %v", err)
+					return
+				}
+				if off >= 0 {
+					if before < total && off != k+C {
+						f.fail("round %d: publish got %d, want %d", k, off, k+C)
+					}
+					succeeded.Store(off)
+					return
+				}
+				if before == total {
+					f.fail("round %d: publish refused (-1) although every group (and the holder's delete) had returned: full partition without room", k)
+					return
+				}
+				runtime.Gosched()
+			}
+		})
+		runAll(t, hDeadline, fs...)
+		f.report(t)
+		if s := succeeded.Load(); s != k+C {
+			t.Fatalf("round %d: racing publish got %d, want %d", k, s, k+C)
+		}
+		if off, _ := b.Publish(topic, 0, "y"); off != -1 {
+			t.Fatalf("round %d: a second publish got %d: the partition of capacity %d took %d records past the least committed offset %d", k, off, C, C+1, k+1)
+		}
+		d, _ := b.Describe(topic)
+		pd := d.Partitions[0]
+		if pd.LogStartOffset != k+1 || pd.LogEndOffset != k+C+1 {
+			t.Fatalf("round %d: log [%d,%d), want [%d,%d)", k, pd.LogStartOffset, pd.LogEndOffset, k+1, k+C+1)
+		}
+		if len(d.Groups) != G {
+			t.Fatalf("round %d: %d groups", k, len(d.Groups))
+		}
+		for _, g := range d.Groups {
+			if gp := g.Partitions[0]; gp.Committed != k+1 || gp.InFlight || gp.Attempts != 0 {
+				t.Fatalf("round %d: %s: %+v", k, g.Group, gp)
+			}
+		}
+		if err := cxCheckDesc(d, C, int64(window)); err != nil {
+			t.Fatalf("round %d: %v", k, err)
+		}
 	}
 }

@@ -14,49 +14,13 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// One table test per core rule (1–14, docs/contract.md). Scripts are lists of lines (a
-// call and the result it must have); "changes nothing" is checked on twin
-// brokers with requireNoEffect.
-
-// TestSpecWorkedExampleOrders is docs/contract.md's orders example, verbatim.
-func TestSpecWorkedExampleOrders(t *testing.T) {
-	play(t, newBroker(t, 2), []line{
-		{create("orders", 1), isTrue},
-		{publish("orders", 0, "a"), atOffset(0)},
-		{publish("orders", 0, "b"), atOffset(1)},
-		{join("orders", "billing", "m1"), owns(0)},
-		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 0, "a")).tries(1)},
-		{retry("orders", "billing", "m1", 0, 0), isTrue},
-		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 0, "a")).tries(2)},
-		{ack("orders", "billing", "m1", 0, 0), isTrue},
-		{poll("orders", "billing", "m1", 2), delivers(rec("orders", 0, 1, "b")).tries(1)},
-	})
-}
-
-// TestSpecWorkedExampleRebalance is docs/contract.md's rebalance example: topic of 3
-// partitions, member a owns [0 1 2]; b joins: a owns [0 2], b owns [1]; a's
-// in-flight record of partition 1 is cancelled, b can poll it, and a's later
-// ack of it returns false.
-func TestSpecWorkedExampleRebalance(t *testing.T) {
-	play(t, newBroker(t, 10), []line{
-		{create("t", 3), isTrue},
-		{publish("t", 0, "x0"), atOffset(0)},
-		{publish("t", 1, "x1"), atOffset(0)},
-		{publish("t", 2, "x2"), atOffset(0)},
-		{join("t", "g", "a"), owns(0, 1, 2)},
-		{poll("t", "g", "a", 64), delivers(rec("t", 0, 0, "x0"), rec("t", 1, 0, "x1"), rec("t", 2, 0, "x2")).tries(1, 1, 1)},
-		{join("t", "g", "b"), owns(1)},
-		{join("t", "g", "a"), owns(0, 2)},
-		// The cancelled delivery is redelivered: its second attempt (rule 16).
-		{poll("t", "g", "b", 64), delivers(rec("t", 1, 0, "x1")).tries(2)},
-		{ack("t", "g", "a", 1, 0), isFalse},
-		{ack("t", "g", "b", 1, 0), isTrue},
-		// a's partitions kept their owner, so their deliveries stay in flight.
-		{poll("t", "g", "a", 64), delivers()},
-		{ack("t", "g", "a", 0, 0), isTrue},
-		{ack("t", "g", "a", 2, 0), isTrue},
-	})
-}
+// Table tests of the core rules (1–14, docs/contract.md) on the engine's
+// own API. Scripts are lists of lines (a call and the result it must
+// have); "changes nothing" is checked on twin brokers with
+// requireNoEffect. contract.md's worked examples and the rules that
+// backendtest checks as fully on every Backend (rules 5, 6's no-effect
+// calls, 11 and 12) are backendtest's checks (backendtest/rules.go), run
+// on the engine by backendtest/engine_test.go.
 
 func TestRule1New(t *testing.T) {
 	tests := []struct {
@@ -438,62 +402,6 @@ func TestRule4ValidationBeforeState(t *testing.T) {
 	}
 }
 
-func TestRule5Publish(t *testing.T) {
-	tests := []struct {
-		name     string
-		capacity int32
-		script   []line
-	}{
-		{"offsets count per partition from 0", 10, []line{
-			{create("t", 2), isTrue},
-			{publish("t", 0, "a"), atOffset(0)},
-			{publish("t", 0, "b"), atOffset(1)},
-			{publish("t", 1, "c"), atOffset(0)},
-			{publish("t", 0, "d"), atOffset(2)},
-			{publish("t", 1, "e"), atOffset(1)},
-		}},
-		{"empty payload is valid", 10, []line{
-			{create("t", 1), isTrue},
-			{publish("t", 0, ""), atOffset(0)},
-			{join("t", "g", "m"), owns(0)},
-			{poll("t", "g", "m", 1), delivers(rec("t", 0, 0, ""))},
-		}},
-		{"payload is not validated", 10, []line{
-			{create("t", 1), isTrue},
-			{publish("t", 0, "é \x00\n.{}"), atOffset(0)},
-			{join("t", "g", "m"), owns(0)},
-			{poll("t", "g", "m", 1), delivers(rec("t", 0, 0, "é \x00\n.{}"))},
-		}},
-		{"full returns -1 and uses up no offset", 2, []line{
-			{create("t", 1), isTrue},
-			{publish("t", 0, "a"), atOffset(0)},
-			{publish("t", 0, "b"), atOffset(1)},
-			{publish("t", 0, "c"), atOffset(-1)},
-			{publish("t", 0, "d"), atOffset(-1)},
-			{join("t", "g", "m"), owns(0)},
-			{poll("t", "g", "m", 1), delivers(rec("t", 0, 0, "a"))},
-			{ack("t", "g", "m", 0, 0), isTrue},
-			{publish("t", 0, "e"), atOffset(2)},
-			{publish("t", 0, "f"), atOffset(-1)},
-			{poll("t", "g", "m", 1), delivers(rec("t", 0, 1, "b"))},
-			{ack("t", "g", "m", 0, 1), isTrue},
-			{poll("t", "g", "m", 1), delivers(rec("t", 0, 2, "e"))},
-		}},
-		{"fullness is per partition", 1, []line{
-			{create("t", 2), isTrue},
-			{publish("t", 0, "a"), atOffset(0)},
-			{publish("t", 0, "b"), atOffset(-1)},
-			{publish("t", 1, "c"), atOffset(0)},
-			{publish("t", 1, "d"), atOffset(-1)},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			play(t, newBroker(t, tt.capacity), tt.script)
-		})
-	}
-}
-
 func TestRule6Ownership(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -556,32 +464,6 @@ func TestRule6Ownership(t *testing.T) {
 				}
 				assert.Equal(t, want, append([]int32{}, polled...), "Poll(%q)", m)
 			}
-		})
-	}
-}
-
-// TestRule6JoinTwiceLeaveAbsentChangeNothing checks, on twin brokers, that
-// joining twice and leaving when absent change nothing.
-func TestRule6JoinTwiceLeaveAbsentChangeNothing(t *testing.T) {
-	tests := []struct {
-		name  string
-		call  step
-		wwant result
-	}{
-		{"join twice", join("t", "g", "m1"), owns(0, 2)},
-		{"join twice, other member", join("t", "g", "m2"), owns(1)},
-		{"join twice, second group", join("t", "g2", "m1"), owns(0, 1, 2)},
-		{"join twice, other topic", join("u", "g", "m1"), owns(0)},
-		{"leave absent member", leave("t", "g", "m3"), isFalse},
-		{"leave absent member of member-less group", leave("t", "idle", "y"), isFalse},
-		{"leave member-less group's former member", leave("t", "idle", "x"), isFalse},
-		{"leave absent group", leave("t", "absent", "m1"), isFalse},
-		{"leave group of another topic", leave("u", "g2", "m1"), isFalse},
-		{"leave member differing in case", leave("t", "g", "M1"), isFalse},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			requireNoEffect(t, baseWorld, baseScript, tt.call, tt.wwant)
 		})
 	}
 }
@@ -971,168 +853,6 @@ func TestRule10PollEmptyIsNotNil(t *testing.T) {
 		require.NoError(t, err, "%v", c)
 		assert.NotNil(t, got, "%v", c)
 		assert.Empty(t, got, "%v", c)
-	}
-}
-
-// settleWorld, settleScript: a group g in which m1 owns partition 0 and m2
-// partition 1, each with its first record in flight; a second group h in
-// which m1 owns both and has nothing in flight.
-var settleWorld = world{capacity: 4, topics: []worldTopic{
-	{"t", 2, []worldGroup{
-		{"g", []string{"m0", "m1", "m2", "m3"}},
-		{"h", []string{"m1"}},
-		{"nog", []string{"m1"}},
-	}},
-}}
-
-var settleScript = []step{
-	create("t", 2),
-	publish("t", 0, "a"), publish("t", 0, "b"), publish("t", 1, "c"),
-	join("t", "g", "m1"),
-	join("t", "g", "m2"),
-	join("t", "h", "m1"),
-	poll("t", "g", "m1", 64), // t/0/0
-	poll("t", "g", "m2", 64), // t/1/0
-}
-
-// settleMismatches are the Ack and Retry calls that must return false and
-// change nothing, after the extra steps pre.
-var settleMismatches = []struct {
-	name                   string
-	pre                    []step
-	group, member          string
-	partition              int32
-	offset                 int64
-	wdeliveryStillInFlight bool // the delivery t/0/0 of g/m1 is still in flight after pre
-}{
-	{"wrong member", nil, "g", "m2", 0, 0, true},
-	{"absent member", nil, "g", "m3", 0, 0, true},
-	{"member name differing in case", nil, "g", "M1", 0, 0, true},
-	{"wrong partition", nil, "g", "m1", 1, 0, true},
-	{"wrong offset, the next one", nil, "g", "m1", 0, 1, true},
-	{"wrong offset, beyond the log end", nil, "g", "m1", 0, 99, true},
-	{"other group", nil, "h", "m1", 0, 0, true},
-	{"absent group", nil, "nog", "m1", 0, 0, true},
-	{"not in flight", []step{ack("t", "g", "m1", 0, 0)}, "g", "m1", 0, 1, false},
-	{"double ack", []step{ack("t", "g", "m1", 0, 0)}, "g", "m1", 0, 0, false},
-	{"after retry", []step{retry("t", "g", "m1", 0, 0)}, "g", "m1", 0, 0, false},
-	{"stale owner after rebalance", []step{join("t", "g", "m0")}, "g", "m1", 0, 0, false},
-	{"rejoined owner", []step{leave("t", "g", "m1"), join("t", "g", "m1")}, "g", "m1", 0, 0, false},
-}
-
-// TestRule11And12MismatchChangesNothing: Ack and Retry return false and
-// change nothing on any mismatch (rules 11, 12).
-func TestRule11And12MismatchChangesNothing(t *testing.T) {
-	for _, op := range []func(topic, group, member string, p int32, off int64) step{ack, retry} {
-		for _, tt := range settleMismatches {
-			call := op("t", tt.group, tt.member, tt.partition, tt.offset)
-			t.Run(call.Op+"/"+tt.name, func(t *testing.T) {
-				script := append(append([]step{}, settleScript...), tt.pre...)
-				requireNoEffect(t, settleWorld, script, call, isFalse)
-				// The intended delivery is unaffected by the mismatch.
-				b := build(t, settleWorld.capacity, script)
-				play(t, b, []line{
-					{call, isFalse},
-					{ack("t", "g", "m1", 0, 0), result{OK: tt.wdeliveryStillInFlight}},
-				})
-			})
-		}
-	}
-}
-
-func TestRule11Ack(t *testing.T) {
-	tests := []struct {
-		name   string
-		script []line
-	}{
-		{"exact delivery commits and the next record follows", []line{
-			{ack("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 1, "b"))},
-			{ack("t", "g", "m1", 0, 1), isTrue},
-			{poll("t", "g", "m1", 64), delivers()},
-		}},
-		{"ack of one partition leaves the others in flight", []line{
-			{ack("t", "g", "m2", 1, 0), isTrue},
-			{ack("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m2", 64), delivers()},
-		}},
-		{"double ack is false", []line{
-			{ack("t", "g", "m1", 0, 0), isTrue},
-			{ack("t", "g", "m1", 0, 0), isFalse},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 1, "b"))},
-		}},
-		{"ack after retry is false until polled again", []line{
-			{retry("t", "g", "m1", 0, 0), isTrue},
-			{ack("t", "g", "m1", 0, 0), isFalse},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a"))},
-			{ack("t", "g", "m1", 0, 0), isTrue},
-		}},
-		{"commits are per group", []line{
-			{ack("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "h", "m1", 64), delivers(rec("t", 0, 0, "a"), rec("t", 1, 0, "c"))},
-			{ack("t", "h", "m1", 0, 0), isTrue},
-			{ack("t", "h", "m1", 1, 0), isTrue},
-		}},
-		{"ack trims what every group has committed past", []line{
-			{publish("t", 0, "d"), atOffset(2)},
-			{publish("t", 0, "e"), atOffset(3)},
-			{publish("t", 0, "f"), atOffset(-1)}, // capacity 4
-			{ack("t", "g", "m1", 0, 0), isTrue},
-			{publish("t", 0, "f"), atOffset(-1)}, // h is still at 0
-			{poll("t", "h", "m1", 1), delivers(rec("t", 0, 0, "a"))},
-			{ack("t", "h", "m1", 0, 0), isTrue},
-			{publish("t", 0, "f"), atOffset(4)},
-			{publish("t", 0, "g"), atOffset(-1)},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			play(t, build(t, 4, settleScript), tt.script)
-		})
-	}
-}
-
-func TestRule12Retry(t *testing.T) {
-	tests := []struct {
-		name   string
-		script []line
-	}{
-		{"the same record is delivered again", []line{
-			{retry("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a")).tries(2)},
-		}},
-		{"retry many times", []line{
-			{retry("t", "g", "m1", 0, 0), isTrue},
-			{retry("t", "g", "m1", 0, 0), isFalse},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a")).tries(2)},
-			{retry("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 0, "a")).tries(3)},
-			{ack("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 1, "b")).tries(1)},
-		}},
-		{"retry does not commit, so nothing is trimmed", []line{
-			{publish("t", 0, "d"), atOffset(2)},
-			{publish("t", 0, "e"), atOffset(3)},
-			{retry("t", "g", "m1", 0, 0), isTrue},
-			{poll("t", "h", "m1", 1), delivers(rec("t", 0, 0, "a"))},
-			{ack("t", "h", "m1", 0, 0), isTrue},
-			{publish("t", 0, "f"), atOffset(-1)},
-		}},
-		{"retry after ack is false", []line{
-			{ack("t", "g", "m1", 0, 0), isTrue},
-			{retry("t", "g", "m1", 0, 0), isFalse},
-			{poll("t", "g", "m1", 64), delivers(rec("t", 0, 1, "b"))},
-		}},
-		{"retried record may go to a new owner", []line{
-			{retry("t", "g", "m1", 0, 0), isTrue},
-			{join("t", "g", "m0"), owns(0)},
-			{poll("t", "g", "m0", 64), delivers(rec("t", 0, 0, "a")).tries(2)},
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			play(t, build(t, 4, settleScript), tt.script)
-		})
 	}
 }
 

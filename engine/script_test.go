@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
@@ -21,8 +19,8 @@ import (
 // expected outcomes (line, play), and a probe that reads a broker's whole
 // observable state through further calls, for "an invalid call changes
 // nothing" checks on twin brokers. It also holds what the tests that run
-// the engine beside the model share: one deterministic clock for both
-// (testClock), a model record as an engine record (engineRecord), and the
+// the engine beside the model share (both run on one internal/testclock
+// clock): a model record as an engine record (engineRecord), and the
 // comparison of records on every field, Time as an instant (sameRecord).
 
 // step is one broker call written as data, so that a script can be replayed
@@ -153,27 +151,6 @@ func coreRecords(recs []engine.Record) []engine.Record {
 	}
 	return out
 }
-
-// testClock is a deterministic broker clock for tests: it reads the same
-// instant until Advance moves it. One testClock given to an engine
-// (engine.WithClock) and a model (model.WithClock) makes their record
-// times and ack-timeout decisions comparable. Safe for concurrent use.
-type testClock struct{ ns atomic.Int64 }
-
-// testEpoch is where every testClock starts.
-var testEpoch = time.Date(2026, time.January, 2, 3, 4, 5, 0, time.UTC)
-
-func newTestClock() *testClock {
-	c := new(testClock)
-	c.ns.Store(testEpoch.UnixNano())
-	return c
-}
-
-// Now is the clock function to pass to WithClock.
-func (c *testClock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
-
-// Advance moves the clock on by d.
-func (c *testClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // engineRecord is a model record as an engine record, every field kept.
 func engineRecord(r model.Record) engine.Record {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // The hot-path cost of rule 24 (docs/performance.md): the same loops with
@@ -117,27 +118,11 @@ func sessionBenchSetup(b *testing.B, mode string) (*engine.Broker, *engine.Topic
 		opts = append(opts, sessionBenchOption(45*time.Second))
 	case "on-tick":
 		var ns atomic.Int64
-		ns.Store(testEpoch.UnixNano())
+		ns.Store(testclock.Epoch.UnixNano())
 		opts = append(opts, sessionBenchOption(45*time.Second), engine.WithClock(func() time.Time { return time.Unix(0, ns.Add(1)) }))
 	}
-	br, err := engine.New(1000, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := br.Create("t", 1); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := br.Join("t", "g", "m"); err != nil {
-		b.Fatal(err)
-	}
-	th, err := br.Topic("t")
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := th.Member("g", "m")
-	if err != nil {
-		b.Fatal(err)
-	}
+	br := hRoundTripSetup(b, opts...)
+	th, m := joinedMember(b, br)
 	return br, th, m
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // TestLivenessConcurrent races Heartbeat, Poll, Ack, Retry, Rejoin, Join
@@ -36,7 +37,7 @@ func TestLivenessConcurrent(t *testing.T) {
 	if raceEnabled {
 		ops = 1500
 	}
-	clock := newTestClock()
+	clock := testclock.New()
 	b, err := engine.New(40, engine.WithClock(clock.Now), engine.WithSessionTimeout(session))
 	require.NoError(t, err)
 	_, err = b.Create("t", partitions)
@@ -72,8 +73,8 @@ func TestLivenessConcurrent(t *testing.T) {
 				seen := gd.LastSeen[i].UnixNano()
 				if seen <= before-int64(session) || seen > after {
 					failf("%s: member %s last seen at %v, clock in [%v, %v] during Describe, timeout %v",
-						gd.Group, m, time.Duration(seen-testEpoch.UnixNano()),
-						time.Duration(before-testEpoch.UnixNano()), time.Duration(after-testEpoch.UnixNano()), session)
+						gd.Group, m, time.Duration(seen-testclock.Epoch.UnixNano()),
+						time.Duration(before-testclock.Epoch.UnixNano()), time.Duration(after-testclock.Epoch.UnixNano()), session)
 					return
 				}
 			}
@@ -128,13 +129,13 @@ func TestLivenessConcurrent(t *testing.T) {
 	// The checker.
 	wg.Go(func() {
 		for !stop.Load() {
-			before := clock.ns.Load()
+			before := clock.Now().UnixNano()
 			d, err := b.Describe("t")
 			if err != nil {
 				failf("Describe: %v", err)
 				return
 			}
-			check(d, before, clock.ns.Load())
+			check(d, before, clock.Now().UnixNano())
 			time.Sleep(100 * time.Microsecond)
 		}
 	})
@@ -241,10 +242,10 @@ func TestLivenessConcurrent(t *testing.T) {
 	if msg := bad.Load(); msg != nil {
 		t.Fatal(*msg)
 	}
-	before := clock.ns.Load()
+	before := clock.Now().UnixNano()
 	d, err := b.Describe("t")
 	require.NoError(t, err)
-	check(d, before, clock.ns.Load())
+	check(d, before, clock.Now().UnixNano())
 	if msg := bad.Load(); msg != nil {
 		t.Fatal(*msg)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Rules 24 (session timeout) and 25 (Rejoin) as table tests. Each case is
@@ -41,7 +42,7 @@ type lvCase struct {
 // lv is one running case.
 type lv struct {
 	b       *engine.Broker
-	clock   *testClock
+	clock   *testclock.Clock
 	topic   *engine.TopicHandle
 	handles bool
 	members map[string]*engine.MemberHandle // group/member → handle
@@ -56,7 +57,7 @@ func (c *lv) failf(format string, args ...any) {
 }
 
 // elapsed is the clock reading since the case began.
-func (c *lv) elapsed() time.Duration { return time.Duration(c.clock.ns.Load() - testEpoch.UnixNano()) }
+func (c *lv) elapsed() time.Duration { return c.clock.Now().Sub(testclock.Epoch) }
 
 // at moves the clock to d after the case began (forward only).
 func (c *lv) at(d time.Duration) {
@@ -215,15 +216,6 @@ func (c *lv) group(g string) engine.GroupDescription {
 	return engine.GroupDescription{}
 }
 
-// owners returns g's owner per partition.
-func owners(gd engine.GroupDescription) []string {
-	out := make([]string, len(gd.Partitions))
-	for i, p := range gd.Partitions {
-		out[i] = p.Owner
-	}
-	return out
-}
-
 // eq fails the case unless got equals want (compared as printed).
 func (c *lv) eq(what string, got, want any) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -241,13 +233,13 @@ func (c *lv) seenAt(gd engine.GroupDescription, m string) time.Duration {
 	if len(gd.LastSeen) != len(gd.Members) {
 		c.failf("LastSeen %v for members %v", gd.LastSeen, gd.Members)
 	}
-	return gd.LastSeen[i].Sub(testEpoch)
+	return gd.LastSeen[i].Sub(testclock.Epoch)
 }
 
 // runLv runs case k, by name or through handles, and returns its first
 // mismatch ("" when none). mk makes the broker.
 func runLv(mk func(int32, ...engine.Option) (*engine.Broker, error), k lvCase, handles bool) (msg string) {
-	clock := newTestClock()
+	clock := testclock.New()
 	opts := append([]engine.Option{engine.WithClock(clock.Now)}, k.opts...)
 	if !k.noSession {
 		opts = append(opts, engine.WithSessionTimeout(lvSession))
@@ -294,7 +286,7 @@ var lvCases = []lvCase{
 		c.eq("Join a", c.join("g", "a"), []int32{0, 1})
 		c.at(1 * time.Second)
 		c.eq("Join b", c.join("g", "b"), []int32{1})
-		c.eq("owners after b joined", owners(c.group("g")), []string{"a", "b"})
+		c.eq("owners after b joined", ftOwners(c.group("g")), []string{"a", "b"})
 		c.at(2 * time.Second)
 		c.eq("a polls", c.poll("g", "a"), []string{"0/0/1"})
 		c.at(9 * time.Second)
@@ -307,7 +299,7 @@ var lvCases = []lvCase{
 		c.eq("b polls at 15s", c.poll("g", "b"), []string{"0/0/2", "1/0/1"})
 		gd = c.group("g")
 		c.eq("members at 15s", gd.Members, []string{"b"})
-		c.eq("owners at 15s", owners(gd), []string{"b", "b"})
+		c.eq("owners at 15s", ftOwners(gd), []string{"b", "b"})
 		c.at(16 * time.Second)
 		c.eq("a's Ack at 16s", c.ack("g", "a", 0, 0), false)
 		c.eq("a's Heartbeat at 16s", c.heartbeat("g", "a"), false)
@@ -413,7 +405,9 @@ var lvCases = []lvCase{
 			call func() error
 		}{
 			{"Publish", func() error { return second(c.b.Publish("t", 1, "x")) }},
-			{"PublishMessage", func() error { return second(c.b.PublishMessage("t", 1, engine.Message{Payload: "x", Time: testEpoch})) }},
+			{"PublishMessage", func() error {
+				return second(c.b.PublishMessage("t", 1, engine.Message{Payload: "x", Time: testclock.Epoch}))
+			}},
 			{"Poll of another group", func() error { return second(c.b.Poll("t", "other", "y", 1)) }},
 			{"Poll of an absent group", func() error { return second(c.b.Poll("t", "nope", "y", 1)) }},
 			{"AppendPoll", func() error { return second(c.b.AppendPoll(nil, "t", "other", "y", 1)) }},
@@ -577,7 +571,7 @@ var lvCases = []lvCase{
 		c.eq("d's heartbeat at 10s", c.heartbeat("g", "d"), true) // a b c expire together
 		gd := c.group("g")
 		c.eq("members", gd.Members, []string{"d"})
-		c.eq("owners", owners(gd), []string{"d", "d", "d", "d", "d", "d"})
+		c.eq("owners", ftOwners(gd), []string{"d", "d", "d", "d", "d", "d"})
 	}},
 	{name: "rejoin of a member: no rebalance, own deliveries only", run: func(c *lv) {
 		c.publish(0, "x0")
@@ -591,7 +585,7 @@ var lvCases = []lvCase{
 		c.eq("Rejoin a", c.rejoin("g", "a"), []int32{0})
 		gd := c.group("g")
 		c.eq("members", gd.Members, before.Members)
-		c.eq("owners", owners(gd), owners(before))
+		c.eq("owners", ftOwners(gd), ftOwners(before))
 		c.eq("p0 in flight", gd.Partitions[0].InFlight, false)
 		c.eq("p0 attempts", gd.Partitions[0].Attempts, 1)
 		c.eq("p1 in flight", gd.Partitions[1].InFlight, true)
@@ -608,7 +602,7 @@ var lvCases = []lvCase{
 		c.eq("a polls", c.poll("g", "a"), []string{"0/0/1"})
 		c.at(1 * time.Second)
 		c.eq("Rejoin b (absent member)", c.rejoin("g", "b"), []int32{1})
-		c.eq("owners", owners(c.group("g")), []string{"a", "b"})
+		c.eq("owners", ftOwners(c.group("g")), []string{"a", "b"})
 		c.at(11 * time.Second)
 		c.eq("Rejoin a after its expiry", c.rejoin("g", "a"), []int32{0, 1}) // b expired too (last seen 1s)
 		gd = c.group("g")

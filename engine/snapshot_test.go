@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
 // Tests of Broker.Snapshot: Describe plus every retained record, of one
@@ -25,7 +26,7 @@ import (
 // Describe's; that the headers are copies; and that a snapshot changes
 // nothing.
 func TestSnapshotRecords(t *testing.T) {
-	clock := newFtClock()
+	clock := testclock.New()
 	f := ftNew(t, 5, engine.WithClock(clock.Now), engine.WithReplayWindow(1))
 	f.create("t", 2)
 	published := map[int32][]engine.Record{} // per partition, by offset: what a snapshot must show
@@ -38,7 +39,7 @@ func TestSnapshotRecords(t *testing.T) {
 		case 1:
 			m.Headers = []engine.Header{{Key: "h", Value: strconv.Itoa(i)}, {Key: "h", Value: "again"}}
 		case 2:
-			m.Time = ftEpoch.Add(-time.Duration(i) * time.Hour)
+			m.Time = testclock.Epoch.Add(-time.Duration(i) * time.Hour)
 		}
 		if i == 4 {
 			f.join("t", "g", "m") // offsets before it are retained for g

@@ -23,17 +23,7 @@ func TestSoleCursorRacesUnsoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Create("t", 1)
-	th, err := b.Topic("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := th.Member("g", "m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Join(); err != nil {
-		t.Fatal(err)
-	}
+	th, m := joinedMember(t, b)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	fail := func(format string, args ...any) {

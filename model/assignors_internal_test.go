@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/f91dcac0/tributary/engine/assign"
+	"github.com/f91dcac0/tributary/internal/brokenassign"
 )
 
 // assignCase is one input of an assignor: sorted distinct members and the
@@ -167,27 +168,6 @@ func bestKept(members, previous []string) int {
 	return best
 }
 
-// brokenRange gives the larger blocks to the last members instead of the
-// first (a plausible off-by-one of Kafka's RangeAssignor).
-type brokenRange struct{}
-
-func (brokenRange) Name() string { return "Range" }
-
-func (brokenRange) Assign(members, previous []string) []string {
-	n, parts := len(members), len(previous)
-	owner := make([]string, 0, parts)
-	for i, m := range members {
-		size := parts / n
-		if i >= n-parts%n {
-			size++
-		}
-		for range size {
-			owner = append(owner, m)
-		}
-	}
-	return owner
-}
-
 // brokenSticky keeps each member's highest previous partitions instead of
 // its lowest: balanced and as sticky, but not the documented answer.
 type brokenSticky struct{}
@@ -207,7 +187,7 @@ func (brokenSticky) Assign(members, previous []string) []string {
 func TestReferenceCatchesBrokenAssignors(t *testing.T) {
 	cases := assignCases(4)
 	for _, tt := range []struct{ ref, broken Assignor }{
-		{assign.Range, brokenRange{}},
+		{assign.Range, brokenassign.Range{}},
 		{assign.Sticky, brokenSticky{}},
 		{assign.RoundRobin, assign.Range},
 	} {

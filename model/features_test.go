@@ -9,22 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/model"
 )
 
 // This file checks rules 15 to 23 (docs/contract.md), one table per rule.
-
-// fakeClock is a clock that moves only when told and counts its readings.
-type fakeClock struct {
-	now   time.Time
-	reads int
-}
-
-func newClock() *fakeClock { return &fakeClock{now: t0} }
-
-func (c *fakeClock) read() time.Time { c.reads++; return c.now }
-
-func (c *fakeClock) advance(d time.Duration) { c.now = c.now.Add(d) }
 
 // badAssignor is a user assignor that answers like RoundRobin while *ok is
 // true, and otherwise with the fault it names.
@@ -179,19 +168,19 @@ func TestMessages(t *testing.T) {
 	})
 
 	t.Run("the clock is read once per appended record without a time", func(t *testing.T) {
-		c := newClock()
-		f := newFx(t, 2, model.WithClock(c.read))
+		c := testclock.New()
+		f := newFx(t, 2, model.WithClock(c.Now))
 		f.create("t", 1)
 		f.publish("t", 0, "a")
-		require.Equal(t, 1, c.reads)
-		c.advance(time.Second)
+		require.Equal(t, int64(1), c.Reads())
+		c.Advance(time.Second)
 		f.publishMsg("t", 0, model.Message{Time: t0})
-		require.Equal(t, 1, c.reads, "a message with a time")
+		require.Equal(t, int64(1), c.Reads(), "a message with a time")
 		require.Equal(t, int64(-1), f.publish("t", 0, "full"))
-		require.Equal(t, 1, c.reads, "a refused publish")
+		require.Equal(t, int64(1), c.Reads(), "a refused publish")
 		_, err := f.b.Publish("t", 5, "x")
 		require.ErrorIs(t, err, model.ErrInvalidArgument)
-		require.Equal(t, 1, c.reads, "an invalid publish")
+		require.Equal(t, int64(1), c.Reads(), "an invalid publish")
 		require.Equal(t, []time.Time{t0, t0}, []time.Time{f.retained("t", 0)[0].Time, f.retained("t", 0)[1].Time})
 	})
 }
@@ -250,8 +239,8 @@ func TestMaxMessageBytes(t *testing.T) {
 // after a rebalance cancelled it, after an ack timeout) and Ack and Seek
 // reset it.
 func TestAttempts(t *testing.T) {
-	c := newClock()
-	f := newFx(t, 5, model.WithAckTimeout(time.Minute), model.WithReplayWindow(2), model.WithClock(c.read))
+	c := testclock.New()
+	f := newFx(t, 5, model.WithAckTimeout(time.Minute), model.WithReplayWindow(2), model.WithClock(c.Now))
 	f.create("t", 1)
 	f.publish("t", 0, "x")
 	f.publish("t", 0, "y")
@@ -276,8 +265,8 @@ func TestAttempts(t *testing.T) {
 			require.False(t, f.inFlight("t", "g", 0))
 		}, nil, 2},
 		{"redelivery to the new owner", func() {}, []polled{{"a", 0}}, 3},
-		{"not yet timed out", func() { c.advance(time.Minute - time.Nanosecond) }, nil, 3},
-		{"timed out: redelivered", func() { c.advance(time.Nanosecond) }, []polled{{"a", 0}}, 4},
+		{"not yet timed out", func() { c.Advance(time.Minute - time.Nanosecond) }, nil, 3},
+		{"timed out: redelivered", func() { c.Advance(time.Nanosecond) }, []polled{{"a", 0}}, 4},
 		{"Ack resets", func() { require.True(t, f.ack("t", "g", "a", 0, 0)) }, nil, 0},
 		{"the next record's first delivery", func() {}, []polled{{"a", 1}}, 1},
 		{"Seek back resets", func() { require.True(t, f.seek("t", "g", 0, 0)) }, nil, 0},
@@ -331,21 +320,12 @@ func TestGroups(t *testing.T) {
 		require.True(t, f.ack("t", "live", "m", 0, 0))
 		return f
 	}
-	groupOf := func(f fx, name string) model.GroupDescription {
-		for _, g := range f.describe("t").Groups {
-			if g.Group == name {
-				return g
-			}
-		}
-		f.t.Fatalf("no group %q", name)
-		return model.GroupDescription{}
-	}
 
 	t.Run("CreateGroup makes an empty group at the log start", func(t *testing.T) {
 		f := setup(t)
 		require.True(t, f.createGroup("t", "new", model.Range))
 		require.Equal(t, model.GroupDescription{Group: "new", Assignor: "Range", Members: []string{},
-			Partitions: []model.GroupPartition{{Partition: 0, Committed: 1, Lag: 1}, {Partition: 1}}}, groupOf(f, "new"))
+			Partitions: []model.GroupPartition{{Partition: 0, Committed: 1, Lag: 1}, {Partition: 1}}}, f.group("t", "new"))
 		require.Equal(t, []string{"live", "new"}, f.groups("t"))
 		require.NoError(t, f.b.CheckInvariants())
 	})
@@ -356,12 +336,12 @@ func TestGroups(t *testing.T) {
 		require.False(t, f.createGroup("t", "new", model.Sticky))
 		require.False(t, f.createGroup("t", "live", model.Sticky))
 		requireUnchanged(t, before, f.b)
-		require.Equal(t, "RoundRobin", groupOf(f, "live").Assignor)
+		require.Equal(t, "RoundRobin", f.group("t", "live").Assignor)
 	})
 	t.Run("Join of an absent group creates it with RoundRobin", func(t *testing.T) {
 		f := setup(t)
 		f.join("t", "joined", "m")
-		require.Equal(t, "RoundRobin", groupOf(f, "joined").Assignor)
+		require.Equal(t, "RoundRobin", f.group("t", "joined").Assignor)
 	})
 	t.Run("a created group holds records back like any group", func(t *testing.T) {
 		f := setup(t)
@@ -430,13 +410,13 @@ func TestGroups(t *testing.T) {
 			Partitions: []model.GroupPartition{
 				{Partition: 0, Owner: "m", Committed: 1, Lag: 1},
 				{Partition: 1, Owner: "m"},
-			}}, groupOf(f, "old"))
+			}}, f.group("t", "old"))
 		require.Equal(t, []model.Record{rec("t", 0, 1, "b")}, f.poll("t", "old", "m", 64))
 
 		require.True(t, f.leave("t", "old", "m"))
 		require.True(t, f.deleteGroup("t", "old"))
 		require.True(t, f.createGroup("t", "old", model.Range))
-		require.Equal(t, "Range", groupOf(f, "old").Assignor)
+		require.Equal(t, "Range", f.group("t", "old").Assignor)
 		require.Equal(t, int32(0), f.attempts("t", "old", 0))
 	})
 }
@@ -1024,9 +1004,9 @@ func TestReplayWindow(t *testing.T) {
 // TestAckTimeout checks rule 22 with a fake clock.
 func TestAckTimeout(t *testing.T) {
 	const d = 10 * time.Second
-	setup := func(t *testing.T) (fx, *fakeClock) {
-		c := newClock()
-		f := newFx(t, 5, model.WithAckTimeout(d), model.WithClock(c.read))
+	setup := func(t *testing.T) (fx, *testclock.Clock) {
+		c := testclock.New()
+		f := newFx(t, 5, model.WithAckTimeout(d), model.WithClock(c.Now))
 		f.create("t", 2)
 		f.publishMsg("t", 0, model.Message{Payload: "a", Time: t0})
 		f.publishMsg("t", 1, model.Message{Payload: "b", Time: t0})
@@ -1047,7 +1027,7 @@ func TestAckTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, c := setup(t)
-			c.advance(tt.elapsed)
+			c.Advance(tt.elapsed)
 			require.True(t, f.inFlight("t", "g", 0), "still in flight until redelivered")
 			rs := f.poll("t", "g", "m", 1)
 			if tt.wredelivr {
@@ -1063,25 +1043,25 @@ func TestAckTimeout(t *testing.T) {
 
 	t.Run("an expired delivery can still be acked", func(t *testing.T) {
 		f, c := setup(t)
-		c.advance(time.Hour)
+		c.Advance(time.Hour)
 		require.True(t, f.ack("t", "g", "m", 0, 0))
 		require.Equal(t, int64(1), f.committed("t", "g", 0))
 	})
 	t.Run("an expired delivery can still be retried, and counts once", func(t *testing.T) {
 		f, c := setup(t)
-		c.advance(time.Hour)
+		c.Advance(time.Hour)
 		require.True(t, f.retry("t", "g", "m", 0, 0))
 		rs := f.poll("t", "g", "m", 1)
 		require.Equal(t, int32(2), rs[0].Attempt)
 	})
 	t.Run("the redelivery restarts the timeout", func(t *testing.T) {
 		f, c := setup(t)
-		c.advance(d)
+		c.Advance(d)
 		require.Len(t, f.poll("t", "g", "m", 1), 1)
-		c.advance(d - time.Nanosecond)
+		c.Advance(d - time.Nanosecond)
 		rs := f.poll("t", "g", "m", 1)
 		require.Equal(t, int32(1), rs[0].Partition, "p0 is not expired again yet")
-		c.advance(time.Nanosecond)
+		c.Advance(time.Nanosecond)
 		rs = f.poll("t", "g", "m", 64)
 		require.Len(t, rs, 1, "p1 was delivered a nanosecond later")
 		require.Equal(t, int32(0), rs[0].Partition)
@@ -1089,35 +1069,35 @@ func TestAckTimeout(t *testing.T) {
 	})
 	t.Run("only the owner's poll redelivers", func(t *testing.T) {
 		f, c := setup(t)
-		c.advance(time.Hour)
+		c.Advance(time.Hour)
 		f.join("t", "h", "m") // another group is independent
 		require.Len(t, f.poll("t", "g", "other", 64), 0, "not a member")
 		require.Equal(t, int32(1), f.attempts("t", "g", 0))
 	})
 	t.Run("the clock is read once per valid Poll", func(t *testing.T) {
 		f, c := setup(t)
-		reads := c.reads
+		reads := c.Reads()
 		f.poll("t", "g", "m", 64)
-		require.Equal(t, reads+1, c.reads, "two partitions, one reading")
+		require.Equal(t, reads+1, c.Reads(), "two partitions, one reading")
 		f.poll("t", "absent", "m", 64)
-		require.Equal(t, reads+2, c.reads, "absent group")
+		require.Equal(t, reads+2, c.Reads(), "absent group")
 		_, err := f.b.Poll("t", "g", "m", 0)
 		require.ErrorIs(t, err, model.ErrInvalidArgument)
-		require.Equal(t, reads+2, c.reads, "an invalid poll reads nothing")
+		require.Equal(t, reads+2, c.Reads(), "an invalid poll reads nothing")
 		f.b.Ack("t", "g", "m", 0, 0)
 		f.b.Retry("t", "g", "m", 1, 0)
-		require.Equal(t, reads+2, c.reads, "Ack and Retry read nothing")
+		require.Equal(t, reads+2, c.Reads(), "Ack and Retry read nothing")
 	})
 	t.Run("without a timeout Poll never reads the clock", func(t *testing.T) {
-		c := newClock()
-		f := newFx(t, 5, model.WithClock(c.read))
+		c := testclock.New()
+		f := newFx(t, 5, model.WithClock(c.Now))
 		f.create("t", 1)
 		f.publishMsg("t", 0, model.Message{Time: t0})
 		f.join("t", "g", "m")
 		f.poll("t", "g", "m", 64)
-		c.advance(1000 * time.Hour)
+		c.Advance(1000 * time.Hour)
 		require.Len(t, f.poll("t", "g", "m", 64), 0, "no timeout: in flight forever")
-		require.Zero(t, c.reads)
+		require.Zero(t, c.Reads())
 	})
 	t.Run("SetClock rebinds a clone's clock", func(t *testing.T) {
 		f, c := setup(t)

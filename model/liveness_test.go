@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/model"
 )
 
@@ -39,18 +40,13 @@ func (f fx) members(topic, group string) []string {
 // lastSeen returns Describe's last-seen instants of group, by member.
 func (f fx) lastSeen(topic, group string) map[string]time.Time {
 	f.t.Helper()
-	for _, g := range f.describe(topic).Groups {
-		if g.Group == group {
-			require.Len(f.t, g.LastSeen, len(g.Members))
-			out := map[string]time.Time{}
-			for i, m := range g.Members {
-				out[m] = g.LastSeen[i]
-			}
-			return out
-		}
+	g := f.group(topic, group)
+	require.Len(f.t, g.LastSeen, len(g.Members))
+	out := map[string]time.Time{}
+	for i, m := range g.Members {
+		out[m] = g.LastSeen[i]
 	}
-	f.t.Fatalf("no group %q", group)
-	return nil
+	return out
 }
 
 func recT(topic string, p int32, off int64, payload string, attempt int32) model.Record {
@@ -64,9 +60,9 @@ func sec(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 // capacity 10, WithSessionTimeout(10s), a test clock at t=0 (here t0),
 // topic t with 2 partitions and one record on each.
 func TestSessionSpecExample(t *testing.T) {
-	setup := func(t *testing.T) (fx, *fakeClock) {
-		c := newClock()
-		f := newFx(t, 10, model.WithSessionTimeout(10*time.Second), model.WithClock(c.read))
+	setup := func(t *testing.T) (fx, *testclock.Clock) {
+		c := testclock.New()
+		f := newFx(t, 10, model.WithSessionTimeout(10*time.Second), model.WithClock(c.Now))
 		f.create("t", 2)
 		require.Equal(t, int64(0), f.publish("t", 0, "r0"))
 		require.Equal(t, int64(0), f.publish("t", 1, "r1"))
@@ -75,20 +71,20 @@ func TestSessionSpecExample(t *testing.T) {
 	t.Run("session timeout", func(t *testing.T) {
 		f, c := setup(t)
 		require.Equal(t, []int32{0, 1}, f.join("t", "g", "a")) // Join(t, g, a) → [0 1]
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		require.Equal(t, []int32{1}, f.join("t", "g", "b")) // Join(t, g, b) at t=1s → a [0], b [1]
 		require.Equal(t, map[string][]int32{"a": {0}, "b": {1}}, f.assignment("t", "g"))
-		c.advance(time.Second) // a polls p0 offset 0 at t=2s
+		c.Advance(time.Second) // a polls p0 offset 0 at t=2s
 		require.Equal(t, []model.Record{recT("t", 0, 0, "r0", 1)}, f.poll("t", "g", "a", 1))
-		c.advance(7 * time.Second) // b heartbeats at t=9s: a was last seen 7s before, not expired
+		c.Advance(7 * time.Second) // b heartbeats at t=9s: a was last seen 7s before, not expired
 		require.True(t, f.heartbeat("t", "g", "b"))
 		require.Equal(t, []string{"a", "b"}, f.members("t", "g"))
 		require.Equal(t, map[string]time.Time{"a": sec(2), "b": sec(9)}, f.lastSeen("t", "g"))
-		c.advance(6 * time.Second) // at t=15s b's Poll first expires a (last seen 13s before)
+		c.Advance(6 * time.Second) // at t=15s b's Poll first expires a (last seen 13s before)
 		require.Equal(t, []model.Record{recT("t", 0, 0, "r0", 2), recT("t", 1, 0, "r1", 1)}, f.poll("t", "g", "b", 64),
 			"p0 offset 0 (Attempt 2) and p1 offset 0 (Attempt 1)")
 		require.Equal(t, map[string][]int32{"b": {0, 1}}, f.assignment("t", "g"), "b now owns [0 1]")
-		c.advance(time.Second) // at t=16s
+		c.Advance(time.Second) // at t=16s
 		require.False(t, f.ack("t", "g", "a", 0, 0))
 		require.False(t, f.heartbeat("t", "g", "a"))
 		require.Equal(t, []string{"b"}, f.members("t", "g"), "a's Heartbeat does not bring it back")
@@ -112,9 +108,9 @@ func TestSessionSpecExample(t *testing.T) {
 // t0; a's p0 and b's p1 delivered at t0.
 const d = 10 * time.Second
 
-func sessionFx(t *testing.T, opts ...model.Option) (fx, *fakeClock) {
-	c := newClock()
-	f := newFx(t, 5, append([]model.Option{model.WithSessionTimeout(d), model.WithClock(c.read)}, opts...)...)
+func sessionFx(t *testing.T, opts ...model.Option) (fx, *testclock.Clock) {
+	c := testclock.New()
+	f := newFx(t, 5, append([]model.Option{model.WithSessionTimeout(d), model.WithClock(c.Now)}, opts...)...)
 	f.create("t", 3)
 	for p := range int32(3) {
 		f.publish("t", p, fmt.Sprintf("r%d", p))
@@ -145,7 +141,7 @@ func TestSessionExpiryBoundary(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, c := sessionFx(t)
-			c.advance(tt.elapsed)
+			c.Advance(tt.elapsed)
 			require.True(t, f.heartbeat("t", "g", "b") != tt.wexpired, "b's own heartbeat sees its expiry first")
 			if tt.wexpired {
 				require.Empty(t, f.members("t", "g"), "a and b both expired at that instant")
@@ -211,14 +207,14 @@ func TestSessionEveryValidCallExpires(t *testing.T) {
 	for _, tt := range calls {
 		t.Run(tt.name, func(t *testing.T) {
 			f, c := sessionFx(t)
-			c.advance(d - time.Second)
+			c.Advance(d - time.Second)
 			require.True(t, f.heartbeat("t", "g", "b")) // b last seen at t0+9s, a at t0
 			// want: a's Leave now, which is no expiry yet, then the call.
 			want := f.b.Clone()
 			ok, err := want.Leave("t", "g", "a")
 			require.NoError(t, err)
 			require.True(t, ok)
-			c.advance(time.Second) // a expired now, b not
+			c.Advance(time.Second) // a expired now, b not
 			require.Equal(t, []string{"a", "b"}, f.members("t", "g"), "lazy: nothing expired before a call looks")
 			require.True(t, f.inFlight("t", "g", 0))
 			require.NoError(t, tt.call(want))
@@ -231,7 +227,7 @@ func TestSessionEveryValidCallExpires(t *testing.T) {
 	t.Run("Create, inspection helpers and another topic do not", func(t *testing.T) {
 		f, c := sessionFx(t)
 		f.create("u", 1)
-		c.advance(time.Hour)
+		c.Advance(time.Hour)
 		require.False(t, f.create("t", 3))
 		f.create("v", 1)
 		f.publish("u", 0, "x")
@@ -265,20 +261,20 @@ func TestInvalidCallsExpireNobody(t *testing.T) {
 			}
 			n++
 			t.Run(m.name+"/"+mu.name, func(t *testing.T) {
-				c := newClock()
-				b := populatedWith(t, model.WithSessionTimeout(d), model.WithClock(c.read))
-				c.advance(d)
+				c := testclock.New()
+				b := populatedWith(t, model.WithSessionTimeout(d), model.WithClock(c.Now))
+				c.Advance(d)
 				before := b.Clone()
 				a := validArgs
 				if m.valid != nil {
 					m.valid(&a)
 				}
 				mu.mut(&a)
-				reads := c.reads
+				reads := c.Reads()
 				_, err := m.call(b, a)
 				require.ErrorIs(t, err, model.ErrInvalidArgument)
 				requireUnchanged(t, before, b)
-				require.Equal(t, reads, c.reads, "an invalid call reads no clock")
+				require.Equal(t, reads, c.Reads(), "an invalid call reads no clock")
 				ms, _ := b.Members("t", "g")
 				require.Equal(t, []string{"m", "m2"}, ms)
 			})
@@ -290,9 +286,9 @@ func TestInvalidCallsExpireNobody(t *testing.T) {
 		if m.name == "Create" {
 			continue
 		}
-		c := newClock()
-		b := populatedWith(t, model.WithSessionTimeout(d), model.WithClock(c.read))
-		c.advance(d)
+		c := testclock.New()
+		b := populatedWith(t, model.WithSessionTimeout(d), model.WithClock(c.Now))
+		c.Advance(d)
 		a := validArgs
 		if m.valid != nil {
 			m.valid(&a)
@@ -351,7 +347,7 @@ func TestLastSeenRefresh(t *testing.T) {
 	for _, tt := range calls {
 		t.Run(tt.name, func(t *testing.T) {
 			f, c := sessionFx(t)
-			c.advance(3 * time.Second)
+			c.Advance(3 * time.Second)
 			tt.call(f)
 			seen := f.lastSeen("t", "g")
 			if tt.wrefresh {
@@ -360,7 +356,7 @@ func TestLastSeenRefresh(t *testing.T) {
 				require.Equal(t, t0, seen["b"])
 			}
 			// And it decides b's expiry: at t0+d b is expired unless refreshed.
-			c.advance(d - 3*time.Second)
+			c.Advance(d - 3*time.Second)
 			f.describe("t")
 			require.Equal(t, tt.wrefresh, slices.Contains(f.members("t", "g"), "b"))
 			require.NoError(t, f.b.CheckInvariants())
@@ -380,14 +376,14 @@ func TestExpiryIsLeave(t *testing.T) {
 			f.join("t", "g", "c")
 			f.poll("t", "g", "a", 64)
 			f.poll("t", "g", "c", 64)
-			c.advance(d - time.Second)
+			c.Advance(d - time.Second)
 			f.heartbeat("t", "g", "b")
 			f.heartbeat("t", "g", "c")
 			left := f.b.Clone() // a's Leave at t0+9s, before it expires
 			ok, err := left.Leave("t", "g", "a")
 			require.NoError(t, err)
 			require.True(t, ok)
-			c.advance(time.Second)
+			c.Advance(time.Second)
 			f.describe("t") // expires a
 			require.True(t, left.Equal(f.b), "expiry:\n%v\nLeave:\n%v", f.b, left)
 			require.Empty(t, f.poll("t", "g", "a", 64), "an expired member's Poll returns nothing")
@@ -413,9 +409,9 @@ func TestExpiryDetails(t *testing.T) {
 		require.True(t, f.setAssignor("t", "g", model.Sticky))
 		f.join("t", "g", "c")
 		f.join("t", "g", "e")
-		c.advance(d - time.Second)
+		c.Advance(d - time.Second)
 		f.heartbeat("t", "g", "c")
-		c.advance(time.Second) // a and b expire at the same instant; c and e do not (e joined at t0: it does)
+		c.Advance(time.Second) // a and b expire at the same instant; c and e do not (e joined at t0: it does)
 		f.heartbeat("t", "g", "e")
 		require.Equal(t, []string{"c"}, f.members("t", "g"), "a, b and e, all last seen at t0, left together")
 		require.Equal(t, []int32{0, 1, 2}, f.assignment("t", "g")["c"])
@@ -435,7 +431,7 @@ func TestExpiryDetails(t *testing.T) {
 		require.Len(t, f.poll("t", "h", "a", 64), 3)
 		require.True(t, f.ack("t", "h", "a", 2, 0))
 		require.True(t, f.ack("t", "g", "b", 1, 0)) // b: last seen t0
-		c.advance(d)
+		c.Advance(d)
 		f.heartbeat("t", "h", "a") // expires g's a and b (last seen t0) and h's a (last seen t0) too
 		require.Empty(t, f.members("t", "g"))
 		require.Empty(t, f.members("t", "h"))
@@ -447,21 +443,21 @@ func TestExpiryDetails(t *testing.T) {
 	})
 	t.Run("a group whose members all expired can be deleted at once", func(t *testing.T) {
 		f, c := sessionFx(t)
-		c.advance(d)
+		c.Advance(d)
 		require.True(t, f.deleteGroup("t", "g"))
 		require.Empty(t, f.groups("t"))
 	})
 	t.Run("a group whose members have not expired cannot", func(t *testing.T) {
 		f, c := sessionFx(t)
-		c.advance(d - time.Nanosecond)
+		c.Advance(d - time.Nanosecond)
 		_, err := f.b.DeleteGroup("t", "g")
 		require.ErrorIs(t, err, model.ErrGroupNotEmpty)
 	})
 	t.Run("the expiry cancels an ack-timeout delivery's time", func(t *testing.T) {
 		f, c := sessionFx(t, model.WithAckTimeout(time.Hour))
-		c.advance(d - time.Second)
+		c.Advance(d - time.Second)
 		f.heartbeat("t", "g", "b")
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		f.describe("t")
 		require.NoError(t, f.b.CheckInvariants(), "no delivery time left without a delivery")
 		rs := f.poll("t", "g", "b", 64)
@@ -474,10 +470,10 @@ func TestExpiryDetails(t *testing.T) {
 		f, c := sessionFx(t)
 		require.True(t, f.setAssignor("t", "g", bad))
 		f.join("t", "h", "x")
-		c.advance(d - time.Second)
+		c.Advance(d - time.Second)
 		f.heartbeat("t", "h", "x")
 		f.heartbeat("t", "g", "b")
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		ok = false
 		before := f.assignment("t", "g")
 		require.Equal(t, int64(1), f.publish("t", 0, "x"), "the publish goes on and succeeds")
@@ -497,9 +493,9 @@ func TestExpiryDetails(t *testing.T) {
 		f.join("t", "h", "x")
 		f.join("t", "h", "y")
 		require.True(t, f.setAssignor("t", "h", bad))
-		c.advance(d - time.Second)
+		c.Advance(d - time.Second)
 		f.heartbeat("t", "h", "y")
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		ok = false
 		_, err := f.b.Join("t", "h", "z")
 		require.ErrorIs(t, err, model.ErrInvalidAssignment)
@@ -517,14 +513,14 @@ func TestExpiryDetails(t *testing.T) {
 			func() { f.rejoin("t", "g", "a") },
 			func() { f.ack("t", "g", "a", 0, 0) },
 		} {
-			reads := c.reads
+			reads := c.Reads()
 			call()
-			require.Equal(t, reads+1, c.reads)
+			require.Equal(t, reads+1, c.Reads())
 		}
 	})
 	t.Run("a zero message time is the call's clock reading", func(t *testing.T) {
 		f, c := sessionFx(t)
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		f.publish("t", 0, "x")
 		require.Equal(t, sec(1), f.retained("t", 0)[1].Time)
 	})
@@ -536,7 +532,7 @@ func TestRejoin(t *testing.T) {
 		f, c := sessionFx(t, model.WithAckTimeout(time.Hour))
 		require.Len(t, f.poll("t", "g", "a", 64), 1) // a: p0 and p2 in flight
 		before := f.assignment("t", "g")
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		require.Equal(t, []int32{0, 2}, f.rejoin("t", "g", "a"))
 		require.Equal(t, before, f.assignment("t", "g"), "no rebalance")
 		require.Equal(t, []string{"a", "b"}, f.members("t", "g"))
@@ -552,7 +548,7 @@ func TestRejoin(t *testing.T) {
 	t.Run("a member with nothing in flight: only the last-seen changes", func(t *testing.T) {
 		f, c := sessionFx(t)
 		require.True(t, f.ack("t", "g", "a", 0, 0))
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		want := f.b.Clone()
 		ok, err := want.Heartbeat("t", "g", "a")
 		require.NoError(t, err)
@@ -582,7 +578,7 @@ func TestRejoin(t *testing.T) {
 		t.Run("not a member, "+tt.name+": exactly Join", func(t *testing.T) {
 			f, c := sessionFx(t)
 			f.createGroup("t", "h", model.Sticky)
-			c.advance(time.Second)
+			c.Advance(time.Second)
 			joined := f.b.Clone()
 			wparts, err := joined.Join("t", tt.group, tt.mem)
 			require.NoError(t, err)
@@ -592,9 +588,9 @@ func TestRejoin(t *testing.T) {
 	}
 	t.Run("an expired member: it is a new member, a rebalance", func(t *testing.T) {
 		f, c := sessionFx(t)
-		c.advance(d - time.Second)
+		c.Advance(d - time.Second)
 		f.heartbeat("t", "g", "b")
-		c.advance(time.Second)
+		c.Advance(time.Second)
 		joined := f.b.Clone()
 		wparts, err := joined.Join("t", "g", "a")
 		require.NoError(t, err)
@@ -634,7 +630,7 @@ func TestRejoin(t *testing.T) {
 // but the last-seen.
 func TestHeartbeat(t *testing.T) {
 	f, c := sessionFx(t)
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	for _, tt := range []struct {
 		name          string
 		group, member string
@@ -670,7 +666,7 @@ func TestHeartbeat(t *testing.T) {
 // option; empty, not nil, for a memberless group with it.
 func TestDescribeLastSeen(t *testing.T) {
 	f, c := sessionFx(t)
-	c.advance(2 * time.Second)
+	c.Advance(2 * time.Second)
 	f.join("t", "g", "c")
 	f.createGroup("t", "empty", model.Range)
 	d := f.describe("t")
@@ -693,10 +689,10 @@ func TestSessionStateEqualHashString(t *testing.T) {
 	require.Equal(t, f.b.Hash(), o.b.Hash())
 	require.Equal(t, f.b.String(), o.b.String())
 	require.Contains(t, f.b.String(), "sessiontimeout=10s")
-	require.Contains(t, f.b.String(), "lastseen=[2025-01-02T03:04:05Z 2025-01-02T03:04:05Z]")
+	require.Contains(t, f.b.String(), "lastseen=[2026-01-02T03:04:05Z 2026-01-02T03:04:05Z]")
 
 	cl := f.b.Clone()
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	f.heartbeat("t", "g", "a") // only a's last-seen moves
 	require.False(t, f.b.Equal(o.b))
 	require.False(t, o.b.Equal(f.b))
@@ -717,15 +713,15 @@ func TestSessionStateEqualHashString(t *testing.T) {
 // no reading).
 func TestLastSeenOnlyGrows(t *testing.T) {
 	f, c := sessionFx(t)
-	c.advance(5 * time.Second)
+	c.Advance(5 * time.Second)
 	require.True(t, f.heartbeat("t", "g", "a"))
-	c.advance(-3 * time.Second)
+	c.Advance(-3 * time.Second)
 	require.True(t, f.heartbeat("t", "g", "a"))
 	require.Equal(t, sec(5), f.lastSeen("t", "g")["a"])
-	c.advance(d - 2*time.Second) // t0+10s: b (t0) expires, a (t0+5s) does not
+	c.Advance(d - 2*time.Second) // t0+10s: b (t0) expires, a (t0+5s) does not
 	f.describe("t")
 	require.Equal(t, []string{"a"}, f.members("t", "g"))
-	c.advance(-time.Hour)
+	c.Advance(-time.Hour)
 	f.join("t", "g", "new")
 	require.Equal(t, sec(10).Add(-time.Hour), f.lastSeen("t", "g")["new"], "a new member gets the reading")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/model"
 )
 
@@ -23,8 +24,9 @@ type fx struct {
 }
 
 // t0 is the time of the fixed clock newFx gives its brokers, so that the
-// records' times are known.
-var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+// records' times are known; the tests' fake clocks (testclock.New) start
+// there too.
+var t0 = testclock.Epoch
 
 func at0() time.Time { return t0 }
 
@@ -136,6 +138,19 @@ func (f fx) describe(topic string) model.TopicDescription {
 	d, err := f.b.Describe(topic)
 	require.NoError(f.t, err)
 	return d
+}
+
+// group returns the description of group in Describe(topic), failing the
+// test when the topic has no such group.
+func (f fx) group(topic, group string) model.GroupDescription {
+	f.t.Helper()
+	for _, g := range f.describe(topic).Groups {
+		if g.Group == group {
+			return g
+		}
+	}
+	f.t.Fatalf("Describe(%q) has no group %q", topic, group)
+	return model.GroupDescription{}
 }
 
 func (f fx) attempts(topic, group string, p int32) int32 {
@@ -1196,7 +1211,7 @@ func TestString(t *testing.T) {
 topic audit partitions=1
   log p0 [0,0)
 topic orders partitions=2
-  log p0 [0,2) "a"{time=2025-01-02T03:04:05Z} "b\n"{time=2025-01-02T03:04:05Z}
+  log p0 [0,2) "a"{time=2026-01-02T03:04:05Z} "b\n"{time=2026-01-02T03:04:05Z}
   log p1 [0,0)
   group billing assignor=RoundRobin members=[m1]
     p0 owner=m1 committed=0 attempts=1 inflight
@@ -1223,11 +1238,11 @@ topic orders partitions=2
 	g.poll("orders", "billing", "m1", 1)
 	want = `capacity=3 window=1 acktimeout=30s maxbytes=1024
 topic orders partitions=1
-  log p0 [0,2) "a"{key="k" headers=["h":"v" "h":""] time=2025-01-02T03:04:05Z} "b"{time=2025-01-02T02:04:05Z}
+  log p0 [0,2) "a"{key="k" headers=["h":"v" "h":""] time=2026-01-02T03:04:05Z} "b"{time=2026-01-02T02:04:05Z}
   group audit assignor=Sticky members=[]
     p0 owner=- committed=0
   group billing assignor=RoundRobin members=[m1]
-    p0 owner=m1 committed=1 attempts=1 inflight since=2025-01-02T03:04:06.5Z
+    p0 owner=m1 committed=1 attempts=1 inflight since=2026-01-02T03:04:06.5Z
 `
 	require.Equal(t, want, g.b.String())
 }
@@ -1265,9 +1280,9 @@ func FuzzOperations(f *testing.F) {
 		never := false
 		assignors := []model.Assignor{model.RoundRobin, model.Range, model.Sticky,
 			badAssignor{fault: "stranger", ok: &never}, nil}
-		clock := newClock()
+		clock := testclock.New()
 		capacity := int32(next()%4 + 1)
-		opts := []model.Option{model.WithClock(clock.read), model.WithReplayWindow(int32(next()) % (capacity + 1))}
+		opts := []model.Option{model.WithClock(clock.Now), model.WithReplayWindow(int32(next()) % (capacity + 1))}
 		if next()%2 == 0 {
 			opts = append(opts, model.WithAckTimeout(3*time.Second))
 		}
@@ -1461,7 +1476,7 @@ func FuzzOperations(f *testing.F) {
 					want = anything // seeking where nothing is in flight changes nothing
 				}
 			case 14:
-				clock.advance(time.Duration(n) * time.Second)
+				clock.Advance(time.Duration(n) * time.Second)
 			case 15:
 				d, err := b.Describe(tp)
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/f91dcac0/tributary/internal/testclock"
 	"github.com/f91dcac0/tributary/model"
 )
 
@@ -105,21 +106,21 @@ func TestPollPartition(t *testing.T) {
 // delivery is delivered again with Attempt + 1, and the clock is read once
 // per valid call, as by Poll.
 func TestPollPartitionAckTimeout(t *testing.T) {
-	c := newClock()
-	f := pollPartitionFx(t, model.WithClock(c.read), model.WithAckTimeout(10*time.Second))
-	reads := c.reads
+	c := testclock.New()
+	f := pollPartitionFx(t, model.WithClock(c.Now), model.WithAckTimeout(10*time.Second))
+	reads := c.Reads()
 	require.Equal(t, []model.Record{rec("t", 0, 0, "p0.0")}, f.pollPartition("t", "g", "a", 0))
-	require.Equal(t, reads+1, c.reads, "one reading per call")
-	c.advance(10*time.Second - 1)
+	require.Equal(t, reads+1, c.Reads(), "one reading per call")
+	c.Advance(10*time.Second - 1)
 	require.Empty(t, f.pollPartition("t", "g", "a", 0), "not yet expired")
-	c.advance(1)
+	c.Advance(1)
 	require.Equal(t, []model.Record{rec("t", 1, 0, "p1.0")}, f.pollPartition("t", "g", "b", 1), "b's partition: a first delivery")
 	require.Equal(t, []model.Record{recN("t", 0, 0, "p0.0", 2)}, f.pollPartition("t", "g", "a", 0), "expired: delivered again")
 	require.Empty(t, f.pollPartition("t", "g", "a", 0), "in flight again")
-	reads = c.reads
+	reads = c.Reads()
 	_, err := f.b.PollPartition("t", "g", "a", 3)
 	require.ErrorIs(t, err, model.ErrInvalidArgument)
-	require.Equal(t, reads, c.reads, "an invalid call reads no clock")
+	require.Equal(t, reads, c.Reads(), "an invalid call reads no clock")
 	require.True(t, f.ack("t", "g", "a", 0, 0))
 }
 
