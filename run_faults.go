@@ -18,6 +18,9 @@ package tributary
 // tag (run_faults_on.go). In every other build runHooks is an empty struct
 // whose methods are the identity (run_faults_off.go), which the compiler
 // inlines, so the normal build pays nothing.
+//
+// docs/testing.md ("Deliberate faults") describes the mechanism that every
+// package's faults share.
 
 // runFault is one deliberate bug of Run's hand-off, named in the fault
 // table (run_faults_on.go).

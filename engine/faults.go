@@ -11,6 +11,9 @@ package engine
 // methods are the correct steps (faults_off.go): the identity, a constant
 // or a direct call, which the compiler inlines, so the normal build pays
 // nothing, not even a load.
+//
+// docs/testing.md ("Deliberate faults") describes the mechanism that every
+// package's faults share.
 
 // fault identifies one deliberate bug; faultNone is the correct engine.
 type fault uint8

@@ -15,6 +15,9 @@ package ringlog
 // other build hooks is an empty struct whose methods are the correct steps
 // (faults_off.go): nothing, and the identity, which the compiler inlines,
 // so the normal build pays nothing.
+//
+// docs/testing.md ("Deliberate faults") describes the mechanism that every
+// package's faults share.
 
 // fault identifies one deliberate bug; faultNone is the correct log.
 type fault uint8

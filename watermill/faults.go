@@ -26,6 +26,9 @@ import "github.com/f91dcac0/tributary"
 // other build hooks is an empty struct whose methods are the correct steps
 // (faults_off.go): the identity, which the compiler inlines, so the normal
 // build pays nothing.
+//
+// docs/testing.md ("Deliberate faults") describes the mechanism that every
+// package's faults share.
 
 // fault identifies one deliberate bug; faultNone is the correct adapter.
 type fault uint8
