@@ -1,5 +1,7 @@
 package tributary
 
+//lint:file-ignore U1000 the faults are named here for the tributary_faults build (run_faults_on.go).
+
 // Deliberate bugs of Consumer.Run's handler hand-off, for proving that the
 // tests of run_state_test.go catch them (run_faults_test.go). Each is the
 // broken variant of one seam, a method of the runner's hooks that
@@ -27,7 +29,6 @@ package tributary
 type runFault uint8
 
 const (
-	//lint:ignore U1000 named for run_faults_on.go (tributary_faults builds)
 	runFaultNone runFault = iota // the correct Run
 	// runFaultApplyAbandoned: the worker applies a handler's result even
 	// after Run abandoned the handler (returned at the end of the grace).
@@ -39,6 +40,5 @@ const (
 	// runFaultApplyClosed: the worker applies the result of a handler
 	// that closed its consumer (Close ends Run without applying it).
 	runFaultApplyClosed
-	//lint:ignore U1000 named for run_faults_on.go (tributary_faults builds)
 	runFaultCount
 )

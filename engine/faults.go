@@ -1,5 +1,7 @@
 package engine
 
+//lint:file-ignore U1000 the faults are named here for the tributary_faults build (faults_on.go).
+
 // Deliberate bugs, for proving that the linearizability checker (package
 // porcupine) can fail. Each fault is one realistic concurrency or
 // bookkeeping bug, broken at a seam of the algorithm: a method of the
@@ -19,7 +21,6 @@ package engine
 type fault uint8
 
 const (
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultNone fault = iota
 	// (a) Poll releases each cursor lock before taking the next one, so
 	// a poll over several partitions is no longer one atomic snapshot.

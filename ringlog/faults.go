@@ -1,5 +1,7 @@
 package ringlog
 
+//lint:file-ignore U1000 the faults are named here for the tributary_faults build (faults_on.go).
+
 // Deliberate bugs of the paged log, for proving that its tests catch them
 // (ringlog/faults_test.go). Each is the broken variant of one seam, a
 // method of the log's hooks that ringlog.go calls where the step is:
@@ -23,7 +25,6 @@ package ringlog
 type fault uint8
 
 const (
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultNone fault = iota
 	// A grown directory is published before the pages in use are copied
 	// into it, so a concurrent Read can find its page missing.
@@ -31,6 +32,5 @@ const (
 	// TrimTo gives up the page holding the new log start too, although
 	// entries of it are still retained.
 	faultTrimFreesLivePage
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultCount
 )

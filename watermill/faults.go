@@ -1,5 +1,7 @@
 package tributarywm
 
+//lint:file-ignore U1000 the faults are named here for the tributary_faults build (faults_on.go).
+
 import "github.com/f91dcac0/tributary"
 
 // Deliberate bugs of the adapter, for proving that Watermill's universal
@@ -34,13 +36,11 @@ import "github.com/f91dcac0/tributary"
 type fault uint8
 
 const (
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultNone fault = iota
 	faultDropMetadata
 	faultAckOnSend
 	faultNackAcks
 	faultNackIgnoresDeadLetter
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultCount
 )
 
