@@ -1214,6 +1214,9 @@ func (c *Consumer[T]) runEnd(ctx context.Context, err error) error {
 // can return without waiting for a handler that ignores ctx; the two
 // agree through state which of them the record being handled belongs to.
 type runner[T any] struct {
+	// hooks are the seams of Run's deliberate faults (run_faults.go):
+	// empty, and calls to them compiled away, in a normal build.
+	hooks  runHooks
 	c      *Consumer[T]
 	h      Handler[T]
 	ctx    context.Context // Run's: the handler's, the poll's
@@ -1295,7 +1298,7 @@ func (r *runner[T]) abandon() bool {
 	for {
 		s := r.state.Load()
 		if r.state.CompareAndSwap(s, runAbandoned) {
-			return s == runHandling || runFaultOn(runFaultAbandonSettling)
+			return r.hooks.abandons(s == runHandling)
 		}
 	}
 }
@@ -1428,14 +1431,10 @@ func (r *runner[T]) process(rec *engine.Record, id string) error {
 // settle, unless wait abandoned it meanwhile or the consumer was closed
 // (Close ends Run without applying the running handler's result).
 func (r *runner[T]) handled() bool {
-	if runFaultOn(runFaultApplyAbandoned) {
-		r.state.Store(runIdle)
-		return true
-	}
-	if !r.state.CompareAndSwap(runHandling, runIdle) {
+	if !r.hooks.handedBack(r.state.CompareAndSwap(runHandling, runIdle), &r.state) {
 		return false
 	}
-	return runFaultOn(runFaultApplyClosed) || !r.c.closed()
+	return r.hooks.applies(!r.c.closed())
 }
 
 // call runs the handler on m's copy (its changes never reach a dead

@@ -2,9 +2,28 @@
 
 package tributary
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// runFaults holds the switched-on runFaults, one bit each.
+	"github.com/f91dcac0/tributary/internal/faults"
+)
+
+// runFaultNames is Run's fault table (internal/faults), indexed by
+// runFault.
+var runFaultNames = [runFaultCount]string{
+	faults.None,
+	"apply-abandoned",
+	"abandon-settling",
+	"apply-closed",
+}
+
+var runFaultTable = faults.Table(runFaultNames[:])
+
+// String returns the fault's name.
+func (f runFault) String() string { return runFaultTable.Name(int(f)) }
+
+// runFaults holds the switched-on runFaults, one bit each, for every Run
+// of the process: the state cases build their consumers themselves.
 var runFaults atomic.Uint32
 
 // runFaultOn reports whether f is switched on.
@@ -22,4 +41,29 @@ func setRunFault(f runFault, on bool) {
 			return
 		}
 	}
+}
+
+// runHooks is empty: the faults are the process's (runFaults).
+type runHooks struct{}
+
+// abandons is runFaultAbandonSettling: wait abandons a worker that is
+// settling a record too.
+func (runHooks) abandons(running bool) bool {
+	return running || runFaultOn(runFaultAbandonSettling)
+}
+
+// handedBack is runFaultApplyAbandoned: the worker takes the record back
+// even after wait abandoned it.
+func (runHooks) handedBack(ok bool, state *atomic.Int32) bool {
+	if runFaultOn(runFaultApplyAbandoned) {
+		state.Store(runIdle)
+		return true
+	}
+	return ok
+}
+
+// applies is runFaultApplyClosed, and runFaultApplyAbandoned: the result
+// is applied although the consumer was closed while the handler ran.
+func (runHooks) applies(notClosed bool) bool {
+	return notClosed || runFaultOn(runFaultApplyClosed) || runFaultOn(runFaultApplyAbandoned)
 }

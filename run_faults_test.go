@@ -16,7 +16,7 @@ func TestRunFaultsCaught(t *testing.T) {
 			defer setRunFault(k.fault, false)
 			msg := k.run()
 			if msg == "" {
-				t.Fatalf("fault %d not caught", k.fault)
+				t.Fatalf("fault %s not caught", k.fault)
 			}
 			t.Logf("caught: %s", msg)
 		})

@@ -133,6 +133,14 @@ func newH(t testing.TB, nb NewBackend, cfg Config) *h {
 	return &h{t: t, b: nb(cfg), members: map[[3]string]tributary.BackendMember{}}
 }
 
+// newTopic is newH with topic "t" of n partitions created.
+func newTopic(t testing.TB, nb NewBackend, cfg Config, n int32) *h {
+	t.Helper()
+	h := newH(t, nb, cfg)
+	h.create("t", n)
+	return h
+}
+
 // create creates topic with n partitions and returns it.
 func (h *h) create(topic string, n int32) tributary.BackendTopic {
 	h.t.Helper()
@@ -193,9 +201,16 @@ func (h *h) pubs(topic string, p int32, first int64, payloads ...string) {
 
 func (h *h) join(topic, group, member string) []int32 {
 	h.t.Helper()
-	parts, err := h.m(topic, group, member).Join()
-	require.NoError(h.t, err, "Join(%q, %q, %q)", topic, group, member)
-	require.NotNil(h.t, parts, "Join(%q, %q, %q) is empty, not nil", topic, group, member)
+	return h.parts("Join", h.m(topic, group, member).Join, topic, group, member)
+}
+
+// parts returns what call, member's Join or Rejoin (named what), returned:
+// its partitions, which must not be nil; it fails the check on an error.
+func (h *h) parts(what string, call func() ([]int32, error), topic, group, member string) []int32 {
+	h.t.Helper()
+	parts, err := call()
+	require.NoError(h.t, err, "%s(%q, %q, %q)", what, topic, group, member)
+	require.NotNil(h.t, parts, "%s(%q, %q, %q) is empty, not nil", what, topic, group, member)
 	return parts
 }
 

@@ -103,8 +103,7 @@ func blockingPublishStop(t testing.TB, nb NewBackend) {
 // idleMember is a backend whose topic t has two empty partitions and a
 // group g with member m.
 func idleMember(t testing.TB, nb NewBackend) (*h, tributary.BackendMember) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4}, 2)
 	h.join("t", "g", "m")
 	return h, h.m("t", "g", "m")
 }
@@ -114,11 +113,7 @@ func blockingPollPublish(t testing.TB, nb NewBackend) {
 	ctx, cancel := bg()
 	defer cancel()
 	mark := engine.Record{Topic: "mark"}
-	c := async(func() result {
-		recs, err := m.Poll(ctx, nil, []engine.Record{mark}, 4)
-		return result{recs: recs, err: err}
-	})
-	notYet(t, c, "Poll with nothing to deliver")
+	c := waitingPoll(ctx, t, m, nil, []engine.Record{mark}, "nothing to deliver")
 	h.pubs("t", 1, 0, "x")
 	r := await(t, c, "Poll after a publish")
 	require.NoError(t, r.err)
@@ -138,11 +133,7 @@ func blockingPollRetry(t testing.TB, nb NewBackend) {
 	require.Equal(t, []string{"0/0 x #1"}, h.poll("t", "g", "m", 4))
 	ctx, cancel := bg()
 	defer cancel()
-	c := async(func() result {
-		recs, err := m.Poll(ctx, nil, nil, 4)
-		return result{recs: recs, err: err}
-	})
-	notYet(t, c, "Poll with everything in flight")
+	c := waitingPoll(ctx, t, m, nil, nil, "everything in flight")
 	require.True(t, h.retry("t", "g", "m", 0, 0))
 	r := await(t, c, "Poll after a retry")
 	require.NoError(t, r.err)
@@ -153,11 +144,7 @@ func blockingPollContext(t testing.TB, nb NewBackend) {
 	h, m := idleMember(t, nb)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := async(func() result {
-		recs, err := m.Poll(ctx, nil, nil, 4)
-		return result{recs: recs, err: err}
-	})
-	notYet(t, c, "Poll with nothing to deliver")
+	c := waitingPoll(ctx, t, m, nil, nil, "nothing to deliver")
 	cancel()
 	r := await(t, c, "Poll after its context was cancelled")
 	require.ErrorIs(t, r.err, context.Canceled)
@@ -176,11 +163,7 @@ func blockingPollStop(t testing.TB, nb NewBackend) {
 	ctx, cancel := bg()
 	defer cancel()
 	stop := make(chan struct{})
-	c := async(func() result {
-		recs, err := m.Poll(ctx, stop, nil, 4)
-		return result{recs: recs, err: err}
-	})
-	notYet(t, c, "Poll with nothing to deliver")
+	c := waitingPoll(ctx, t, m, stop, nil, "nothing to deliver")
 	close(stop)
 	r := await(t, c, "Poll after stop was closed")
 	require.ErrorIs(t, r.err, tributary.ErrClosed)
@@ -192,14 +175,23 @@ func blockingPollLeft(t testing.TB, nb NewBackend) {
 	h, m := idleMember(t, nb)
 	ctx, cancel := bg()
 	defer cancel()
-	c := async(func() result {
-		recs, err := m.Poll(ctx, nil, nil, 4)
-		return result{recs: recs, err: err}
-	})
-	notYet(t, c, "Poll with nothing to deliver")
+	c := waitingPoll(ctx, t, m, nil, nil, "nothing to deliver")
 	require.True(t, h.leave("t", "g", "m"))
 	r := await(t, c, "Poll after the member left")
 	require.ErrorIs(t, r.err, tributary.ErrClosed)
 	_, err := m.Poll(ctx, nil, nil, 4)
 	require.ErrorIs(t, err, tributary.ErrClosed, "Poll of a member not in its group")
+}
+
+// waitingPoll starts m.Poll(ctx, stop, dst, 4) in a goroutine and requires
+// it to be waiting still after settle, for why ("nothing to deliver"); it
+// returns the channel its result arrives on.
+func waitingPoll(ctx context.Context, t testing.TB, m tributary.BackendMember, stop <-chan struct{}, dst []engine.Record, why string) <-chan result {
+	t.Helper()
+	c := async(func() result {
+		recs, err := m.Poll(ctx, stop, dst, 4)
+		return result{recs: recs, err: err}
+	})
+	notYet(t, c, "Poll with "+why)
+	return c
 }

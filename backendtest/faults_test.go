@@ -18,7 +18,18 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// A fault is a deliberate bug a faultyBackend adds to the engine backend.
+// Deliberate bugs of a backend, for proving that the suite's checks can
+// fail (TestSuiteDetectsFaults). Each is the broken variant of one seam, a
+// method of the wrappers of the engine backend's interfaces
+// (faultyBackend, faultyTopic, faultyMember; configure for the Config a
+// backend is made with): with the wrapper's fault on, the method does the
+// broken variant; otherwise it calls the backend's own. The fault table,
+// faults, names each; a fault's name says what breaks. The wrappers
+// exist only in this test; docs/testing.md ("Deliberate faults") describes
+// the mechanism every package's faults share.
+
+// fault identifies one deliberate bug by its name; noFault is the correct
+// backend.
 type fault string
 
 const (
@@ -71,6 +82,8 @@ const (
 	removeDoesNotFence  fault = "RemoveMember does not fence the incarnation it removes"
 )
 
+// faults is the fault table: every fault but noFault, each switched on
+// for the backends of one run of the checks.
 var faults = []fault{
 	ackAnyOffset, pollIgnoresOwners, publishNeverFull, seekIgnoresRange,
 	retryCommits, createClampsCount, deleteIgnoresMember, setAssignorNoOp,
@@ -106,7 +119,8 @@ func (f fault) configure(cfg backendtest.Config) backendtest.Config {
 	return cfg
 }
 
-// faultyBackend is the engine backend with one fault.
+// faultyBackend is the engine backend behind the seams, with fault f
+// switched on (noFault: none).
 type faultyBackend struct {
 	tributary.Backend
 	f   fault
@@ -126,11 +140,15 @@ func (b *faultyBackend) SessionTimeout() time.Duration {
 	return b.Backend.SessionTimeout()
 }
 
+// faultyTopic is a topic of a faultyBackend: its seams are TryPublish,
+// Publish and Member.
 type faultyTopic struct {
 	tributary.BackendTopic
 	b *faultyBackend
 }
 
+// faultyMember is a member of a faultyTopic: its seams are the member's
+// calls.
 type faultyMember struct {
 	tributary.BackendMember
 	t      *faultyTopic

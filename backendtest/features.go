@@ -45,8 +45,7 @@ func featureChecks() []Check {
 // is PublishMessage of a message with that payload alone.
 func rule15RoundTrip(t testing.TB, nb NewBackend) {
 	clock := NewFakeClock()
-	h := newH(t, nb, Config{Capacity: 4, Clock: clock.Now})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 4, Clock: clock.Now}, 1)
 	created := time.Date(2023, 5, 6, 7, 8, 9, 10, time.UTC)
 	headers := []engine.Header{{Key: "h1", Value: "v1"}, {Key: "h1", Value: "v2"}, {Key: "h0", Value: ""}}
 	require.Equal(t, int64(0), h.pubMsg("t", 0, engine.Message{Key: "k", Headers: headers, Payload: "p", Time: created}))
@@ -79,8 +78,7 @@ func rule15RoundTrip(t testing.TB, nb NewBackend) {
 // rule15HeadersCopied: the backend keeps its own copy of the headers, and
 // a polled record's headers are the caller's.
 func rule15HeadersCopied(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 4}, 1)
 	headers := []engine.Header{{Key: "a", Value: "1"}, {Key: "b", Value: "2"}}
 	h.pubMsg("t", 0, engine.Message{Headers: headers, Payload: "p"})
 	headers[0].Value = "changed"
@@ -128,8 +126,7 @@ func rule15MaxBytes(t testing.TB, nb NewBackend) {
 }
 
 func rule16Attempts(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 10})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 10}, 2)
 	h.pubs("t", 0, 0, "r0", "r1", "r2")
 	h.pubs("t", 1, 0, "s0", "s1", "s2")
 	h.join("t", "g", "a")
@@ -166,8 +163,7 @@ func rule16Attempts(t testing.TB, nb NewBackend) {
 }
 
 func rule17CreateGroup(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 4)
+	h := newTopic(t, nb, Config{Capacity: 4}, 4)
 	require.True(t, h.createGroup("t", "g", engine.Range))
 	require.False(t, h.createGroup("t", "g", engine.Sticky))
 	require.False(t, h.createGroup("t", "g", engine.RoundRobin))
@@ -196,8 +192,7 @@ func rule17CreateGroup(t testing.TB, nb NewBackend) {
 }
 
 func rule17DeleteGroup(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 2})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 2}, 1)
 	h.join("t", "g", "m")
 	require.True(t, h.createGroup("t", "idle", engine.RoundRobin))
 	h.pubs("t", 0, 0, "a", "b")
@@ -238,17 +233,12 @@ func rule17DeleteGroup(t testing.TB, nb NewBackend) {
 
 // rule17Recreated: a name deleted and used again is a fresh group.
 func rule17Recreated(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 4}, 1)
 	require.True(t, h.createGroup("t", "keep", engine.RoundRobin)) // holds offset 0
 	h.pubs("t", 0, 0, "a", "b", "c")
 	require.True(t, h.createGroup("t", "g", engine.Range))
 	h.join("t", "g", "m")
-	h.poll("t", "g", "m", 1)
-	require.True(t, h.ack("t", "g", "m", 0, 0))
-	require.Equal(t, []string{"0/1 b #1"}, h.poll("t", "g", "m", 1))
-	require.True(t, h.retry("t", "g", "m", 0, 1))
-	require.Equal(t, []string{"0/1 b #2"}, h.poll("t", "g", "m", 1))
+	h.ackThenRetry("t", "g", "m")
 	require.True(t, h.leave("t", "g", "m"))
 	ok, err := h.b.DeleteGroup("t", "g")
 	require.NoError(t, err)
@@ -273,8 +263,7 @@ func (h *h) partsOf(topic, group string, members ...string) map[string][]int32 {
 }
 
 func rule18Assignors(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 7)
+	h := newTopic(t, nb, Config{Capacity: 4}, 7)
 	for p := range int32(7) {
 		h.pubs("t", p, 0, fmt.Sprint("r", p))
 	}
@@ -316,8 +305,7 @@ func rule18Assignors(t testing.TB, nb NewBackend) {
 // rule18Sticky: Sticky balances, then keeps as many owners as it can, the
 // same answer each time.
 func rule18Sticky(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 7)
+	h := newTopic(t, nb, Config{Capacity: 4}, 7)
 	for p := range int32(7) {
 		h.pubs("t", p, 0, fmt.Sprint("r", p))
 	}
@@ -473,8 +461,7 @@ func rule19AddPartitions(t testing.TB, nb NewBackend) {
 }
 
 func rule19Bounds(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 1})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 1}, 2)
 	before := h.state()
 	for _, k := range []int32{0, -1, 63} {
 		_, err := h.b.AddPartitions("t", k)
@@ -494,8 +481,7 @@ func rule19Bounds(t testing.TB, nb NewBackend) {
 // (false), then the range [log start, log end] (ErrOffsetOutOfRange),
 // changing nothing unless it succeeds.
 func rule20OutOfRange(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 4}, 1)
 	h.pubs("t", 0, 0, "a", "b", "c")
 	h.join("t", "g", "m")
 	h.poll("t", "g", "m", 1)
@@ -522,8 +508,7 @@ func rule20OutOfRange(t testing.TB, nb NewBackend) {
 }
 
 func rule20Replay(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 4}, 1)
 	require.True(t, h.createGroup("t", "hold", engine.RoundRobin))
 	h.pubs("t", 0, 0, "a", "b", "c")
 	h.join("t", "g", "m")
@@ -565,8 +550,7 @@ func rule20Replay(t testing.TB, nb NewBackend) {
 // verbatim (capacity 3, WithReplayWindow(2), partition 0, group g with one
 // member joined first), with the log start checked at each step.
 func rule21WorkedExample(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 3, ReplayWindow: 2})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 3, ReplayWindow: 2}, 1)
 	logStart := func(want int64, when string) {
 		t.Helper()
 		require.Equal(t, want, h.describe("t").Partitions[0].LogStartOffset, "log start %s", when)
@@ -600,8 +584,7 @@ func rule21WorkedExample(t testing.TB, nb NewBackend) {
 // (a member-less group counts); a deleted group's commits no longer make
 // room, and a new group starts at the log start, the window included.
 func rule21NoGroup(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 3, ReplayWindow: 2})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 3, ReplayWindow: 2}, 1)
 	h.pubs("t", 0, 0, "a", "b", "c")
 	require.Equal(t, int64(-1), h.pub("t", 0, "x"), "no group: full")
 	require.True(t, h.createGroup("t", "idle", engine.RoundRobin))
@@ -633,8 +616,7 @@ func rule21NoGroup(t testing.TB, nb NewBackend) {
 // every group committed at once, Seek cannot go back to it, and a full
 // partition whose records nobody committed refuses a publish.
 func rule21WindowZero(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 3, ReplayWindow: 0})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 3, ReplayWindow: 0}, 1)
 	h.join("t", "g", "m")
 	h.pubs("t", 0, 0, "a", "b", "c")
 	h.poll("t", "g", "m", 1)
@@ -659,8 +641,7 @@ func rule21WindowZero(t testing.TB, nb NewBackend) {
 func rule22AckTimeout(t testing.TB, nb NewBackend) {
 	const d = 10 * time.Second
 	clock := NewFakeClock()
-	h := newH(t, nb, Config{Capacity: 4, AckTimeout: d, Clock: clock.Now})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4, AckTimeout: d, Clock: clock.Now}, 2)
 	h.pubs("t", 0, 0, "a", "b", "c")
 	h.pubs("t", 1, 0, "x")
 	h.join("t", "g", "m")
@@ -686,8 +667,7 @@ func rule22AckTimeout(t testing.TB, nb NewBackend) {
 }
 
 func rule23Describe(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4}, 2)
 	require.Equal(t, engine.TopicDescription{
 		Topic:      "t",
 		Partitions: []engine.PartitionDescription{{Partition: 0}, {Partition: 1}},
@@ -698,11 +678,7 @@ func rule23Describe(t testing.TB, nb NewBackend) {
 	require.True(t, h.createGroup("t", "h", engine.Range))
 	h.join("t", "g", "m2")
 	h.join("t", "g", "m1")
-	h.poll("t", "g", "m1", 1)
-	require.True(t, h.ack("t", "g", "m1", 0, 0))
-	require.Equal(t, []string{"0/1 b #1"}, h.poll("t", "g", "m1", 1))
-	require.True(t, h.retry("t", "g", "m1", 0, 1))
-	require.Equal(t, []string{"0/1 b #2"}, h.poll("t", "g", "m1", 1))
+	h.ackThenRetry("t", "g", "m1")
 	want := engine.TopicDescription{
 		Topic: "t",
 		Partitions: []engine.PartitionDescription{
@@ -736,8 +712,7 @@ func rule23Describe(t testing.TB, nb NewBackend) {
 
 func rule23Snapshot(t testing.TB, nb NewBackend) {
 	clock := NewFakeClock()
-	h := newH(t, nb, Config{Capacity: 4, Clock: clock.Now})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4, Clock: clock.Now}, 2)
 	h.pubs("t", 0, 0, "a", "b")
 	h.pubMsg("t", 1, engine.Message{Key: "k", Headers: []engine.Header{{Key: "h", Value: "v"}}, Payload: "c"})
 	h.join("t", "g", "m")
@@ -759,4 +734,17 @@ func rule23Snapshot(t testing.TB, nb NewBackend) {
 		{{Topic: "t", Partition: 1, Offset: 0, Payload: "c", Key: "k", Headers: []engine.Header{{Key: "h", Value: "v"}}}},
 	}, s.Records, "the retained records, Attempt 0")
 	require.Equal(t, []string{}, h.poll("t", "g", "m", 64), "a snapshot is not a delivery")
+}
+
+// ackThenRetry moves member's group on partition 0 of topic, whose records
+// from offset 0 are "a", "b": member polls and acks offset 0, polls and
+// retries offset 1, and polls it again, which leaves the group's
+// committed offset at 1, in flight to member on its second attempt.
+func (h *h) ackThenRetry(topic, group, member string) {
+	h.t.Helper()
+	h.poll(topic, group, member, 1)
+	require.True(h.t, h.ack(topic, group, member, 0, 0))
+	require.Equal(h.t, []string{"0/1 b #1"}, h.poll(topic, group, member, 1))
+	require.True(h.t, h.retry(topic, group, member, 0, 1))
+	require.Equal(h.t, []string{"0/1 b #2"}, h.poll(topic, group, member, 1))
 }

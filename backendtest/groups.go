@@ -39,8 +39,7 @@ func (h *h) groupConfig(topic, group string) (tributary.GroupConfig, bool) {
 // GroupConfig returns, until the group is deleted; a duplicate CreateGroup
 // does not change it; a group made by a Join has the zero one.
 func groupConfigKept(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4}, 2)
 	want := tributary.GroupConfig{Start: engine.StartLatest, DeadLetter: "t-dlq", MaxAttempts: 3, Backoff: 5 * time.Millisecond, MaxBackoff: time.Second}
 	ok, err := h.b.CreateGroup("t", "g", engine.Range,
 		tributary.WithDeadLetter("t-dlq", 3), tributary.WithBackoff(5*time.Millisecond, time.Second), tributary.WithStart(engine.StartLatest))
@@ -104,8 +103,7 @@ func groupConfigKept(t testing.TB, nb NewBackend) {
 // groupConfigInvalid: CreateGroup with an option out of range and
 // GroupConfig with bad names are ErrInvalidArgument and change nothing.
 func groupConfigInvalid(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4}, 2)
 	h.pubs("t", 0, 0, "a")
 	before := h.state()
 	for _, tc := range []struct {
@@ -149,8 +147,7 @@ func groupConfigInvalid(t testing.TB, nb NewBackend) {
 // partition's log end, receives what is published afterwards and nothing
 // before; behind a group that still needs the records, nothing is freed.
 func groupStartLatest(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 8})
-	h.create("t", 3)
+	h := newTopic(t, nb, Config{Capacity: 8}, 3)
 	require.True(t, h.createGroup("t", "slow", engine.RoundRobin))
 	h.pubs("t", 0, 0, "a", "b", "c")
 	h.pubs("t", 1, 0, "d")
@@ -178,8 +175,7 @@ func groupStartLatest(t testing.TB, nb NewBackend) {
 // records no group needs commits past them: retention removes them at
 // once, but for the replay window, and a full partition has room again.
 func groupStartLatestAlone(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 3, ReplayWindow: 1})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 3, ReplayWindow: 1}, 1)
 	h.pubs("t", 0, 0, "a", "b", "c")
 	require.Equal(t, int64(-1), h.pub("t", 0, "full"), "no group: nothing is removed")
 	ok, err := h.b.CreateGroup("t", "g", engine.RoundRobin, tributary.WithStart(engine.StartLatest))
@@ -201,8 +197,7 @@ func groupStartLatestAlone(t testing.TB, nb NewBackend) {
 // partition, and its Ack is false; false for an absent member or group;
 // ErrInvalidArgument for bad names, changing nothing.
 func removeMember(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4}, 2)
 	h.pubs("t", 0, 0, "a")
 	h.pubs("t", 1, 0, "b")
 	require.Equal(t, []int32{0, 1}, h.join("t", "g", "x"))
@@ -265,11 +260,7 @@ func blockingPollRemoved(t testing.TB, nb NewBackend) {
 	h, m := idleMember(t, nb)
 	ctx, cancel := bg()
 	defer cancel()
-	c := async(func() result {
-		recs, err := m.Poll(ctx, nil, nil, 4)
-		return result{recs: recs, err: err}
-	})
-	notYet(t, c, "Poll with nothing to deliver")
+	c := waitingPoll(ctx, t, m, nil, nil, "nothing to deliver")
 	ok, err := h.b.RemoveMember("t", "g", "m")
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -47,10 +47,7 @@ func (h *h) heartbeat(topic, group, member string) bool {
 
 func (h *h) rejoin(topic, group, member string) []int32 {
 	h.t.Helper()
-	parts, err := h.m(topic, group, member).Rejoin()
-	require.NoError(h.t, err, "Rejoin(%q, %q, %q)", topic, group, member)
-	require.NotNil(h.t, parts, "Rejoin(%q, %q, %q) is empty, not nil", topic, group, member)
-	return parts
+	return h.parts("Rejoin", h.m(topic, group, member).Rejoin, topic, group, member)
 }
 
 // groupMembers returns group's members, from Describe (a call on the topic:

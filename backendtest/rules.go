@@ -65,8 +65,7 @@ func specWorkedExampleOrders(t testing.TB, nb NewBackend) {
 // [1]; a's in-flight record of partition 1 is cancelled, b can poll it, and
 // a's later ack of it returns false.
 func specWorkedExampleRebalance(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 10})
-	h.create("t", 3)
+	h := newTopic(t, nb, Config{Capacity: 10}, 3)
 	for p := range int32(3) {
 		h.pubs("t", p, 0, fmt.Sprint("x", p))
 	}
@@ -236,8 +235,7 @@ func rule03Invalid(t testing.TB, nb NewBackend) {
 // rule04UnknownTopic: OpenTopic of an unknown topic is ErrUnknownTopic;
 // every other call about one is ErrInvalidArgument (rule 4).
 func rule04UnknownTopic(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 4}, 1)
 	for _, name := range []string{"nope", "T", strings.Repeat("t", 64)} {
 		_, _, err := h.b.OpenTopic(name)
 		require.ErrorIs(t, err, tributary.ErrUnknownTopic, "OpenTopic(%q)", name)
@@ -263,8 +261,7 @@ func rule04UnknownTopic(t testing.TB, nb NewBackend) {
 // a group g with two members and deliveries in flight, a second group g2,
 // a member-less group idle, acked records.
 func baseState(t testing.TB, nb NewBackend) *h {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 3)
+	h := newTopic(t, nb, Config{Capacity: 4}, 3)
 	h.create("u", 1)
 	h.pubs("t", 0, 0, "a0", "a1", "a2")
 	h.pubs("t", 1, 0, "b0")
@@ -350,8 +347,7 @@ func rule04InvalidChangesNothing(t testing.TB, nb NewBackend) {
 }
 
 func rule05PublishOffsets(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 10})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 10}, 2)
 	require.Equal(t, int64(0), h.pub("t", 0, "a"))
 	require.Equal(t, int64(1), h.pub("t", 0, "b"))
 	require.Equal(t, int64(0), h.pub("t", 1, "c"))
@@ -369,8 +365,7 @@ func rule05PublishOffsets(t testing.TB, nb NewBackend) {
 // rule05PublishFull: a full partition reports ErrPartitionFull and uses up
 // no offset; fullness is per partition.
 func rule05PublishFull(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 2})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 2}, 2)
 	h.pubs("t", 0, 0, "a", "b")
 	before := h.state()
 	require.Equal(t, int64(-1), h.pub("t", 0, "c"))
@@ -449,8 +444,7 @@ func rule06NoEffect(t testing.TB, nb NewBackend) {
 }
 
 func rule07Join(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 5)
+	h := newTopic(t, nb, Config{Capacity: 4}, 5)
 	require.Equal(t, []int32{0, 1, 2, 3, 4}, h.join("t", "g", "b"))
 	require.Equal(t, []int32{0, 2, 4}, h.join("t", "g", "a"), "ascending")
 	require.Equal(t, []int32{1, 3}, h.join("t", "g", "b"))
@@ -500,8 +494,7 @@ func rule07Join(t testing.TB, nb NewBackend) {
 }
 
 func rule08Leave(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 3)
+	h := newTopic(t, nb, Config{Capacity: 4}, 3)
 	require.False(t, h.leave("t", "g", "a"), "absent group")
 	require.Equal(t, []int32{0, 1, 2}, h.join("t", "g", "a"))
 	require.False(t, h.leave("t", "g", "b"), "absent member")
@@ -530,8 +523,7 @@ func rule08Leave(t testing.TB, nb NewBackend) {
 
 // rule08Memberless: a group with no members counts for retention.
 func rule08Memberless(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 2})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 2}, 1)
 	h.join("t", "idle", "x")
 	require.True(t, h.leave("t", "idle", "x"))
 	h.pubs("t", 0, 0, "a", "b")
@@ -551,8 +543,7 @@ func rule08Memberless(t testing.TB, nb NewBackend) {
 // rule09Setup: three partitions of two records; a owns all three and has
 // each partition's first record in flight.
 func rule09Setup(t testing.TB, nb NewBackend) *h {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 3)
+	h := newTopic(t, nb, Config{Capacity: 4}, 3)
 	h.pubs("t", 0, 0, "a0", "a1")
 	h.pubs("t", 1, 0, "b0", "b1")
 	h.pubs("t", 2, 0, "c0", "c1")
@@ -592,8 +583,7 @@ func rule09Kept(t testing.TB, nb NewBackend) {
 }
 
 func rule10Poll(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 4)
+	h := newTopic(t, nb, Config{Capacity: 4}, 4)
 	for p := int32(3); p >= 0; p-- {
 		h.pubs("t", p, 0, fmt.Sprint("r", p, "a"), fmt.Sprint("r", p, "b"))
 	}
@@ -617,8 +607,7 @@ func rule10Poll(t testing.TB, nb NewBackend) {
 
 // rule10Appends: TryPoll appends to dst and leaves what dst held.
 func rule10Appends(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4}, 2)
 	h.pubs("t", 0, 0, "a")
 	h.pubs("t", 1, 0, "b")
 	h.join("t", "g", "m")
@@ -639,8 +628,7 @@ func rule10Appends(t testing.TB, nb NewBackend) {
 }
 
 func rule10PollPartition(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 3)
+	h := newTopic(t, nb, Config{Capacity: 4}, 3)
 	for p := range int32(3) {
 		h.pubs("t", p, 0, fmt.Sprint("r", p, "a"), fmt.Sprint("r", p, "b"))
 	}
@@ -669,8 +657,7 @@ func rule10PollPartition(t testing.TB, nb NewBackend) {
 // each with its first record in flight; group h in which m1 owns both,
 // nothing in flight.
 func settleState(t testing.TB, nb NewBackend) *h {
-	h := newH(t, nb, Config{Capacity: 4})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 4}, 2)
 	h.pubs("t", 0, 0, "a", "b")
 	h.pubs("t", 1, 0, "c")
 	h.join("t", "g", "m1")
@@ -770,8 +757,7 @@ func rule12Retry(t testing.TB, nb NewBackend) {
 }
 
 func rule13NoGroups(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 3})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 3}, 1)
 	h.pubs("t", 0, 0, "a", "b", "c")
 	require.Equal(t, int64(-1), h.pub("t", 0, "d"))
 	require.Equal(t, int64(-1), h.pub("t", 0, "e"))
@@ -787,8 +773,7 @@ func rule13NoGroups(t testing.TB, nb NewBackend) {
 // rule13TwoGroups: a record is removed only when every group, a member-less
 // one included, has acknowledged it; the slowest group decides.
 func rule13TwoGroups(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 2})
-	h.create("t", 1)
+	h := newTopic(t, nb, Config{Capacity: 2}, 1)
 	h.join("t", "g1", "m")
 	h.join("t", "g2", "m")
 	h.join("t", "idle", "m")
@@ -817,8 +802,7 @@ func rule13TwoGroups(t testing.TB, nb NewBackend) {
 
 // rule13PerPartition: retention is per partition and per topic.
 func rule13PerPartition(t testing.TB, nb NewBackend) {
-	h := newH(t, nb, Config{Capacity: 1})
-	h.create("t", 2)
+	h := newTopic(t, nb, Config{Capacity: 1}, 2)
 	h.create("u", 1)
 	h.join("u", "slow", "m") // a group of u, not of t
 	h.join("t", "g", "m")

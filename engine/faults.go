@@ -1,5 +1,7 @@
 package engine
 
+//lint:file-ignore U1000 the faults are named here for the tributary_faults build (faults_on.go).
+
 // Deliberate bugs, for proving that the linearizability checker (package
 // porcupine) can fail. Each fault is one realistic concurrency or
 // bookkeeping bug, broken at a seam of the algorithm: a method of the
@@ -11,12 +13,14 @@ package engine
 // methods are the correct steps (faults_off.go): the identity, a constant
 // or a direct call, which the compiler inlines, so the normal build pays
 // nothing, not even a load.
+//
+// docs/testing.md ("Deliberate faults") describes the mechanism that every
+// package's faults share.
 
 // fault identifies one deliberate bug; faultNone is the correct engine.
 type fault uint8
 
 const (
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultNone fault = iota
 	// (a) Poll releases each cursor lock before taking the next one, so
 	// a poll over several partitions is no longer one atomic snapshot.

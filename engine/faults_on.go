@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/f91dcac0/tributary/internal/faults"
 	"github.com/f91dcac0/tributary/shard"
 )
 
@@ -154,13 +155,13 @@ var faultNames = [faultCount]string{
 	"catch-up-skips-trim",
 }
 
-// String returns the fault's name, as ParseFault accepts it.
-func (f Fault) String() string {
-	if int(f) < len(faultNames) {
-		return faultNames[f]
-	}
-	return fmt.Sprintf("Fault(%d)", uint8(f))
-}
+// faultTable is the engine's fault table (internal/faults), indexed by
+// Fault.
+var faultTable = faults.Table(faultNames[:])
+
+// String returns the fault's name, as ParseFault accepts it, or
+// "fault(N)" for a number that is no Fault.
+func (f Fault) String() string { return faultTable.Name(int(f)) }
 
 // Faults returns every fault except FaultNone that the results of the
 // broker's calls show, in declaration order, as a new slice owned by the
@@ -191,12 +192,11 @@ func SignalFaults() []Fault { return slices.Clone(signalFaults) }
 // ParseFault returns the Fault named name (see the constants), or an
 // ErrInvalidArgument error for an unknown name.
 func ParseFault(name string) (Fault, error) {
-	for i, n := range faultNames {
-		if n == name {
-			return Fault(i), nil
-		}
+	i, err := faultTable.Parse(name)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
-	return 0, fmt.Errorf("%w: unknown fault %q (want one of %q)", ErrInvalidArgument, name, faultNames[:])
+	return Fault(i), nil
 }
 
 // hooks is the fault a topic was created with, and the state that fault

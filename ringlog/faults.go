@@ -1,17 +1,30 @@
 package ringlog
 
+//lint:file-ignore U1000 the faults are named here for the tributary_faults build (faults_on.go).
+
 // Deliberate bugs of the paged log, for proving that its tests catch them
-// (ringlog/faults_test.go). Each is guarded in ringlog.go by a branch
-// `if faultOn(faultX)`; they exist only in builds with the tributary_faults
-// build tag (faults_on.go, which exports InjectFault). In every other build
-// faultOn is the constant false (faults_off.go) and the compiler removes
-// the branches.
+// (ringlog/faults_test.go). Each is the broken variant of one seam, a
+// method of the log's hooks that ringlog.go calls where the step is:
+//
+//   - filling runs before install copies the pages in use into a grown
+//     directory; its broken variant (grow-publishes-early) publishes the
+//     directory first.
+//   - firstKept filters the first page TrimTo keeps; its broken variant
+//     (trim-frees-live-page) gives up the page of the new log start too.
+//
+// The broken variants exist only in builds with the tributary_faults
+// build tag (faults_on.go, which exports InjectFault and Faults). In every
+// other build hooks is an empty struct whose methods are the correct steps
+// (faults_off.go): nothing, and the identity, which the compiler inlines,
+// so the normal build pays nothing.
+//
+// docs/testing.md ("Deliberate faults") describes the mechanism that every
+// package's faults share.
 
 // fault identifies one deliberate bug; faultNone is the correct log.
 type fault uint8
 
 const (
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultNone fault = iota
 	// A grown directory is published before the pages in use are copied
 	// into it, so a concurrent Read can find its page missing.
@@ -19,6 +32,5 @@ const (
 	// TrimTo gives up the page holding the new log start too, although
 	// entries of it are still retained.
 	faultTrimFreesLivePage
-	//lint:ignore U1000 named for faults_on.go (tributary_faults builds)
 	faultCount
 )

@@ -60,6 +60,9 @@ const pageShift = 10
 // Log is a bounded FIFO of entries of type T addressed by int64 offsets.
 // The zero Log has capacity 0 and accepts no entries; use New or Init.
 type Log[T any] struct {
+	// hooks are the seams of the package's deliberate faults (faults.go):
+	// empty, and calls to them compiled away, in a normal build.
+	hooks hooks[T]
 	// ring is the whole log of a capacity up to PageLen, a power of two
 	// long: the entry at off is ring[off & (len(ring) - 1)]. Written by
 	// Init only; nil for a paged log.
@@ -190,10 +193,7 @@ func (l *Log[T]) install(k int64) {
 			n *= 2
 		}
 		grown := &directory[T]{pages: make([]*[PageLen]T, n)}
-		if faultOn(faultGrowPublishesEarly) {
-			l.dir.Store(grown)
-			faultYield()
-		}
+		l.hooks.filling(&l.dir, grown)
 		for j := lo; j < k; j++ {
 			grown.pages[j&int64(n-1)] = d.pages[j&int64(len(d.pages)-1)]
 		}
@@ -267,10 +267,7 @@ func (l *Log[T]) TrimTo(off int64) int {
 	}
 	d := l.dir.Load()
 	mask := int64(len(d.pages) - 1)
-	last := off >> pageShift // the first page kept
-	if faultOn(faultTrimFreesLivePage) && off < l.end {
-		last++
-	}
+	last := l.hooks.firstKept(off>>pageShift, off, l.end) // the first page kept
 	for k := l.start >> pageShift; k < last; k++ {
 		slot := &d.pages[k&mask]
 		if l.spare == nil {

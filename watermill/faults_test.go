@@ -9,23 +9,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/f91dcac0/tributary/internal/faults"
 )
 
 // TestSuiteCatchesFaults shows that Watermill's suite, run as this
 // package runs it, can fail: it builds this package's tests with the
-// tributarywm_faults tag and runs one suite test per deliberately broken
-// behaviour (faults_on.go; for the dead-letter policy, which the suite
-// does not exercise, this package's own test), which must fail, and the
-// same tests with no fault switched on, which must pass. It runs only without -short (make
+// tributary_faults tag and runs one suite test per fault of the adapter's
+// fault table (faults.go; for the dead-letter policy, which the suite does
+// not exercise, this package's own test), switched on by name in
+// TRIBUTARY_FAULT, which must fail, and the same tests with no fault
+// switched on, which must pass. It runs only without -short (make
 // test-watermill): nack-acks fails by timing out one 15 s read.
 func TestSuiteCatchesFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a second test binary; make test-watermill runs it")
 	}
 	bin := filepath.Join(t.TempDir(), "faults.test")
-	build := exec.Command("go", "test", "-c", "-tags", "tributarywm_faults", "-o", bin, ".")
+	build := exec.Command("go", "test", "-c", "-tags", "tributary_faults", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go test -c -tags tributarywm_faults: %v\n%s", err, out)
+		t.Fatalf("go test -c -tags tributary_faults: %v\n%s", err, out)
 	}
 	for _, c := range []struct {
 		fault string
@@ -55,12 +58,12 @@ func TestSuiteCatchesFaults(t *testing.T) {
 }
 
 // runFaulty runs the fault-tagged test binary on pattern with fault
-// switched on ("" for none), in -short mode, and returns its output.
+// switched on by name in faults.Env ("" for none), in -short mode, and returns its output.
 func runFaulty(t *testing.T, bin, fault, pattern string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-test.run", pattern, "-test.short", "-test.count", "1", "-test.v")
-	cmd.Env = append(os.Environ(), "TRIBUTARYWM_FAULT="+fault)
+	cmd.Env = append(os.Environ(), faults.Env+"="+fault)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -296,11 +296,11 @@ func (s *Subscriber) Close() error {
 	return nil
 }
 
-// closedChan is a closed channel.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // subscription is one Subscribe call: one consumer, one output channel.
 type subscription struct {
+	// hooks are the seams of the adapter's deliberate faults (faults.go):
+	// empty, and calls to them compiled away, in a normal build.
+	hooks  hooks
 	s      *Subscriber
 	c      *tributary.Consumer[[]byte]
 	out    chan *message.Message
@@ -479,7 +479,7 @@ var errNacked = errors.New("nacked by the Watermill handler")
 // partition, SPEC rule 9) is logged: the partition's new owner delivers
 // the message again.
 func (sub *subscription) deliver(m *tributary.Message[[]byte]) (committed bool) {
-	wm := toWatermill(m)
+	wm := sub.hooks.received(toWatermill(m))
 	d := Delivery{
 		Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Attempt: m.Attempt,
 		Key: m.Key, Time: m.Time, Group: sub.c.Group(), Member: sub.c.Name(),
@@ -492,16 +492,12 @@ func (sub *subscription) deliver(m *tributary.Message[[]byte]) (committed bool) 
 	case <-sub.ctx.Done():
 		return false // leaving the group releases the record
 	}
-	acked := wm.Acked()
-	if fault("ack-on-send") {
-		acked = closedChan
-	}
 	settle, retried := sub.c.Ack, false
 	select {
-	case <-acked:
+	case <-sub.hooks.acked(wm.Acked()):
 	case <-wm.Nacked():
 		cancel()
-		if dl, max := sub.c.DeadLetter(); dl != "" && m.Attempt >= max && !fault("nack-ignores-dead-letter") {
+		if dl, max := sub.c.DeadLetter(); sub.hooks.lastAttempt(dl != "" && m.Attempt >= max) {
 			// The group's policy: this was the last attempt. Nack publishes
 			// the dead letter (waiting for room while the subscription
 			// lasts) and acks the message.
@@ -511,9 +507,7 @@ func (sub *subscription) deliver(m *tributary.Message[[]byte]) (committed bool) 
 			}
 			break
 		}
-		if !fault("nack-acks") {
-			settle, retried = sub.c.Retry, true
-		}
+		settle, retried = sub.hooks.nacked(sub.c.Retry, settle)
 		if wait := sub.s.cfg.NackResendSleep; wait > 0 {
 			t := time.NewTimer(wait)
 			select {

@@ -155,9 +155,6 @@ func toWatermill(m *tributary.Message[[]byte]) *message.Message {
 		uuid = m.ID
 	}
 	wm := message.NewMessage(uuid, m.Value)
-	if fault("drop-metadata") {
-		return wm
-	}
 	seen := false // the first HeaderUUID is the UUID; any later one is metadata
 	for _, h := range m.Headers {
 		if h.Key == HeaderUUID && !seen {
