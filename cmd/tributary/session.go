@@ -27,10 +27,14 @@ var (
 	errUnknownCommand = errors.New("unknown command")
 	errArgs           = errors.New("wrong arguments")
 	errUnknownID      = errors.New("unknown")
-	errDuplicateID    = errors.New("already exists")
 	errBadEvent       = errors.New("bad event file")
-	errTypeMismatch   = errors.New("type mismatch")
 	errNotOwner       = errors.New("does not own")
+
+	// The classes the library has too are its errors, in the program's
+	// words: errors.Is finds tributary.ErrExists in a duplicate id and
+	// tributary.ErrTypeMismatch in a type mismatch.
+	errDuplicateID  error = &classError{msg: "already exists", class: tributary.ErrExists}
+	errTypeMismatch error = &classError{msg: "type mismatch", class: tributary.ErrTypeMismatch}
 )
 
 // classError is an error of a class (errors.Is finds it) whose message
