@@ -41,53 +41,36 @@ func TestRangedFlags(t *testing.T) {
 		"churn": func(fs *flag.FlagSet) { Duration(fs, &dz, "churn", 0, time.Millisecond, time.Hour, true, "") },
 	}
 	for _, tt := range []struct {
-		flag, value string
-		werr        string // "": accepted
+		flag    string
+		ok      []string // accepted
+		refused []string // each refused with "-flag value: must be " + want
+		want    string
 	}{
-		{"n", "1", ""}, {"n", "64", ""}, {"n", "010", ""},
-		{"n", "0", "-n 0: must be in 1..64"},
-		{"n", "65", "-n 65: must be in 1..64"},
-		{"n", "-1", "-n -1: must be in 1..64"},
-		{"n", "0x10", "-n 0x10: must be in 1..64"},
-		{"n", "many", "-n many: must be in 1..64"},
-		{"n", "", `-n "": must be in 1..64`},
-		{"n", "99999999999999999999", "-n 99999999999999999999: must be in 1..64"},
-		{"p", "64", ""},
-		{"p", "4294967297", "-p 4294967297: must be in 1..64"}, // int32 wraps it to 1
-		{"seed", "0", ""}, {"seed", "18446744073709551615", ""},
-		{"seed", "-1", "-seed -1: must be in 0..18446744073709551615"},
-		{"seed", "18446744073709551616", "-seed 18446744073709551616: must be in 0..18446744073709551615"},
-		{"small", "2", ""}, {"small", "9", ""},
-		{"small", "1", "-small 1: must be in 2..9"},
-		{"small", "10", "-small 10: must be in 2..9"},
-		{"retry", "0", ""}, {"retry", "0.5", ""},
-		{"retry", "-0.1", "-retry -0.1: must be in 0..0.5"},
-		{"retry", "0.51", "-retry 0.51: must be in 0..0.5"},
-		{"retry", "NaN", "-retry NaN: must be in 0..0.5"},
-		{"retry", "often", "-retry often: must be in 0..0.5"},
-		{"wait", "1ms", ""}, {"wait", "1h", ""},
-		{"wait", "0", "-wait 0: must be in 1ms..1h"},
-		{"wait", "999us", "-wait 999us: must be in 1ms..1h"},
-		{"wait", "61m", "-wait 61m: must be in 1ms..1h"},
-		{"wait", "5", "-wait 5: must be in 1ms..1h"},
-		{"churn", "0", ""}, {"churn", "1ms", ""},
-		{"churn", "999us", "-churn 999us: must be 0 or in 1ms..1h"},
-		{"churn", "-1ms", "-churn -1ms: must be 0 or in 1ms..1h"},
-		{"churn", "2h", "-churn 2h: must be 0 or in 1ms..1h"},
+		{"n", []string{"1", "64", "010"}, []string{"0", "65", "-1", "0x10", "many", "", "99999999999999999999"}, "in 1..64"},
+		{"p", []string{"64"}, []string{"4294967297"}, "in 1..64"}, // int32 would wrap 4294967297 to 1
+		{"seed", []string{"0", "18446744073709551615"}, []string{"-1", "18446744073709551616"}, "in 0..18446744073709551615"},
+		{"small", []string{"2", "9"}, []string{"1", "10"}, "in 2..9"},
+		{"retry", []string{"0", "0.5"}, []string{"-0.1", "0.51", "NaN", "Inf", "often"}, "in 0..0.5"},
+		{"wait", []string{"1ms", "1h"}, []string{"0", "999us", "61m", "5"}, "in 1ms..1h"},
+		{"churn", []string{"0", "1ms"}, []string{"999us", "-1ms", "2h"}, "0 or in 1ms..1h"},
 	} {
-		err := parseOne(defs[tt.flag], "-"+tt.flag, tt.value)
-		if tt.werr == "" {
-			if err != nil {
-				t.Errorf("-%s %q: %v, want accepted", tt.flag, tt.value, err)
+		for _, v := range tt.ok {
+			if err := parseOne(defs[tt.flag], "-"+tt.flag, v); err != nil {
+				t.Errorf("-%s %q: %v, want accepted", tt.flag, v, err)
 			}
-			continue
 		}
-		var re *RangeError
-		if !errors.As(err, &re) || err.Error() != tt.werr {
-			t.Errorf("-%s %q: error %v (%T), want *RangeError %q", tt.flag, tt.value, err, err, tt.werr)
-		} else if re.Flag != tt.flag || re.Value != tt.value {
-			t.Errorf("-%s %q: RangeError names -%s %q", tt.flag, tt.value, re.Flag, re.Value)
+		for _, v := range tt.refused {
+			err := parseOne(defs[tt.flag], "-"+tt.flag, v)
+			var re *RangeError
+			if want := "-" + tt.flag + " " + Shown(v) + ": must be " + tt.want; !errors.As(err, &re) || err.Error() != want {
+				t.Errorf("-%s %q: error %v (%T), want *RangeError %q", tt.flag, v, err, err, want)
+			} else if re.Flag != tt.flag || re.Value != v {
+				t.Errorf("-%s %q: RangeError names -%s %q", tt.flag, v, re.Flag, re.Value)
+			}
 		}
+	}
+	if err := parseOne(defs["n"], "-n", ""); err == nil || err.Error() != `-n "": must be in 1..64` {
+		t.Errorf(`-n "": %v`, err)
 	}
 }
 
