@@ -9,9 +9,10 @@ import (
 	"github.com/f91dcac0/tributary"
 )
 
-// TestErrorClassesAreTheLibrarys: a duplicate id is tributary.ErrExists
-// and a type mismatch tributary.ErrTypeMismatch (errors.Is), while the
-// line printed keeps the program's words.
+// TestErrorClassesAreTheLibrarys: an unknown id is tributary.ErrNotFound,
+// a duplicate id tributary.ErrExists and a type mismatch
+// tributary.ErrTypeMismatch (errors.Is), while the line printed keeps the
+// program's words.
 func TestErrorClassesAreTheLibrarys(t *testing.T) {
 	s, err := newSession(&bytes.Buffer{}, osReader("."), sessionFlags{capacity: 10, window: 10, now: time.Now, seed: -1, backend: "memory"})
 	if err != nil {
@@ -28,6 +29,7 @@ func TestErrorClassesAreTheLibrarys(t *testing.T) {
 		class, lib error
 		wmsg       string
 	}{
+		{"consume event nope p0", errUnknownID, tributary.ErrNotFound, `unknown consumer "nope" (consumers: none)`},
 		{"create topic orders String", errDuplicateID, tributary.ErrExists, `topic "orders" already exists`},
 		{"create producer p Integer Manual", errDuplicateID, tributary.ErrExists, `producer "p" already exists`},
 		{"produce event p orders x.json 0", errTypeMismatch, tributary.ErrTypeMismatch,

@@ -26,13 +26,14 @@ import (
 var (
 	errUnknownCommand = errors.New("unknown command")
 	errArgs           = errors.New("wrong arguments")
-	errUnknownID      = errors.New("unknown")
 	errBadEvent       = errors.New("bad event file")
 	errNotOwner       = errors.New("does not own")
 
 	// The classes the library has too are its errors, in the program's
-	// words: errors.Is finds tributary.ErrExists in a duplicate id and
-	// tributary.ErrTypeMismatch in a type mismatch.
+	// words: errors.Is finds tributary.ErrNotFound in an unknown id,
+	// tributary.ErrExists in a duplicate id and tributary.ErrTypeMismatch
+	// in a type mismatch.
+	errUnknownID    error = &classError{msg: "unknown", class: tributary.ErrNotFound}
 	errDuplicateID  error = &classError{msg: "already exists", class: tributary.ErrExists}
 	errTypeMismatch error = &classError{msg: "type mismatch", class: tributary.ErrTypeMismatch}
 )
