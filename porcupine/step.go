@@ -52,6 +52,33 @@ type Options struct {
 	TestClock bool `json:"test_clock,omitempty"`
 }
 
+// Option is one field of Options at a value other than its default:
+// Field is the field's name ("ReplayWindow", "AckTimeout",
+// "MaxMessageBytes", "SessionTimeout", "TestClock") and Value its value
+// (an int32, a time.Duration, an int, a time.Duration, true).
+type Option struct {
+	Field string
+	Value any
+}
+
+// NonDefault lists the options of o that are not at their default (the
+// zero value), in the order of Options's fields: what a description of
+// the workload, or a command line that reruns it, must name.
+func (o Options) NonDefault() []Option {
+	var out []Option
+	add := func(field string, v any, set bool) {
+		if set {
+			out = append(out, Option{field, v})
+		}
+	}
+	add("ReplayWindow", o.ReplayWindow, o.ReplayWindow != 0)
+	add("AckTimeout", o.AckTimeout, o.AckTimeout != 0)
+	add("MaxMessageBytes", o.MaxMessageBytes, o.MaxMessageBytes != 0)
+	add("SessionTimeout", o.SessionTimeout, o.SessionTimeout != 0)
+	add("TestClock", true, o.TestClock)
+	return out
+}
+
 // Check returns an error for options the model cannot check: a negative
 // value, a replay window above capacity, or an ack or session timeout
 // without a test clock (the model could not know the broker's time).

@@ -388,22 +388,19 @@ func (w Workload) String() string {
 // leading space, e.g. " window=2 acktimeout=10s testclock".
 func (o Options) String() string {
 	var s string
-	if o.ReplayWindow != 0 {
-		s += fmt.Sprintf(" window=%d", o.ReplayWindow)
-	}
-	if o.AckTimeout != 0 {
-		s += fmt.Sprintf(" acktimeout=%v", o.AckTimeout)
-	}
-	if o.MaxMessageBytes != 0 {
-		s += fmt.Sprintf(" maxbytes=%d", o.MaxMessageBytes)
-	}
-	if o.SessionTimeout != 0 {
-		s += fmt.Sprintf(" sessiontimeout=%v", o.SessionTimeout)
-	}
-	if o.TestClock {
-		s += " testclock"
+	for _, opt := range o.NonDefault() {
+		if opt.Field == "TestClock" {
+			s += " testclock"
+			continue
+		}
+		s += fmt.Sprintf(" %s=%v", optionLabels[opt.Field], opt.Value)
 	}
 	return s
+}
+
+// optionLabels are String's names of the options, by field.
+var optionLabels = map[string]string{
+	"ReplayWindow": "window", "AckTimeout": "acktimeout", "MaxMessageBytes": "maxbytes", "SessionTimeout": "sessiontimeout",
 }
 
 // EngineOptions returns the engine options of o, but for the clock: what a

@@ -33,22 +33,52 @@ var (
 	windowRange     = intRange{0, engine.MaxExtendedCapacity} // and at most the capacity
 	maxBytesRange   = intRange{0, 1 << 20}
 
-	durationRange   = durRange{0, 168 * time.Hour, "0..168h"}
-	timeoutRange    = durRange{time.Millisecond, 24 * time.Hour, "1ms..24h"}
-	ackTimeoutRange = durRange{0, 24 * time.Hour, "0..24h"}
-	sessionRange    = durRange{0, 24 * time.Hour, "0..24h"}
+	durationRange   = durRange{0, 168 * time.Hour}
+	timeoutRange    = durRange{time.Millisecond, 24 * time.Hour}
+	ackTimeoutRange = durRange{0, 24 * time.Hour}
+	sessionRange    = durRange{0, 24 * time.Hour}
 )
 
-type intRange struct{ lo, hi int }
+// valueRange is a flag's values lo..hi. String writes it as a user writes
+// it: "1..64", "1ms..24h", "0..168h".
+type valueRange[T int | time.Duration] struct{ lo, hi T }
 
-func (r intRange) String() string { return fmt.Sprintf("%d..%d", r.lo, r.hi) }
+type (
+	intRange = valueRange[int]
+	durRange = valueRange[time.Duration]
+)
 
-type durRange struct {
-	lo, hi time.Duration
-	text   string // as a user writes it: "1ms..24h"
+func (r valueRange[T]) String() string { return rangeEnd(r.lo) + ".." + rangeEnd(r.hi) }
+
+// rangeEnd writes an end of a range: an integer in decimal, a non-zero
+// duration without trailing zero units ("168h"), a zero one as 0.
+func rangeEnd[T int | time.Duration](v T) string {
+	if d, ok := any(v).(time.Duration); ok && d != 0 {
+		return flagx.FormatDuration(d)
+	}
+	return fmt.Sprint(int64(v))
 }
 
-func (r durRange) String() string { return r.text }
+// bounded is one flag's value and its range; zero, when not empty, says
+// what 0 means, after "; ".
+type bounded[T int | time.Duration] struct {
+	name string
+	v    T
+	r    valueRange[T]
+	zero string
+}
+
+// firstOutOfRange returns, for the first of flags whose value is outside
+// its range, the one-line error naming the flag, the value and the range
+// ("-ops 0: must be in 1..100000"); nil when every value is in range.
+func firstOutOfRange[T int | time.Duration](flags ...bounded[T]) error {
+	for _, f := range flags {
+		if f.v < f.r.lo || f.v > f.r.hi {
+			return fmt.Errorf("-%s %v: must be in %v%s", f.name, f.v, f.r, f.zero)
+		}
+	}
+	return nil
+}
 
 // config is the parsed command line.
 type config struct {
@@ -176,41 +206,27 @@ func parse(args []string, stderr io.Writer) (config, error) {
 // replay window at most the capacity. It touches no file (checkOut does).
 // The error names the flag, the value and the allowed range, on one line.
 func (c *config) validate() error {
-	for _, f := range []struct {
-		name string
-		v    int
-		r    intRange
-		zero string
-	}{
-		{"count", c.count, countRange, "; 0: 100, or unlimited with -duration"},
-		{"topics", c.topics, topicsRange, ""},
-		{"clients", c.clients, clientsRange, ""},
-		{"ops", c.ops, opsRange, ""},
-		{"partitions", c.partitions, partitionsRange, "; 0: the mix's"},
-		{"capacity", c.capacity, capacityRange, "; 0: the mix's"},
-		{"groups", c.groups, groupsRange, "; 0: the mix's"},
-		{"members", c.members, membersRange, "; 0: the mix's"},
-		{"window", c.window, windowRange, "; 0: the mix's"},
-		{"max-message-bytes", c.maxBytes, maxBytesRange, "; 0: the mix's"},
-	} {
-		if f.v < f.r.lo || f.v > f.r.hi {
-			return fmt.Errorf("-%s %d: must be in %v%s", f.name, f.v, f.r, f.zero)
-		}
+	if err := firstOutOfRange(
+		bounded[int]{"count", c.count, countRange, "; 0: 100, or unlimited with -duration"},
+		bounded[int]{"topics", c.topics, topicsRange, ""},
+		bounded[int]{"clients", c.clients, clientsRange, ""},
+		bounded[int]{"ops", c.ops, opsRange, ""},
+		bounded[int]{"partitions", c.partitions, partitionsRange, "; 0: the mix's"},
+		bounded[int]{"capacity", c.capacity, capacityRange, "; 0: the mix's"},
+		bounded[int]{"groups", c.groups, groupsRange, "; 0: the mix's"},
+		bounded[int]{"members", c.members, membersRange, "; 0: the mix's"},
+		bounded[int]{"window", c.window, windowRange, "; 0: the mix's"},
+		bounded[int]{"max-message-bytes", c.maxBytes, maxBytesRange, "; 0: the mix's"},
+	); err != nil {
+		return err
 	}
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-		r    durRange
-		zero string
-	}{
-		{"duration", c.duration, durationRange, "; 0: no limit"},
-		{"timeout", c.timeout, timeoutRange, ""},
-		{"ack-timeout", c.ackTimeout, ackTimeoutRange, "; 0: the mix's"},
-		{"session-timeout", c.sessionTimeout, sessionRange, "; 0: the mix's"},
-	} {
-		if f.v < f.r.lo || f.v > f.r.hi {
-			return fmt.Errorf("-%s %v: must be in %v%s", f.name, f.v, f.r, f.zero)
-		}
+	if err := firstOutOfRange(
+		bounded[time.Duration]{"duration", c.duration, durationRange, "; 0: no limit"},
+		bounded[time.Duration]{"timeout", c.timeout, timeoutRange, ""},
+		bounded[time.Duration]{"ack-timeout", c.ackTimeout, ackTimeoutRange, "; 0: the mix's"},
+		bounded[time.Duration]{"session-timeout", c.sessionTimeout, sessionRange, "; 0: the mix's"},
+	); err != nil {
+		return err
 	}
 	names := porcupine.MixNames()
 	if c.mix != "all" {

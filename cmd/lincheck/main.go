@@ -258,26 +258,22 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// optionFlags are the flags of porcupine's options, by Options field.
+var optionFlags = map[string]string{
+	"ReplayWindow": "window", "AckTimeout": "ack-timeout", "MaxMessageBytes": "max-message-bytes", "SessionTimeout": "session-timeout",
+}
+
 // reproduce returns the command line that reruns h's workload.
 func reproduce(c config, h porcupine.History) string {
 	w := h.Workload
 	cmd := fmt.Sprintf("go run ./cmd/lincheck -count 1 -seed %d -mix %s -topics %d -clients %d -ops %d -partitions %d -capacity %d -groups %d -members %d",
 		w.Seed, w.Mix, w.Topics, w.Clients, w.OpsPerClient, w.Partitions, w.Capacity, w.Groups, w.Members)
-	o := w.Options
-	if o.ReplayWindow != 0 {
-		cmd += fmt.Sprintf(" -window %d", o.ReplayWindow)
-	}
-	if o.AckTimeout != 0 {
-		cmd += fmt.Sprintf(" -ack-timeout %v", o.AckTimeout)
-	}
-	if o.MaxMessageBytes != 0 {
-		cmd += fmt.Sprintf(" -max-message-bytes %d", o.MaxMessageBytes)
-	}
-	if o.SessionTimeout != 0 {
-		cmd += fmt.Sprintf(" -session-timeout %v", o.SessionTimeout)
-	}
-	if o.TestClock {
-		cmd += " -test-clock"
+	for _, opt := range w.Options.NonDefault() {
+		if opt.Field == "TestClock" {
+			cmd += " -test-clock"
+			continue
+		}
+		cmd += fmt.Sprintf(" -%s %v", optionFlags[opt.Field], opt.Value)
 	}
 	if c.fault != "" {
 		cmd = strings.Replace(cmd, "go run ", "go run -tags tributary_faults ", 1) + " -fault " + c.fault

@@ -16,14 +16,17 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
+	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/cmd/internal/flagx"
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/jetstream"
 )
 
 // runAudit is `tributary audit [flags]`: it parses the flags from args,
-// runs the worked examples and the concurrent workload, prints the results
-// to stdout and returns the exit status: exitOK when every check passed,
+// runs the worked examples and the concurrent workload on fresh brokers of
+// the -backend (newBrokers), prints the results to stdout and returns the
+// exit status: exitOK when every check passed,
 // exitFailed when one failed, exitUsage for a bad command line, reported on
 // one line on stderr before any work starts (-h prints the usage on stdout
 // and returns exitOK).
@@ -37,9 +40,16 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	bs, err := newBrokers(cfg.Backend, cfg.NATS)
+	if err != nil {
+		printWrapped(stdout, fmt.Sprintf("audit: FAILED: %s", errText(err)))
+		return exitFailed
+	}
+	defer bs.close()
+
 	var failures []string
 	fmt.Fprintln(stdout, "== worked examples ==")
-	if bad := runExamples(stdout); len(bad) > 0 {
+	if bad := runExamples(stdout, bs.open); len(bad) > 0 {
 		failures = append(failures, fmt.Sprintf("%d worked-example step(s) mismatched", len(bad)))
 	}
 
@@ -47,7 +57,7 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "== concurrent workload ==")
 	describeWorkload(stdout, cfg)
 
-	h, err := runWorkload(cfg)
+	h, err := runWorkload(cfg, bs.open)
 	if err != nil {
 		printWrapped(stdout, fmt.Sprintf("audit: FAILED: %v", err))
 		return exitFailed
@@ -96,51 +106,77 @@ const (
 	maxChurn   = time.Hour
 	minTimeout = time.Millisecond
 	maxTimeout = time.Hour
+
+	// jetstreamRecords and jetstreamChurn are the -records and -churn of
+	// -backend jetstream when those flags are not given. Each broker call
+	// there is a round trip to the server, and each publish, ack, retry
+	// and rebalance a write, so the defaults of the memory backend (200000
+	// records, a rebalance every 2ms) would run far past -timeout:
+	// "tributary audit -backend jetstream -seed 11" on an embedded server
+	// (go1.26, linux/amd64, 2 shared CPUs, 2026-12-04) acknowledged about
+	// 450 records a second across its 3 groups, its 1000 records in 6.5 s
+	// of the 1m deadline.
+	jetstreamRecords = 1000
+	jetstreamChurn   = 50 * time.Millisecond
 )
 
 // parseAuditFlags parses and checks the audit's flags. It writes nothing but
 // the usage, to help, for -h (and then returns flag.ErrHelp). Any other
 // error is one line naming the first bad flag, the value given and the
-// allowed range; nothing has started then. A zero -seed is replaced by one
-// drawn from the clock.
+// allowed range (a *flagx.RangeError for a number out of range); nothing
+// has started then. A zero -seed is replaced by one drawn from the clock.
+// With -backend jetstream, -records and -churn default to
+// jetstreamRecords and jetstreamChurn.
 func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
 	cfg := defaultAuditConfig()
-	var bad error // the first value a flag refused, in the house format
 	fs := flag.NewFlagSet("tributary audit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by the caller, on one line
 	fs.Usage = func() {}
-	intVar(fs, &bad, &cfg.Partitions, "partitions", 1, maxPartitions, "`n` partitions of the workload topic")
-	intVar(fs, &bad, &cfg.Capacity, "capacity", 1, maxCapacity, "`n` records retained per partition; small values exercise back-pressure")
-	intVar(fs, &bad, &cfg.Producers, "producers", 1, maxProducers, "`n` producer goroutines")
-	intVar(fs, &bad, &cfg.Records, "records", 1, maxRecords, "`n` records published in total across all producers",
-		fmt.Sprintf("records × groups at most %d", maxRecordGroups))
-	intVar(fs, &bad, &cfg.Groups, "groups", 1, maxGroups, "`n` consumer groups, each consuming every record")
-	intVar(fs, &bad, &cfg.Members, "members", 1, maxMembers, "`n` member goroutines per group")
-	intVar(fs, &bad, &cfg.Batch, "batch", 1, maxBatch, "at most `n` records per poll")
-	fs.Var(&floatValue{p: &cfg.Retry, name: "retry", lo: 0, hi: maxRetry, bad: &bad}, "retry",
+	flagx.Int(fs, &cfg.Partitions, "partitions", cfg.Partitions, 1, maxPartitions, ranged("`n` partitions of the workload topic", 1, maxPartitions))
+	flagx.Int(fs, &cfg.Capacity, "capacity", cfg.Capacity, 1, maxCapacity, ranged("`n` records retained per partition; small values exercise back-pressure", 1, maxCapacity))
+	flagx.Int(fs, &cfg.Producers, "producers", cfg.Producers, 1, maxProducers, ranged("`n` producer goroutines", 1, maxProducers))
+	flagx.Int(fs, &cfg.Records, "records", cfg.Records, 1, maxRecords, ranged("`n` records published in total across all producers", 1, maxRecords,
+		fmt.Sprintf("records × groups at most %d; -backend jetstream: default %d", maxRecordGroups, jetstreamRecords)))
+	flagx.Int(fs, &cfg.Groups, "groups", cfg.Groups, 1, maxGroups, ranged("`n` consumer groups, each consuming every record", 1, maxGroups))
+	flagx.Int(fs, &cfg.Members, "members", cfg.Members, 1, maxMembers, ranged("`n` member goroutines per group", 1, maxMembers))
+	flagx.Int(fs, &cfg.Batch, "batch", cfg.Batch, 1, maxBatch, ranged("at most `n` records per poll", 1, maxBatch))
+	flagx.Float(fs, &cfg.Retry, "retry", cfg.Retry, 0, maxRetry,
 		fmt.Sprintf("`probability` that a delivery is retried instead of acknowledged, in 0..%g", maxRetry))
-	fs.Var(&durationValue{p: &cfg.Churn, name: "churn", lo: minChurn, hi: maxChurn, zero: true, bad: &bad}, "churn",
-		fmt.Sprintf("`interval` between member leave-and-rejoin events while producers run, 0 or %s..%s; 0 disables churn", fmtDuration(minChurn), fmtDuration(maxChurn)))
-	fs.Var(&seedValue{p: &cfg.Seed, bad: &bad}, "seed", "`seed` of the workload's random choices, any unsigned 64-bit integer; 0 picks one from the clock")
-	fs.Var(&durationValue{p: &cfg.Timeout, name: "timeout", lo: minTimeout, hi: maxTimeout, bad: &bad}, "timeout",
-		fmt.Sprintf("`deadline` for the workload, %s..%s, after which the audit fails", fmtDuration(minTimeout), fmtDuration(maxTimeout)))
-	if err := fs.Parse(args); err != nil {
+	flagx.Duration(fs, &cfg.Churn, "churn", cfg.Churn, minChurn, maxChurn, true,
+		fmt.Sprintf("`interval` between member leave-and-rejoin events while producers run, 0 or %s..%s; 0 disables churn; -backend jetstream: default %s",
+			flagx.FormatDuration(minChurn), flagx.FormatDuration(maxChurn), flagx.FormatDuration(jetstreamChurn)))
+	flagx.Uint64(fs, &cfg.Seed, "seed", 0, 0, math.MaxUint64, "`seed` of the workload's random choices, any unsigned 64-bit integer; 0 picks one from the clock")
+	flagx.Duration(fs, &cfg.Timeout, "timeout", cfg.Timeout, minTimeout, maxTimeout, false,
+		fmt.Sprintf("`deadline` for the workload, %s..%s, after which the audit fails", flagx.FormatDuration(minTimeout), flagx.FormatDuration(maxTimeout)))
+	defineBackendFlags(fs, &cfg.Backend, &cfg.NATS, "the audited broker")
+	if err := flagx.Parse(fs, args); err != nil {
+		var bad *flagx.RangeError
 		switch {
 		case errors.Is(err, flag.ErrHelp):
-			fs.SetOutput(help)
 			fmt.Fprintf(help, "Usage: tributary audit [flags]\n\n"+
 				"Replays the broker contract's worked examples, then runs a concurrent\n"+
-				"workload and verifies that every group acknowledged every record once, in order.\n"+
-				"A bad flag value exits with status 2 before anything runs.\n\nFlags:\n")
+				"workload and verifies that every group acknowledged every record once, in order,\n"+
+				"on the backend -backend names. A bad flag value exits with status 2 before anything runs.\n\nFlags:\n")
 			printFlags(help, fs)
 			return cfg, err
-		case bad != nil:
-			return cfg, bad
+		case errors.As(err, &bad):
+			return cfg, err
 		}
 		return cfg, fmt.Errorf("%s (tributary audit -h lists the flags)", cutEchoes(err.Error(), args))
 	}
 	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %s (every setting is a flag; tributary audit -h lists them)", shown(fs.Arg(0)))
+		return cfg, fmt.Errorf("unexpected argument %s (every setting is a flag; tributary audit -h lists them)", flagx.Shown(fs.Arg(0)))
+	}
+	if err := checkBackend(cfg.Backend, cfg.NATS); err != nil {
+		return cfg, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cfg.Backend == "jetstream" && !set["records"] {
+		cfg.Records = jetstreamRecords
+	}
+	if cfg.Backend == "jetstream" && !set["churn"] {
+		cfg.Churn = jetstreamChurn
 	}
 	if cfg.Records*cfg.Groups > maxRecordGroups {
 		return cfg, fmt.Errorf("-records %d with -groups %d: records × groups must be at most %d", cfg.Records, cfg.Groups, maxRecordGroups)
@@ -151,149 +187,70 @@ func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
 	return cfg, cfg.validate()
 }
 
-// intVar defines an integer flag that accepts lo..hi, written in decimal,
-// and records the first refusal in *bad. Its usage ends with the range and
-// the further limits in more: "(1..64; …)".
-func intVar[T int | int32](fs *flag.FlagSet, bad *error, p *T, name string, lo, hi T, usage string, more ...string) {
-	limits := strings.Join(append([]string{fmt.Sprintf("%d..%d", lo, hi)}, more...), "; ")
-	fs.Var(&intValue[T]{p: p, name: name, lo: lo, hi: hi, bad: bad}, name, usage+" ("+limits+")")
+// ranged is a flag's usage followed by its range lo..hi and the further
+// limits in more: "… (1..64; …)".
+func ranged[T int | int32](usage string, lo, hi T, more ...string) string {
+	return usage + " (" + strings.Join(append([]string{fmt.Sprintf("%d..%d", lo, hi)}, more...), "; ") + ")"
 }
 
-// intValue, floatValue, durationValue and seedValue are the flag.Values of
-// the audit's flags. Set refuses a value outside lo..hi and, when it is the
-// first refusal, stores in *bad the one-line error parseAuditFlags returns
-// ("-name value: must be in lo..hi"), which the flag package's own message
-// would bury under the usage. String is safe on the zero value, as
-// flag.PrintDefaults requires.
-type intValue[T int | int32] struct {
-	p      *T
-	name   string
-	lo, hi T
-	bad    *error
+// ---------------------------------------------------------------------------
+// Brokers
+
+// openBroker returns a fresh, empty broker whose partitions retain
+// capacity records each (1..maxCapacity), with no replay window and no
+// session timeout, and a function that closes it.
+type openBroker func(capacity int32) (tributary.Backend, func(), error)
+
+// brokers makes the fresh brokers of one audit run, one per worked example
+// and one for the workload, on the backend of -backend: each an engine
+// (tributary.NewEngineBackend), or each a jetstream.Backend of its own
+// stream prefix on one NATS server: -nats's, or an embedded one started by
+// newBrokers (natsConfig, as the program's other modes start it).
+type brokers struct {
+	backend string
+	nats    jetstream.Config // jetstream: the server, with Capacity and Prefix unset
+	stop    func()           // shuts the embedded server down; nothing otherwise
+	stem    string           // jetstream: this run's stream prefix, numbered per broker
+	made    int
 }
 
-func (v *intValue[T]) String() string {
-	if v == nil || v.p == nil {
-		return ""
+// newBrokers returns the broker maker of backend ("memory" or "jetstream")
+// and natsURL (jetstream: "" for an embedded server). Close releases it.
+func newBrokers(backend, natsURL string) (*brokers, error) {
+	bs := &brokers{backend: backend, stop: func() {}}
+	if backend != "jetstream" {
+		return bs, nil
 	}
-	return strconv.FormatInt(int64(*v.p), 10)
-}
-
-func (v *intValue[T]) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < int64(v.lo) || n > int64(v.hi) {
-		return refuse(v.bad, v.name, s, fmt.Sprintf("in %d..%d", v.lo, v.hi))
-	}
-	*v.p = T(n)
-	return nil
-}
-
-type floatValue struct {
-	p      *float64
-	name   string
-	lo, hi float64
-	bad    *error
-}
-
-func (v *floatValue) String() string {
-	if v == nil || v.p == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*v.p, 'g', -1, 64)
-}
-
-func (v *floatValue) Set(s string) error {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || !(f >= v.lo && f <= v.hi) { // NaN fails both
-		return refuse(v.bad, v.name, s, fmt.Sprintf("in %g..%g", v.lo, v.hi))
-	}
-	*v.p = f
-	return nil
-}
-
-// durationValue accepts lo..hi, and 0 too when zero is set.
-type durationValue struct {
-	p      *time.Duration
-	name   string
-	lo, hi time.Duration
-	zero   bool
-	bad    *error
-}
-
-func (v *durationValue) String() string {
-	if v == nil || v.p == nil {
-		return ""
-	}
-	return v.p.String()
-}
-
-func (v *durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil || (d < v.lo || d > v.hi) && !(v.zero && d == 0) {
-		want := "in " + fmtDuration(v.lo) + ".." + fmtDuration(v.hi)
-		if v.zero {
-			want = "0 or " + want
-		}
-		return refuse(v.bad, v.name, s, want)
-	}
-	*v.p = d
-	return nil
-}
-
-type seedValue struct {
-	p   *uint64
-	bad *error
-}
-
-func (v *seedValue) String() string {
-	if v == nil || v.p == nil {
-		return ""
-	}
-	return strconv.FormatUint(*v.p, 10)
-}
-
-func (v *seedValue) Set(s string) error {
-	n, err := strconv.ParseUint(s, 10, 64)
+	cfg, stop, err := natsConfig(natsURL)
 	if err != nil {
-		return refuse(v.bad, "seed", s, fmt.Sprintf("in 0..%d", uint64(math.MaxUint64)))
+		return nil, err
 	}
-	*v.p = n
-	return nil
+	// A prefix of this run's own, so that a server -nats names, which
+	// other runs share, keeps each run's streams apart:
+	// "AUDIT-<hex nanoseconds>-<n>", at most 32 bytes.
+	bs.nats, bs.stop, bs.stem = cfg, stop, fmt.Sprintf("AUDIT-%x", time.Now().UnixNano())
+	return bs, nil
 }
 
-// refuse stores in *bad, unless it holds an earlier refusal, the error
-// "-name value: must be want" (want such as "in 1..64"), and returns it
-// for the flag package.
-func refuse(bad *error, name, value, want string) error {
-	err := fmt.Errorf("-%s %s: must be %s", name, shown(value), want)
-	if *bad == nil {
-		*bad = err
+// open is an openBroker.
+func (bs *brokers) open(capacity int32) (tributary.Backend, func(), error) {
+	if bs.backend != "jetstream" {
+		b, err := tributary.NewEngineBackend(capacity)
+		return b, func() {}, err
 	}
-	return err
+	bs.made++
+	cfg := bs.nats
+	cfg.Capacity, cfg.Prefix = capacity, fmt.Sprintf("%s-%d", bs.stem, bs.made)
+	b, err := jetstream.Open(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() { _ = b.Close() }, nil
 }
 
-// shown returns s as a message shows a command-line value: as typed, or
-// quoted when it is empty or holds spaces or unprintable characters; cut
-// to maxEcho bytes either way (quote, clipped).
-func shown(s string) string {
-	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
-		return quote(s)
-	}
-	return clipped(s)
-}
-
-// fmtDuration formats d as a flag value without time.Duration's trailing
-// zero units: "1h", not "1h0m0s".
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if t, ok := strings.CutSuffix(s, "m0s"); ok {
-		s = t + "m"
-	}
-	if t, ok := strings.CutSuffix(s, "h0m"); ok {
-		s = t + "h"
-	}
-	return s
-}
+// close shuts down what newBrokers started; every broker it opened must be
+// closed first.
+func (bs *brokers) close() { bs.stop() }
 
 // ---------------------------------------------------------------------------
 // Worked examples
@@ -306,13 +263,11 @@ type step struct {
 	want string
 }
 
-// runExamples replays the contract's worked examples, each on a fresh
-// broker, writing one line per call to w. It returns a description of every
-// step whose result differed from the contract (nil when all matched).
 // describeWorkload writes what the workload of cfg does, wrapped to
 // lineWidth.
 func describeWorkload(w io.Writer, cfg auditConfig) {
 	fmt.Fprintf(w, "seed %d (rerun with -seed %d to repeat the random choices)\n", cfg.Seed, cfg.Seed)
+	printWrapped(w, backendNote(cfg))
 	fmt.Fprintf(w, "topic %q: %d partitions, capacity %d records each\n", workloadTopic, cfg.Partitions, cfg.Capacity)
 	churn := "no churn"
 	if cfg.Churn > 0 {
@@ -322,6 +277,22 @@ func describeWorkload(w io.Writer, cfg auditConfig) {
 		"retry %.0f%% of deliveries, %s; deadline %s", cfg.Producers, cfg.Records, cfg.Groups, cfg.Members, cfg.Batch, cfg.Retry*100, churn, cfg.Timeout))
 }
 
+// backendNote says which broker the audit runs on and, on JetStream, which
+// of the contract's guarantees the audit's checks then cover only per
+// partition (docs/jetstream.md's rule table).
+func backendNote(cfg auditConfig) string {
+	if cfg.Backend != "jetstream" {
+		return "backend memory: the in-process engine"
+	}
+	server := "an embedded NATS server"
+	if cfg.NATS != "" {
+		server = "the NATS server at " + clipped(cfg.NATS)
+	}
+	return "backend jetstream, on " + server + ": the same examples and checks, each made per partition; " +
+		"that a rebalance (rule 9) and a poll of several partitions (rule 10) take effect at one instant " +
+		"is the engine's alone (docs/jetstream.md) and no check here tests it"
+}
+
 // printWrapped writes text to w wrapped at spaces to lineWidth.
 func printWrapped(w io.Writer, text string) {
 	for _, l := range wrap(text, lineWidth, 0, "") {
@@ -329,59 +300,164 @@ func printWrapped(w io.Writer, text string) {
 	}
 }
 
-func runExamples(w io.Writer) []string {
+// runExamples replays the contract's worked examples, each on a fresh
+// broker from open, writing one line per call to w. Each call is printed
+// as the contract writes it (the engine's API) and made through the
+// Backend interface (exampleBroker). It returns a description of every
+// step whose result differed from the contract (nil when all matched).
+func runExamples(w io.Writer, open openBroker) []string {
 	var bad []string
 
 	// Example 1 (capacity 2): retry redelivers, ack advances; the last two
 	// steps show retention: the acknowledged record frees a slot, then the
 	// partition is full again.
-	b, err := engine.New(2)
+	be, closeB, err := open(2)
 	if err != nil {
-		return []string{fmt.Sprintf("New(2): %v", err)}
+		return []string{fmt.Sprintf("a broker of capacity 2: %v", err)}
 	}
+	defer closeB()
+	b := newExampleBroker(be)
 	const o, g, m = "orders", "billing", "m1"
 	fmt.Fprintln(w, "Each step: the call, its result, and whether it matches the contract.")
 	fmt.Fprintln(w, "Records print as topic/partition/offset \"payload\".")
 	fmt.Fprintln(w, "example 1: retry and acknowledge (capacity 2)")
 	bad = append(bad, runSteps(w, []step{
-		{`Create("orders", 1)`, func() (string, error) { return fmtBool(b.Create(o, 1)) }, "true"},
-		{`Publish("orders", 0, "a")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "a")) }, "0"},
-		{`Publish("orders", 0, "b")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "b")) }, "1"},
-		{`Join("orders", "billing", "m1")`, func() (string, error) { return fmtPartitions(b.Join(o, g, m)) }, "[0]"},
-		{"Poll(\"orders\", \"billing\", \"m1\", 2)\n(one in flight per partition)", func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
-		{`Retry("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.Retry(o, g, m, 0, 0)) }, "true"},
-		{`Poll("orders", "billing", "m1", 2)`, func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
-		{`Ack("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.Ack(o, g, m, 0, 0)) }, "true"},
-		{`Poll("orders", "billing", "m1", 2)`, func() (string, error) { return fmtRecords(b.Poll(o, g, m, 2)) }, `[orders/0/1 "b"]`},
-		{`Publish("orders", 0, "c")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "c")) }, "2"},
-		{`Publish("orders", 0, "d")`, func() (string, error) { return fmtOffset(b.Publish(o, 0, "d")) }, "-1"},
+		{`Create("orders", 1)`, func() (string, error) { return fmtBool(b.create(o, 1)) }, "true"},
+		{`Publish("orders", 0, "a")`, func() (string, error) { return fmtOffset(b.publish(o, 0, "a")) }, "0"},
+		{`Publish("orders", 0, "b")`, func() (string, error) { return fmtOffset(b.publish(o, 0, "b")) }, "1"},
+		{`Join("orders", "billing", "m1")`, func() (string, error) { return fmtPartitions(b.join(o, g, m)) }, "[0]"},
+		{"Poll(\"orders\", \"billing\", \"m1\", 2)\n(one in flight per partition)", func() (string, error) { return fmtRecords(b.poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
+		{`Retry("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.retry(o, g, m, 0, 0)) }, "true"},
+		{`Poll("orders", "billing", "m1", 2)`, func() (string, error) { return fmtRecords(b.poll(o, g, m, 2)) }, `[orders/0/0 "a"]`},
+		{`Ack("orders", "billing", "m1", 0, 0)`, func() (string, error) { return fmtBool(b.ack(o, g, m, 0, 0)) }, "true"},
+		{`Poll("orders", "billing", "m1", 2)`, func() (string, error) { return fmtRecords(b.poll(o, g, m, 2)) }, `[orders/0/1 "b"]`},
+		{`Publish("orders", 0, "c")`, func() (string, error) { return fmtOffset(b.publish(o, 0, "c")) }, "2"},
+		{`Publish("orders", 0, "d")`, func() (string, error) { return fmtOffset(b.publish(o, 0, "d")) }, "-1"},
 	})...)
 
 	// Example 2: b joining moves partition 1 from a to b, cancelling a's
 	// in-flight delivery there; a keeps its deliveries on 0 and 2.
-	b, err = engine.New(4)
+	be, closeB2, err := open(4)
 	if err != nil {
-		return append(bad, fmt.Sprintf("New(4): %v", err))
+		return append(bad, fmt.Sprintf("a broker of capacity 4: %v", err))
 	}
+	defer closeB2()
+	b = newExampleBroker(be)
 	const t, grp = "events", "g"
 	fmt.Fprintln(w, "example 2: rebalance (3 partitions, capacity 4)")
 	bad = append(bad, runSteps(w, []step{
-		{`Create("events", 3)`, func() (string, error) { return fmtBool(b.Create(t, 3)) }, "true"},
-		{`Publish("events", 0, "x")`, func() (string, error) { return fmtOffset(b.Publish(t, 0, "x")) }, "0"},
-		{`Publish("events", 1, "y")`, func() (string, error) { return fmtOffset(b.Publish(t, 1, "y")) }, "0"},
-		{`Publish("events", 2, "z")`, func() (string, error) { return fmtOffset(b.Publish(t, 2, "z")) }, "0"},
-		{`Join("events", "g", "a")`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 1 2]"},
-		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "a", 3)) }, `[events/0/0 "x" events/1/0 "y" events/2/0 "z"]`},
-		{`Join("events", "g", "b")`, func() (string, error) { return fmtPartitions(b.Join(t, grp, "b")) }, "[1]"},
-		{"Join(\"events\", \"g\", \"a\")\n(already a member: no change since step 7)", func() (string, error) { return fmtPartitions(b.Join(t, grp, "a")) }, "[0 2]"},
-		{`Poll("events", "g", "b", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "b", 3)) }, `[events/1/0 "y"]`},
-		{`Ack("events", "g", "a", 1, 0)`, func() (string, error) { return fmtBool(b.Ack(t, grp, "a", 1, 0)) }, "false"},
-		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.Poll(t, grp, "a", 3)) }, "[]"},
-		{`Ack("events", "g", "a", 0, 0)`, func() (string, error) { return fmtBool(b.Ack(t, grp, "a", 0, 0)) }, "true"},
-		{`Ack("events", "g", "b", 1, 0)`, func() (string, error) { return fmtBool(b.Ack(t, grp, "b", 1, 0)) }, "true"},
-		{`Ack("events", "g", "a", 2, 0)`, func() (string, error) { return fmtBool(b.Ack(t, grp, "a", 2, 0)) }, "true"},
+		{`Create("events", 3)`, func() (string, error) { return fmtBool(b.create(t, 3)) }, "true"},
+		{`Publish("events", 0, "x")`, func() (string, error) { return fmtOffset(b.publish(t, 0, "x")) }, "0"},
+		{`Publish("events", 1, "y")`, func() (string, error) { return fmtOffset(b.publish(t, 1, "y")) }, "0"},
+		{`Publish("events", 2, "z")`, func() (string, error) { return fmtOffset(b.publish(t, 2, "z")) }, "0"},
+		{`Join("events", "g", "a")`, func() (string, error) { return fmtPartitions(b.join(t, grp, "a")) }, "[0 1 2]"},
+		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.poll(t, grp, "a", 3)) }, `[events/0/0 "x" events/1/0 "y" events/2/0 "z"]`},
+		{`Join("events", "g", "b")`, func() (string, error) { return fmtPartitions(b.join(t, grp, "b")) }, "[1]"},
+		{"Join(\"events\", \"g\", \"a\")\n(already a member: no change since step 7)", func() (string, error) { return fmtPartitions(b.join(t, grp, "a")) }, "[0 2]"},
+		{`Poll("events", "g", "b", 3)`, func() (string, error) { return fmtRecords(b.poll(t, grp, "b", 3)) }, `[events/1/0 "y"]`},
+		{`Ack("events", "g", "a", 1, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "a", 1, 0)) }, "false"},
+		{`Poll("events", "g", "a", 3)`, func() (string, error) { return fmtRecords(b.poll(t, grp, "a", 3)) }, "[]"},
+		{`Ack("events", "g", "a", 0, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "a", 0, 0)) }, "true"},
+		{`Ack("events", "g", "b", 1, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "b", 1, 0)) }, "true"},
+		{`Ack("events", "g", "a", 2, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "a", 2, 0)) }, "true"},
 	})...)
 	return bad
+}
+
+// exampleBroker makes the worked examples' calls, named as the contract
+// names them, through a Backend: a topic handle per topic and a member
+// handle per (topic, group, member), made once and kept, so that a member
+// joining again is the same incarnation.
+type exampleBroker struct {
+	b       tributary.Backend
+	topics  map[string]tributary.BackendTopic
+	members map[[3]string]tributary.BackendMember
+}
+
+// examplePayloadType is the payload type the examples' topics are created
+// with (Backend.CreateTopic): the contract's payloads are strings.
+const examplePayloadType = "String"
+
+func newExampleBroker(b tributary.Backend) *exampleBroker {
+	return &exampleBroker{b: b, topics: map[string]tributary.BackendTopic{}, members: map[[3]string]tributary.BackendMember{}}
+}
+
+func (e *exampleBroker) create(topic string, partitions int32) (bool, error) {
+	return e.b.CreateTopic(topic, partitions, examplePayloadType)
+}
+
+func (e *exampleBroker) topic(topic string) (tributary.BackendTopic, error) {
+	if bt, ok := e.topics[topic]; ok {
+		return bt, nil
+	}
+	bt, _, err := e.b.OpenTopic(topic)
+	if err == nil {
+		e.topics[topic] = bt
+	}
+	return bt, err
+}
+
+// publish is the contract's Publish: the offset, or -1 when the partition
+// is full (TryPublish's ErrPartitionFull).
+func (e *exampleBroker) publish(topic string, partition int32, payload string) (int64, error) {
+	bt, err := e.topic(topic)
+	if err != nil {
+		return -1, err
+	}
+	off, err := bt.TryPublish(partition, engine.Message{Payload: payload})
+	if errors.Is(err, tributary.ErrPartitionFull) {
+		return -1, nil
+	}
+	return off, err
+}
+
+func (e *exampleBroker) member(topic, group, member string) (tributary.BackendMember, error) {
+	k := [3]string{topic, group, member}
+	if m, ok := e.members[k]; ok {
+		return m, nil
+	}
+	bt, err := e.topic(topic)
+	if err != nil {
+		return nil, err
+	}
+	m, err := bt.Member(group, member)
+	if err == nil {
+		e.members[k] = m
+	}
+	return m, err
+}
+
+func (e *exampleBroker) join(topic, group, member string) ([]int32, error) {
+	m, err := e.member(topic, group, member)
+	if err != nil {
+		return nil, err
+	}
+	return m.Join()
+}
+
+// poll is the contract's Poll: TryPoll, which returns at once.
+func (e *exampleBroker) poll(topic, group, member string, max int32) ([]engine.Record, error) {
+	m, err := e.member(topic, group, member)
+	if err != nil {
+		return nil, err
+	}
+	return m.TryPoll(nil, max)
+}
+
+func (e *exampleBroker) ack(topic, group, member string, partition int32, offset int64) (bool, error) {
+	m, err := e.member(topic, group, member)
+	if err != nil {
+		return false, err
+	}
+	return m.Ack(partition, offset)
+}
+
+func (e *exampleBroker) retry(topic, group, member string, partition int32, offset int64) (bool, error) {
+	m, err := e.member(topic, group, member)
+	if err != nil {
+		return false, err
+	}
+	return m.Retry(partition, offset)
 }
 
 // runSteps runs steps in order, writing each call, its result and "ok" or
@@ -467,6 +543,8 @@ type auditConfig struct {
 	Churn      time.Duration // interval between leave-and-rejoin events while producers run, >= 0; 0 for none
 	Seed       uint64        // seed of every random choice (partitions, retries, churn)
 	Timeout    time.Duration // deadline for the whole workload, 1ns..maxTimeout
+	Backend    string        // the broker audited: "memory" (or "": the engine) or "jetstream"
+	NATS       string        // jetstream: the server's URL (-nats); "": an embedded server
 }
 
 // defaultAuditConfig returns the configuration of a default "tributary
@@ -483,6 +561,7 @@ func defaultAuditConfig() auditConfig {
 		Retry:      0.10,
 		Churn:      2 * time.Millisecond,
 		Timeout:    60 * time.Second,
+		Backend:    "memory",
 	}
 }
 
@@ -510,9 +589,12 @@ func (c auditConfig) validate() error {
 	case c.Churn < 0:
 		return fmt.Errorf("churn interval %s must not be negative", c.Churn)
 	case c.Timeout <= 0 || c.Timeout > maxTimeout:
-		return fmt.Errorf("timeout %s out of range (0,%s]", c.Timeout, fmtDuration(maxTimeout))
+		return fmt.Errorf("timeout %s out of range (0,%s]", c.Timeout, flagx.FormatDuration(maxTimeout))
 	}
-	return nil
+	if c.Backend == "" {
+		return checkBackend("memory", c.NATS)
+	}
+	return checkBackend(c.Backend, c.NATS)
 }
 
 // publication is one record as the workload saw it: published at
@@ -549,7 +631,7 @@ type groupHistory struct {
 // workload is the shared state of one run of runWorkload.
 type workload struct {
 	cfg    auditConfig
-	b      *engine.Broker
+	t      tributary.BackendTopic // the workload topic
 	groups []*groupState
 
 	published atomic.Int64 // successful publishes so far
@@ -584,27 +666,37 @@ type partAcks struct {
 // member is one consumer goroutine's state.
 type member struct {
 	id         string
-	leave      chan struct{} // capacity 1; a pending value asks the member to leave and rejoin
-	rng        *rand.Rand    // owned by the member goroutine
-	deliveries []publication // owned by the member goroutine until it exits
+	bm         tributary.BackendMember // the member's one incarnation
+	polled     []engine.Record         // TryPoll's buffer, reused; owned by the member goroutine
+	leave      chan struct{}           // capacity 1; a pending value asks the member to leave and rejoin
+	rng        *rand.Rand              // owned by the member goroutine
+	deliveries []publication           // owned by the member goroutine until it exits
 }
 
 // runWorkload runs the concurrent workload that cfg describes on a fresh
-// broker and returns what it observed; verify judges the result. It returns
-// an error only when the broker cannot be set up (New or Create fails).
-// Every goroutine it starts has exited when it returns, deadline or not.
-func runWorkload(cfg auditConfig) (*history, error) {
+// broker from open and returns what it observed; verify judges the result.
+// Every call goes through the Backend interface: TryPublish, and one
+// BackendMember per group member for Join, TryPoll, Ack, Retry and Leave.
+// It returns an error only when the broker cannot be set up (open,
+// CreateTopic, OpenTopic or Member fails). Every goroutine it starts has
+// exited when it returns, deadline or not, and the broker is closed.
+func runWorkload(cfg auditConfig, open openBroker) (*history, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b, err := engine.New(cfg.Capacity, engine.WithExtendedCapacity())
+	b, closeB, err := open(cfg.Capacity)
 	if err != nil {
 		return nil, fmt.Errorf("new broker: %w", err)
 	}
-	if ok, err := b.Create(workloadTopic, cfg.Partitions); err != nil || !ok {
+	defer closeB()
+	if ok, err := b.CreateTopic(workloadTopic, cfg.Partitions, examplePayloadType); err != nil || !ok {
 		return nil, fmt.Errorf("create topic %q: %v, %v", workloadTopic, ok, err)
 	}
-	w := &workload{cfg: cfg, b: b}
+	bt, _, err := b.OpenTopic(workloadTopic)
+	if err != nil {
+		return nil, fmt.Errorf("open topic %q: %w", workloadTopic, err)
+	}
+	w := &workload{cfg: cfg, t: bt}
 	stream := uint64(0)
 	newRand := func() *rand.Rand {
 		stream++
@@ -617,8 +709,14 @@ func runWorkload(cfg auditConfig) (*history, error) {
 		}
 		gs := &groupState{name: name, parts: make([]partAcks, cfg.Partitions)}
 		for i := range cfg.Members {
+			id := fmt.Sprintf("m%d", i)
+			bm, err := bt.Member(name, id)
+			if err != nil {
+				return nil, fmt.Errorf("member %s/%s: %w", name, id, err)
+			}
 			gs.members = append(gs.members, &member{
-				id:    fmt.Sprintf("m%d", i),
+				id:    id,
+				bm:    bm,
 				leave: make(chan struct{}, 1),
 				rng:   newRand(),
 			})
@@ -630,7 +728,7 @@ func runWorkload(cfg auditConfig) (*history, error) {
 	// starts at the log start, after the records the others already released.
 	for _, gs := range w.groups {
 		for _, m := range gs.members {
-			if _, err := b.Join(workloadTopic, gs.name, m.id); err != nil {
+			if _, err := m.bm.Join(); err != nil {
 				return nil, fmt.Errorf("join %s/%s: %w", gs.name, m.id, err)
 			}
 		}
@@ -729,15 +827,15 @@ func (w *workload) produce(ctx context.Context, id, n int, rng *rand.Rand) []pub
 		p := rng.Int32N(w.cfg.Partitions)
 		payload := "p" + strconv.Itoa(id) + "-" + strconv.Itoa(seq)
 		for idle := 0; ; idle++ {
-			off, err := w.b.Publish(workloadTopic, p, payload)
-			if err != nil {
-				w.fail("Publish(%q, %d): %v", workloadTopic, p, err)
-				return out
-			}
-			if off >= 0 {
+			off, err := w.t.TryPublish(p, engine.Message{Payload: payload})
+			if err == nil {
 				out = append(out, publication{p, off, payload})
 				w.published.Add(1)
 				break
+			}
+			if !errors.Is(err, tributary.ErrPartitionFull) {
+				w.fail("TryPublish(%q, %d): %v", workloadTopic, p, err)
+				return out
 			}
 			w.full.Add(1)
 			if ctx.Err() != nil {
@@ -756,16 +854,32 @@ func (w *workload) consume(ctx context.Context, gs *groupState, m *member) {
 	idle := 0
 	for ctx.Err() == nil {
 		w.maybeRejoin(ctx, gs, m)
-		recs, err := w.b.Poll(workloadTopic, gs.name, m.id, w.cfg.Batch)
+		recs, err := m.bm.TryPoll(m.polled[:0], w.cfg.Batch)
 		if err != nil {
-			w.fail("Poll(%q, %q, %q): %v", workloadTopic, gs.name, m.id, err)
+			w.fail("TryPoll(%q, %q, %q): %v", workloadTopic, gs.name, m.id, err)
 			return
 		}
 		if len(recs) == 0 {
+			// Nothing deliverable: wait for something to be (Poll, woken by
+			// the broker), for at most idleWait, so that a churn request
+			// does not wait long and the member makes no call while idle.
 			idle++
-			backoff(idle)
-			continue
+			if idle < pollAfter {
+				backoff(idle)
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, idleWait)
+			recs, err = m.bm.Poll(pctx, nil, m.polled[:0], w.cfg.Batch)
+			cancel()
+			if pctx.Err() != nil && errors.Is(err, pctx.Err()) {
+				continue
+			}
+			if err != nil {
+				w.fail("Poll(%q, %q, %q): %v", workloadTopic, gs.name, m.id, err)
+				return
+			}
 		}
+		m.polled = recs
 		idle = 0
 		for _, r := range recs {
 			m.deliveries = append(m.deliveries, publication{r.Partition, r.Offset, r.Payload})
@@ -773,7 +887,7 @@ func (w *workload) consume(ctx context.Context, gs *groupState, m *member) {
 			// cancelled by the rebalance and its acks are refused.
 			w.maybeRejoin(ctx, gs, m)
 			if m.rng.Float64() < w.cfg.Retry {
-				ok, err := w.b.Retry(workloadTopic, gs.name, m.id, r.Partition, r.Offset)
+				ok, err := m.bm.Retry(r.Partition, r.Offset)
 				switch {
 				case err != nil:
 					w.fail("Retry(%q, %q, %q, %d, %d): %v", workloadTopic, gs.name, m.id, r.Partition, r.Offset, err)
@@ -786,7 +900,7 @@ func (w *workload) consume(ctx context.Context, gs *groupState, m *member) {
 			}
 			pa := &gs.parts[r.Partition]
 			pa.mu.Lock()
-			ok, err := w.b.Ack(workloadTopic, gs.name, m.id, r.Partition, r.Offset)
+			ok, err := m.bm.Ack(r.Partition, r.Offset)
 			if ok {
 				pa.offsets = append(pa.offsets, r.Offset)
 			}
@@ -812,7 +926,7 @@ func (w *workload) maybeRejoin(ctx context.Context, gs *groupState, m *member) {
 		return
 	}
 	w.churns.Add(1)
-	ok, err := w.b.Leave(workloadTopic, gs.name, m.id)
+	ok, err := m.bm.Leave()
 	if err != nil || !ok {
 		w.fail("Leave(%q, %q, %q) of a joined member = %v, %v", workloadTopic, gs.name, m.id, ok, err)
 	}
@@ -823,7 +937,7 @@ func (w *workload) maybeRejoin(ctx context.Context, gs *groupState, m *member) {
 	case <-t.C:
 	}
 	t.Stop()
-	if _, err := w.b.Join(workloadTopic, gs.name, m.id); err != nil {
+	if _, err := m.bm.Join(); err != nil {
 		w.fail("Join(%q, %q, %q): %v", workloadTopic, gs.name, m.id, err)
 	}
 }
@@ -872,11 +986,24 @@ func (w *workload) waitDrained(ctx context.Context, total int64) bool {
 	}
 }
 
+// spins is how many fruitless broker calls in a row backoff answers by
+// yielding the processor, before it sleeps.
+const spins = 4
+
+// pollAfter is how many empty TryPolls in a row a consumer answers by
+// backoff; after them it waits in Poll, for up to idleWait. Spinning is
+// the faster on the engine, where a call costs no round trip; the wait
+// keeps an idle member from calling a networked broker in a loop.
+const pollAfter = 16
+
+// idleWait bounds an idle consumer's wait in Poll: a member leaves for
+// churn only between polls.
+const idleWait = 10 * time.Millisecond
+
 // backoff yields the processor after the idle-th consecutive fruitless
-// broker call (the broker never blocks), sleeping once yielding has not
-// helped, for at most half a millisecond.
+// broker call, sleeping once yielding has not helped, for at most half a
+// millisecond: a producer's wait for room (TryPublish returns at once).
 func backoff(idle int) {
-	const spins = 4
 	if idle < spins {
 		runtime.Gosched()
 		return

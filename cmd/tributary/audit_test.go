@@ -2,12 +2,24 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
 )
 
 // script_test.go's TestMain checks that no test here leaks a goroutine.
+
+// memoryBrokers is the openBroker of -backend memory.
+func memoryBrokers(t *testing.T) openBroker {
+	t.Helper()
+	bs, err := newBrokers("memory", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bs.close)
+	return bs.open
+}
 
 // smallConfig is a workload small enough for the race detector that still
 // fills partitions, retries and churns.
@@ -29,7 +41,7 @@ func smallConfig() auditConfig {
 
 func TestWorkedExamplesMatchContract(t *testing.T) {
 	var out bytes.Buffer
-	if bad := runExamples(&out); len(bad) > 0 {
+	if bad := runExamples(&out, memoryBrokers(t)); len(bad) > 0 {
 		t.Fatalf("worked examples mismatched: %q\n%s", bad, out.String())
 	}
 	if strings.Contains(out.String(), "MISMATCH") {
@@ -65,7 +77,7 @@ func TestWorkloadPassesAllChecks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := smallConfig()
 			tt.edit(&cfg)
-			h, err := runWorkload(cfg)
+			h, err := runWorkload(cfg, memoryBrokers(t))
 			if err != nil {
 				t.Fatalf("runWorkload: %v", err)
 			}
@@ -96,7 +108,7 @@ func TestWorkloadTimesOutInsteadOfHanging(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Records, cfg.Timeout = maxRecordGroups/cfg.Groups, 50*time.Millisecond
 	start := time.Now()
-	h, err := runWorkload(cfg)
+	h, err := runWorkload(cfg, memoryBrokers(t))
 	if err != nil {
 		t.Fatalf("runWorkload: %v", err)
 	}
@@ -210,7 +222,10 @@ func TestRunAuditCommand(t *testing.T) {
 		{"other ends", []string{"-records", "20", "-partitions", "1", "-capacity", "1", "-producers", "1",
 			"-groups", "1", "-members", "64", "-batch", "1", "-retry", "0", "-churn", "0", "-timeout", "1m", "-seed", "010"},
 			exitOK, "audit: all checks passed"},
+		{"memory backend named", []string{"-backend", "memory", "-records", "300", "-seed", "5"},
+			exitOK, "backend memory: the in-process engine"},
 		{"help", []string{"-h"}, exitOK, "Usage: tributary audit [flags]"},
+		{"help lists the backend flags", []string{"-h"}, exitOK, "-nats"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -279,6 +294,13 @@ func TestRunAuditRefusesBadFlags(t *testing.T) {
 		{f("-seed 18446744073709551616"), "-seed 18446744073709551616: must be in 0..18446744073709551615"},
 		{f("-seed lucky"), "-seed lucky: must be in 0..18446744073709551615"},
 		{f("-records 0 -groups 0"), "-records 0: must be in 1..1000000"}, // the first bad flag
+		{f("-backend kafka"), `-backend "kafka": must be memory or jetstream`},
+		{[]string{"-backend", ""}, `-backend "": must be memory or jetstream`},
+		{f("-nats nats://127.0.0.1:4222"), `-nats "nats://127.0.0.1:4222": needs -backend jetstream`},
+		{f("-backend memory -nats nats://127.0.0.1:4222"), `-nats "nats://127.0.0.1:4222": needs -backend jetstream`},
+		{f("-backend jetstream -nats http://127.0.0.1:4222"), `-nats "http://127.0.0.1:4222": want nats://HOST:PORT (or tls://, ws://, wss://), several separated by commas`},
+		{f("-backend jetstream -records 0"), "-records 0: must be in 1..1000000"},
+		{f("-backend jetstream -groups 128 -records 15626"), "-records 15626 with -groups 128: records × groups must be at most 2000000"},
 		{f("-nope"), "flag provided but not defined: -nope (tributary audit -h lists the flags)"},
 		{f("-records"), "flag needs an argument: -records (tributary audit -h lists the flags)"},
 		{f("-records 10 extra"), `unexpected argument extra (every setting is a flag; tributary audit -h lists them)`},
@@ -316,4 +338,63 @@ func TestAuditFlagRangesAreValidConfigs(t *testing.T) {
 	if err := c.validate(); err == nil {
 		t.Errorf("validate accepted %d records", c.Records)
 	}
+}
+
+// TestAuditJetStreamDefaults: -backend jetstream lowers the defaults of
+// -records and -churn to what fits JetStream, and the flags given still
+// win; -backend memory keeps the memory defaults.
+func TestAuditJetStreamDefaults(t *testing.T) {
+	def := defaultAuditConfig()
+	for _, tt := range []struct {
+		args          []string
+		records       int
+		churn         time.Duration
+		backend, nats string
+	}{
+		{nil, def.Records, def.Churn, "memory", ""},
+		{strings.Fields("-backend memory"), def.Records, def.Churn, "memory", ""},
+		{strings.Fields("-backend jetstream"), jetstreamRecords, jetstreamChurn, "jetstream", ""},
+		{strings.Fields("-backend jetstream -records 10 -churn 0"), 10, 0, "jetstream", ""},
+		{strings.Fields("-records 10 -backend jetstream -nats nats://127.0.0.1:4222"), 10, jetstreamChurn, "jetstream", "nats://127.0.0.1:4222"},
+	} {
+		cfg, err := parseAuditFlags(tt.args, io.Discard)
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		if cfg.Records != tt.records || cfg.Churn != tt.churn || cfg.Backend != tt.backend || cfg.NATS != tt.nats {
+			t.Errorf("%q: records %d churn %v backend %q nats %q; want %d %v %q %q",
+				tt.args, cfg.Records, cfg.Churn, cfg.Backend, cfg.NATS, tt.records, tt.churn, tt.backend, tt.nats)
+		}
+	}
+}
+
+// TestAuditOnJetStream: the whole audit, worked examples and workload, on
+// an embedded JetStream server, passes every check and says which backend
+// it ran on and what it does not check there.
+func TestAuditOnJetStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS server")
+	}
+	var out, errOut bytes.Buffer
+	// 300 records: each call is a round trip to the server, and the run
+	// took 2.3 s, 11 s under the race detector, of the 1m deadline (go1.26,
+	// linux/amd64, 2 shared CPUs, 2026-12-04).
+	args := strings.Fields("-backend jetstream -records 300 -churn 50ms -seed 11")
+	if code := runAudit(args, &out, &errOut); code != exitOK {
+		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, out.String(), errOut.String())
+	}
+	for _, want := range []string{"backend jetstream, on an embedded NATS server", "is the engine's alone",
+		"published 300 records", "audit: all checks passed"} {
+		if !strings.Contains(strings.ReplaceAll(out.String(), "\n", " "), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "MISMATCH") {
+		t.Errorf("a worked example mismatched on JetStream:\n%s", out.String())
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("stderr not empty:\n%s", errOut.String())
+	}
+	t.Logf("\n%s", out.String())
 }

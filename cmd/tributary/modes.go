@@ -60,8 +60,7 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	flagx.IntVar(fs, &f.window, "replay-window", f.window, "consumed events each partition keeps for playback, 0..capacity; -1: the capacity (the oldest fully consumed event makes room for a new one)")
 	fs.StringVar(&f.clock, "clock", "", "stamp every produced event with this RFC 3339 time instead of the clock (reproducible output)")
 	flagx.IntVar(fs, &f.seed, "seed", f.seed, "seed the Random strategy's draws (each producer from the seed and its name), for reproducible output; -1: unseeded")
-	fs.StringVar(&f.backend, "backend", f.backend, "where the cluster lives: memory (this process) or jetstream (NATS JetStream streams)")
-	fs.StringVar(&f.natsURL, "nats", "", "with -backend jetstream: the NATS server's URL, such as nats://127.0.0.1:4222; empty: start an embedded server for this run")
+	defineBackendFlags(fs, &f.backend, &f.natsURL, "the cluster")
 	fs.DurationVar(&f.session, "session-timeout", 0, "a consumer that no command names for this `duration` (such as 45s, Kafka's default) expires: it leaves its group, and its next consume (when it would own the partition) or create consumer of its name joins it again; 0: consumers never expire (memory backend only)")
 	var rest []string
 	for {
@@ -97,22 +96,8 @@ func parseSessionFlags(cmd string, args []string, stdout io.Writer, usage func(i
 	if f.seed < -1 {
 		return f, nil, fmt.Errorf("-seed %d: must be 0 or more, or -1 for unseeded", f.seed)
 	}
-	switch f.backend {
-	case "memory":
-		if f.natsURL != "" {
-			return f, nil, fmt.Errorf("-nats %s: needs -backend jetstream", quote(f.natsURL))
-		}
-	case "jetstream":
-		for _, u := range strings.Split(f.natsURL, ",") {
-			if f.natsURL == "" {
-				break
-			}
-			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, pu.Scheme) || pu.Host == "" {
-				return f, nil, fmt.Errorf("-nats %s: want nats://HOST:PORT (or tls://, ws://, wss://), several separated by commas", quote(f.natsURL))
-			}
-		}
-	default:
-		return f, nil, fmt.Errorf("-backend %s: must be memory or jetstream", quote(f.backend))
+	if err := checkBackend(f.backend, f.natsURL); err != nil {
+		return f, nil, err
 	}
 	if f.clock != "" {
 		t, err := time.Parse(time.RFC3339, f.clock)
@@ -248,6 +233,40 @@ func runRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer file.Close()
 	return runScript(f, file, rest[0], osReader(filepath.Dir(rest[0])), stdout, stderr)
+}
+
+// defineBackendFlags defines -backend (default memory) and -nats (default
+// none) on fs, into *backend and *natsURL; what says what lives on the
+// backend ("the cluster"). checkBackend checks their values.
+func defineBackendFlags(fs *flag.FlagSet, backend, natsURL *string, what string) {
+	*backend, *natsURL = "memory", ""
+	fs.StringVar(backend, "backend", *backend, "where "+what+" lives: memory (this process) or jetstream (NATS JetStream streams)")
+	fs.StringVar(natsURL, "nats", "", "with -backend jetstream: the NATS server's URL, such as nats://127.0.0.1:4222; empty: start an embedded server for this run")
+}
+
+// checkBackend checks the values of -backend and -nats: backend memory or
+// jetstream; natsURL empty, or with jetstream one or more nats://, tls://,
+// ws:// or wss:// URLs with a host, separated by commas. The error is one
+// line naming the flag, its value and what it must be.
+func checkBackend(backend, natsURL string) error {
+	switch backend {
+	case "memory":
+		if natsURL != "" {
+			return fmt.Errorf("-nats %s: needs -backend jetstream", quote(natsURL))
+		}
+	case "jetstream":
+		for _, u := range strings.Split(natsURL, ",") {
+			if natsURL == "" {
+				break
+			}
+			if pu, err := url.Parse(strings.TrimSpace(u)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, pu.Scheme) || pu.Host == "" {
+				return fmt.Errorf("-nats %s: want nats://HOST:PORT (or tls://, ws://, wss://), several separated by commas", quote(natsURL))
+			}
+		}
+	default:
+		return fmt.Errorf("-backend %s: must be memory or jetstream", quote(backend))
+	}
+	return nil
 }
 
 // flagExit turns a flag error into the exit status: help is success, any

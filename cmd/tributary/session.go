@@ -26,11 +26,16 @@ import (
 var (
 	errUnknownCommand = errors.New("unknown command")
 	errArgs           = errors.New("wrong arguments")
-	errUnknownID      = errors.New("unknown")
-	errDuplicateID    = errors.New("already exists")
 	errBadEvent       = errors.New("bad event file")
-	errTypeMismatch   = errors.New("type mismatch")
 	errNotOwner       = errors.New("does not own")
+
+	// The classes the library has too are its errors, in the program's
+	// words: errors.Is finds tributary.ErrNotFound in an unknown id,
+	// tributary.ErrExists in a duplicate id and tributary.ErrTypeMismatch
+	// in a type mismatch.
+	errUnknownID    error = &classError{msg: "unknown", class: tributary.ErrNotFound}
+	errDuplicateID  error = &classError{msg: "already exists", class: tributary.ErrExists}
+	errTypeMismatch error = &classError{msg: "type mismatch", class: tributary.ErrTypeMismatch}
 )
 
 // classError is an error of a class (errors.Is finds it) whose message
@@ -113,39 +118,51 @@ func newCluster(f sessionFlags) (*tributary.Cluster, func(), error) {
 		c, err := tributary.NewClusterOn(b)
 		return c, func() {}, err
 	}
-	cfg := jetstream.Config{URL: f.natsURL, Capacity: int32(f.capacity), ReplayWindow: int32(f.window)}
-	var cleanups []func()
-	release := func() {
-		for _, c := range slices.Backward(cleanups) {
-			c()
-		}
-	}
-	if f.natsURL == "" {
-		dir, err := os.MkdirTemp("", "tributary-nats-")
-		if err != nil {
-			return nil, nil, err
-		}
-		cleanups = append(cleanups, func() { _ = os.RemoveAll(dir) })
-		srv, err := jetstream.StartServer(dir)
-		if err != nil {
-			release()
-			return nil, nil, fmt.Errorf("starting an embedded NATS server: %w", err)
-		}
-		cleanups = append(cleanups, srv.Shutdown)
-		cfg.Server = srv
-	}
-	b, err := jetstream.Open(cfg)
+	cfg, stopServer, err := natsConfig(f.natsURL)
 	if err != nil {
-		release()
 		return nil, nil, err
 	}
-	cleanups = append(cleanups, func() { _ = b.Close() })
+	cfg.Capacity, cfg.ReplayWindow = int32(f.capacity), int32(f.window)
+	b, err := jetstream.Open(cfg)
+	if err != nil {
+		stopServer()
+		return nil, nil, err
+	}
+	release := func() {
+		_ = b.Close()
+		stopServer()
+	}
 	c, err := tributary.NewClusterOn(b)
 	if err != nil {
 		release()
 		return nil, nil, err
 	}
 	return c, release, nil
+}
+
+// natsConfig returns a jetstream.Config that reaches the server of -nats
+// natsURL (Config.URL) or, with natsURL "", an embedded NATS server it
+// starts (Config.Server) whose store is a new temporary directory; and a
+// function that shuts the embedded server down and removes its directory
+// (nothing for a URL), to call once every Backend on it is closed. The
+// other fields are zero, for the caller to fill.
+func natsConfig(natsURL string) (jetstream.Config, func(), error) {
+	if natsURL != "" {
+		return jetstream.Config{URL: natsURL}, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "tributary-nats-")
+	if err != nil {
+		return jetstream.Config{}, nil, err
+	}
+	srv, err := jetstream.StartServer(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return jetstream.Config{}, nil, fmt.Errorf("starting an embedded NATS server: %w", err)
+	}
+	return jetstream.Config{Server: srv}, func() {
+		srv.Shutdown()
+		_ = os.RemoveAll(dir)
+	}, nil
 }
 
 // close closes every consumer and producer and the cluster, then what its

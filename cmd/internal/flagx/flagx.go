@@ -1,5 +1,7 @@
 // Package flagx holds the flag.Values the programs share: integers written
-// in plain decimal. The standard IntVar and Uint64Var also read 0x, 0o, 0b
+// in plain decimal, and ranged flags (Int, Uint64, Float, Duration) that
+// refuse a value outside their range with a one-line *RangeError, which
+// Parse returns. The standard IntVar and Uint64Var also read 0x, 0o, 0b
 // and a leading-0 octal form (-capacity 010 is 8), which no user of these
 // programs means.
 package flagx
