@@ -162,12 +162,11 @@ func (b *Broker) DeleteGroup(topicName, groupName string) (bool, error) {
 	if err := checkID("group", groupName); err != nil {
 		return false, err
 	}
-	t.lockExpired()
-	defer t.mu.Unlock()
-	g := t.groups.Load(groupName)
+	g, _ := t.lockGroup(groupName)
 	if g == nil {
 		return false, nil
 	}
+	defer t.mu.Unlock()
 	if len(g.members) > 0 {
 		return false, fmt.Errorf("%w: topic %q: group %q has %d members", ErrGroupNotEmpty, t.name, groupName, len(g.members))
 	}
@@ -198,12 +197,11 @@ func (b *Broker) SetAssignor(topicName, groupName string, a Assignor) (bool, err
 	if err != nil {
 		return false, err
 	}
-	now := t.lockExpired()
-	defer t.mu.Unlock()
-	g := t.groups.Load(groupName)
+	g, now := t.lockGroup(groupName)
 	if g == nil {
 		return false, nil
 	}
+	defer t.mu.Unlock()
 	next, err := t.plan(g, g.members, a, name, g.assign.Load().cursors, now)
 	if err != nil {
 		return false, err
@@ -327,12 +325,11 @@ func (b *Broker) Seek(topicName, groupName string, partition int32, offset int64
 	if offset < 0 {
 		return false, fmt.Errorf("%w: negative offset %d", ErrInvalidArgument, offset)
 	}
-	t.lockExpired()
-	defer t.mu.Unlock()
-	g := t.groups.Load(groupName)
+	g, _ := t.lockGroup(groupName)
 	if g == nil {
 		return false, nil
 	}
+	defer t.mu.Unlock()
 	c := g.assign.Load().cursors[partition]
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/f91dcac0/tributary/engine/assign"
+	"github.com/f91dcac0/tributary/internal/contract"
 	"github.com/f91dcac0/tributary/ringlog"
 	"github.com/f91dcac0/tributary/shard"
 )
@@ -24,9 +24,9 @@ const (
 	// with WithExtendedCapacity, in records: 16,777,216, the typed
 	// library's bound (docs/contract.md).
 	MaxExtendedCapacity = 1 << 24
-	MaxPartitionCount   = 64 // largest partitionCount Create and AddPartitions accept (smallest: 1)
+	MaxPartitionCount   = 64 // largest partitionCount Create and AddPartitions accept (smallest: 1; internal/contract.MaxPartitionCount)
 	MaxPollRecords      = 64 // largest maxRecords Poll accepts (smallest: 1)
-	MaxIDLength         = 64 // longest topic, group or member identifier, in bytes
+	MaxIDLength         = 64 // longest topic, group or member identifier, in bytes (internal/contract.MaxIDLength)
 )
 
 // ErrInvalidArgument is returned, wrapped with context, by every call that
@@ -247,34 +247,25 @@ type entryMeta struct {
 // record returns e as the Record at (t, p, off) for its attempt-th delivery;
 // the headers are copied.
 func (e *entry) record(t *topic, p int32, off int64, attempt int32) Record {
+	if e.meta == nil {
+		return Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Time: time.Unix(0, e.ts), Attempt: attempt}
+	}
 	var r Record
 	e.recordInto(&r, t, p, off, attempt)
 	return r
 }
 
-// recordInto is record writing into *r, so that a poll fills its result's
-// element in place instead of copying a Record through the stack.
+// recordInto is record of an entry with meta (e.meta != nil) writing into
+// *r, so that a poll fills its result's element in place instead of
+// copying a Record through the stack. reserve fills the record of a
+// payload-only entry itself, field by field.
 func (e *entry) recordInto(r *Record, t *topic, p int32, off int64, attempt int32) {
-	if m := e.meta; m != nil {
-		tm := m.time
-		if tm.IsZero() {
-			tm = time.Unix(0, e.ts)
-		}
-		*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Key: m.key, Headers: cloneHeaders(m.headers), Time: tm, Attempt: attempt}
-		return
+	m := e.meta
+	tm := m.time
+	if tm.IsZero() {
+		tm = time.Unix(0, e.ts)
 	}
-	// Field by field: a composite literal is built on the stack and then
-	// copied into *r, 120 bytes zeroed and moved twice. reserve repeats
-	// these lines inline: as a function they cost 87, over the compiler's
-	// inlining budget of 80.
-	r.Topic = t.name
-	r.Partition = p
-	r.Offset = off
-	r.Payload = e.payload
-	r.Key = ""
-	r.Headers = nil
-	r.Time = time.Unix(0, e.ts)
-	r.Attempt = attempt
+	*r = Record{Topic: t.name, Partition: p, Offset: off, Payload: e.payload, Key: m.key, Headers: cloneHeaders(m.headers), Time: tm, Attempt: attempt}
 }
 
 // partitionState is a partition's log and retention state.
@@ -412,11 +403,8 @@ func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
 	if b.capacity == 0 {
 		return false, errZeroBroker
 	}
-	if err := checkID("topic", topicName); err != nil {
+	if err := contract.CheckCreate(ErrInvalidArgument, topicName, partitionCount); err != nil {
 		return false, err
-	}
-	if partitionCount < 1 || partitionCount > MaxPartitionCount {
-		return false, fmt.Errorf("%w: topic %q: partition count %d outside [1,%d]", ErrInvalidArgument, topicName, partitionCount, MaxPartitionCount)
 	}
 	b.createMu.Lock()
 	defer b.createMu.Unlock()
@@ -451,14 +439,10 @@ func (b *Broker) newPartition() *partition {
 // invalid identifier; ErrInvalidAssignment when the group's assignor
 // answers wrongly (nothing changes: the member is not added).
 func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
-	t, err := b.lookup(topicName)
+	t, now, err := b.lockMember(topicName, groupName, member)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkGroupMember(groupName, member); err != nil {
-		return nil, err
-	}
-	now := t.lockExpired()
 	defer t.mu.Unlock()
 	return t.joinLocked(groupName, member, now)
 }
@@ -505,19 +489,11 @@ func (t *topic) joinLocked(groupName, member string, now int64) ([]int32, error)
 // or an invalid identifier; ErrInvalidAssignment when the group's assignor
 // answers wrongly for the remaining members (nothing changes).
 func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
-	t, err := b.lookup(topicName)
-	if err != nil {
-		return false, err
-	}
-	if err := checkGroupMember(groupName, member); err != nil {
-		return false, err
-	}
-	now := t.lockExpired()
-	defer t.mu.Unlock()
-	g := t.groups.Load(groupName)
+	t, g, now, err := b.lockMemberGroup(topicName, groupName, member)
 	if g == nil {
-		return false, nil
+		return false, err
 	}
+	defer t.mu.Unlock()
 	i, found := slices.BinarySearch(g.members, member)
 	if !found {
 		return false, nil
@@ -673,11 +649,7 @@ func (t *topic) append(p *partition, e *entry, coarse bool) int64 {
 // (ErrInvalidArgument): unknown topic, invalid identifier, maxRecords
 // outside 1..64.
 func (b *Broker) Poll(topicName, groupName, member string, maxRecords int32) ([]Record, error) {
-	out, err := b.appendPoll(nil, topicName, groupName, member, maxRecords)
-	if out == nil && err == nil {
-		out = []Record{}
-	}
-	return out, err
+	return contract.Polled(b.appendPoll(nil, topicName, groupName, member, maxRecords))
 }
 
 // appendPoll is Poll appending to dst; with dst nil it allocates only when a
@@ -698,15 +670,9 @@ func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, m
 	}
 	g := t.groups.Load(groupName)
 	if g == nil {
-		if err := checkGroupMember(groupName, member); err != nil {
-			return dst, err
-		}
-		if b.session > 0 {
-			t.expire(b.nowNanos())
-		}
-		return dst, nil
+		return dst, t.absentGroup(groupName, member)
 	}
-	return t.poll(dst, g, member, nil, maxRecords, allPartitions)
+	return t.poll(dst, g, member, nil, maxRecords, allPartitions, 0, false)
 }
 
 // allPartitions is poll's filter for Poll: every partition the member owns.
@@ -720,123 +686,56 @@ func bit(p int32) shard.Mask { return 1 << (uint(p) & 63) }
 // (already checked) records of g's partitions owned by member and in only,
 // appending them to dst. member is validated only when g does not know it.
 // h, when not nil, is member's handle, whose cache spares the lookup of the
-// member's partitions.
+// member's partitions. held is false for a call of its own, which reads the
+// broker clock (in Unix ns) here into now when it needs it; true for
+// pollHeld, which holds t.mu and has done the expiry at now.
 //
 // It locks the group's cursors of the member's partitions in ascending
 // order and never a partition lock. What it sees of each partition's log is
 // the log end offset, an atomic that only grows; the package doc's
 // linearization points say why the checks below make the whole poll one
 // atomic step.
-func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask) ([]Record, error) {
-	b := t.b
-	if b.session > 0 {
-		return t.pollAt(dst, g, member, h, maxRecords, only, b.nowNanos(), false)
-	}
-	// Without a session timeout: pollAt's steps without its expiry and
-	// refresh, kept apart so that this path pays nothing for them.
-	var now int64 // broker clock in Unix ns, read only with an ack timeout
-	if b.ackTimeout > 0 {
-		now = b.nowNanos()
-	}
-retry:
-	a := g.assign.Load()
-	var mask shard.Mask
-	var ok bool
-	if h != nil {
-		mask, ok = h.maskIn(a)
-	} else {
-		mask, ok = a.masks[member]
-	}
-	if !ok {
-		return dst, checkID("member", member)
-	}
-	mask &= only
-	// locked: cursors held; picked: partitions with a record to reserve;
-	// empty: partitions seen with nothing at the committed offset; last:
-	// the partition inspected last.
-	var locked, picked, empty shard.Mask
-	last := int32(-1)
-	taken := int32(0)
-	for p, rest, ok := mask.First(); ok && taken < maxRecords; p, rest, ok = rest.First() {
-		dst, locked, picked = t.hooks.inspecting(dst, locked, picked, t, a, now, maxRecords)
-		c := a.cursors[p]
-		c.mu.Lock()
-		locked |= bit(p)
-		last = p
-		if c.inFlight && (b.ackTimeout == 0 || now-c.deliveredAt < b.ackTimeout) {
-			continue
-		}
-		if c.committed() < t.parts[p].end.Load() {
-			picked |= bit(p)
-			taken++
-		} else {
-			empty |= bit(p)
-		}
-	}
-	// The assignment must still be current, and made for the current
-	// partition count (AddPartitions stores every group's new assignment
-	// before the count).
-	if t.hooks.stale(g.assign.Load() != a || int(t.count.Load()) != len(a.owner)) {
-		unlockCursors(a, locked)
-		goto retry
-	}
-	// A partition seen empty before the last one inspected must still be
-	// empty, so that the instant after the last inspection is one at which
-	// the poll saw every partition as it was.
-	if t.hooks.recheck(empty != 0) {
-		recheck := empty &^ bit(last) // empty ≠ 0: some partition was inspected
-		for p, rest, ok := recheck.First(); ok; p, rest, ok = rest.First() {
-			if t.parts[p].end.Load() > a.cursors[p].committed() {
-				unlockCursors(a, locked)
-				goto retry
-			}
-		}
-	}
-	dst = t.reserve(dst, a, t.hooks.reserving(picked), now, maxRecords)
-	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
-		a.cursors[p].mu.Unlock() // unlockCursors, inlined
-	}
-	return dst, nil
-}
-
-// pollAt is poll at now, the call's one reading of the broker clock, with
-// a session timeout. held says the caller holds t.mu and the expiry at now
-// is done (pollHeld).
 //
 // With a session timeout (SPEC rule 24) the member's call first checks the
 // topic's deadline, expiring at now if it has come, and refreshes the
 // member's session while it holds its cursors and has seen its assignment
 // current, so that the refresh and the poll are of one instant. A member
 // that locks no cursor (it owns none of the partitions asked for), or whose
-// session an expiry has claimed meanwhile, polls again under t.mu.
-func (t *topic) pollAt(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64, held bool) ([]Record, error) {
+// session an expiry has claimed meanwhile, polls again under t.mu. Without
+// one, the path has no expiry and no refresh: only the test of b.session.
+func (t *topic) poll(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64, held bool) ([]Record, error) {
 	b := t.b
+	if !held && (b.session > 0 || b.ackTimeout > 0) {
+		now = b.nowNanos() // read only with an ack or session timeout
+	}
 	checked := held // the expiry at now is done
 retry:
 	a := g.assign.Load()
 	var mask shard.Mask
 	var sess *session
 	var ok bool
-	if h != nil {
-		mask, sess, ok = h.entryIn(a)
+	if b.session == 0 {
+		if h != nil {
+			mask, ok = h.maskIn(a)
+		} else {
+			mask, ok = a.masks[member]
+		}
+		if !ok {
+			return dst, checkID("member", member)
+		}
 	} else {
-		mask, ok = a.masks[member]
-		sess = a.sessions[member]
-	}
-	if !ok {
-		if err := checkID("member", member); err != nil {
+		var expired bool
+		var err error
+		mask, sess, ok, expired, err = t.memberAt(a, member, h, now, &checked)
+		if err != nil {
 			return dst, err
 		}
-	}
-	if !checked {
-		checked = true
-		if now >= t.deadline.Load() {
-			t.expire(now)
+		if expired {
 			goto retry
 		}
-	}
-	if !ok {
-		return dst, nil
+		if !ok {
+			return dst, nil
+		}
 	}
 	mask &= only
 	// locked: cursors held; picked: partitions with a record to reserve;
@@ -893,13 +792,44 @@ retry:
 		}
 	}
 	dst = t.reserve(dst, a, t.hooks.reserving(picked), now, maxRecords)
-	unlockCursors(a, locked)
+	for p, rest, ok := locked.First(); ok; p, rest, ok = rest.First() {
+		a.cursors[p].mu.Unlock() // unlockCursors, inlined
+	}
 	return dst, nil
 }
 
-// pollHeld is pollAt under t.mu: the slow path of a poll with a session
-// timeout (pollAt). The call's expiry at now is done already (pollAt
-// checks the deadline before it locks anything), and an expiry that
+// memberAt is the first step of poll and settleAt on assignment a, with
+// a session timeout, at now: member's partitions and session in a (from
+// h's cache when h is not nil), ok false when it is not a member of a, and
+// the ErrInvalidArgument error of an invalid member id. Unless *checked,
+// it then does the call's expiry (SPEC rule 24): it sets *checked and,
+// when the topic's deadline has come, expires at now and returns expired
+// true, for the caller to read the assignment again.
+func (t *topic) memberAt(a *assignment, member string, h *MemberHandle, now int64, checked *bool) (mask shard.Mask, sess *session, ok, expired bool, err error) {
+	if h != nil {
+		mask, sess, ok = h.entryIn(a)
+	} else {
+		mask, ok = a.masks[member] // with a session timeout, a.sessions has the same keys
+		sess = a.sessions[member]
+	}
+	if !ok {
+		if err := checkID("member", member); err != nil {
+			return 0, nil, false, false, err
+		}
+	}
+	if !*checked {
+		*checked = true
+		if now >= t.deadline.Load() {
+			t.expire(now)
+			return mask, sess, ok, true, nil
+		}
+	}
+	return mask, sess, ok, false, nil
+}
+
+// pollHeld is poll under t.mu: the slow path of a poll with a session
+// timeout. The call's expiry at now is done already (poll checks the
+// deadline before it locks anything), and an expiry that
 // claimed the member has stored its rebalance by the time t.mu is taken.
 func (t *topic) pollHeld(dst []Record, g *group, member string, h *MemberHandle, maxRecords int32, only shard.Mask, now int64) ([]Record, error) {
 	t.mu.Lock()
@@ -907,7 +837,7 @@ func (t *topic) pollHeld(dst []Record, g *group, member string, h *MemberHandle,
 	if g = t.current(g, h); g == nil {
 		return dst, nil
 	}
-	return t.pollAt(dst, g, member, h, maxRecords, only, now, true)
+	return t.poll(dst, g, member, h, maxRecords, only, now, true)
 }
 
 // current returns g or, if it was deleted, the live group of its name
@@ -955,7 +885,10 @@ func (t *topic) reserve(dst []Record, a *assignment, picked shard.Mask, now int6
 			e.recordInto(r, t, p, off, c.attempts)
 			continue
 		}
-		// recordInto of a payload-only entry, inlined (see recordInto).
+		// A payload-only entry's record, field by field: a composite
+		// literal is built on the stack and then copied into *r, 120 bytes
+		// zeroed and moved twice. As a function these lines cost 87, over
+		// the compiler's inlining budget of 80.
 		r.Topic = t.name
 		r.Partition = p
 		r.Offset = off
@@ -1014,13 +947,7 @@ func (b *Broker) settle(topicName, groupName, member string, partition int32, of
 	}
 	g := t.groups.Load(groupName)
 	if g == nil {
-		if err := checkGroupMember(groupName, member); err != nil {
-			return false, err
-		}
-		if b.session > 0 {
-			t.expire(b.nowNanos())
-		}
-		return false, nil
+		return false, t.absentGroup(groupName, member)
 	}
 	return t.settle(g, member, nil, part, partition, offset, commit)
 }
@@ -1065,7 +992,7 @@ func (t *topic) settle(g *group, member string, h *MemberHandle, part *partition
 // with the assignment seen current, it refreshes the member's session and
 // only then checks ownership, so that an Ack or Retry of a member that
 // returns false refreshes it too, at the instant it answers. A claimed
-// session sends it to t.mu, as a poll (pollAt).
+// session sends it to t.mu, as poll does.
 func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partition, partition int32, offset int64, commit bool, now int64, held bool) (bool, error) {
 	checked := held
 	var a *assignment
@@ -1073,23 +1000,14 @@ func (t *topic) settleAt(g *group, member string, h *MemberHandle, part *partiti
 	var sess *session
 	for {
 		a = g.assign.Load()
-		var ok bool
-		if h != nil {
-			_, sess, ok = h.entryIn(a)
-		} else {
-			sess, ok = a.sessions[member]
+		var ok, expired bool
+		var err error
+		_, sess, ok, expired, err = t.memberAt(a, member, h, now, &checked)
+		if err != nil {
+			return false, err
 		}
-		if !ok {
-			if err := checkID("member", member); err != nil {
-				return false, err
-			}
-		}
-		if !checked {
-			checked = true
-			if now >= t.deadline.Load() {
-				t.expire(now)
-				continue
-			}
+		if expired {
+			continue
 		}
 		// A deleted group's last assignment, which has no members, may
 		// predate AddPartitions.
@@ -1532,45 +1450,9 @@ func (t *topic) partitionError(p, n int32) error {
 // checkGroupMember returns the first ErrInvalidArgument error of the group
 // and member identifiers, or nil.
 func checkGroupMember(groupName, member string) error {
-	if err := checkID("group", groupName); err != nil {
-		return err
-	}
-	return checkID("member", member)
+	return contract.CheckGroupMember(ErrInvalidArgument, groupName, member)
 }
-
-// idByte marks the bytes allowed in identifiers: A-Z a-z 0-9 _ - (SPEC rule 3).
-var idByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	t['_'], t['-'] = true, true
-	return t
-}()
 
 // checkID returns ErrInvalidArgument unless id is 1..64 bytes of
-// A-Z a-z 0-9 _ -. kind names the identifier in the error.
-func checkID(kind, id string) error {
-	if len(id) == 0 || len(id) > MaxIDLength {
-		return fmt.Errorf("%w: %s identifier %s: length %d outside [1,%d]", ErrInvalidArgument, kind, quoteID(id), len(id), MaxIDLength)
-	}
-	for i := 0; i < len(id); i++ {
-		if !idByte[id[i]] {
-			return fmt.Errorf("%w: %s identifier %s: byte %d (0x%02x) is not one of A-Z a-z 0-9 _ -", ErrInvalidArgument, kind, quoteID(id), i, id[i])
-		}
-	}
-	return nil
-}
-
-// quoteID is id Go-quoted for an error message, its first MaxIDLength
-// bytes only, then "…" when it is longer: an invalid identifier may be of
-// any size, and an error names it without echoing all of it.
-func quoteID(id string) string {
-	if len(id) <= MaxIDLength {
-		return strconv.Quote(id)
-	}
-	return strconv.Quote(id[:MaxIDLength]) + "…"
-}
+// A-Z a-z 0-9 _ - (SPEC rule 3). kind names the identifier in the error.
+func checkID(kind, id string) error { return contract.CheckID(ErrInvalidArgument, kind, id) }

@@ -221,7 +221,7 @@ func (m *MemberHandle) AppendPoll(dst []Record, maxRecords int32) ([]Record, err
 		}
 		return dst, nil
 	}
-	return m.t.poll(dst, g, m.member, m, maxRecords, allPartitions)
+	return m.t.poll(dst, g, m.member, m, maxRecords, allPartitions, 0, false)
 }
 
 // AppendPollPartition is AppendPoll restricted to one partition, with
@@ -245,7 +245,7 @@ func (m *MemberHandle) AppendPollPartition(dst []Record, partition int32) ([]Rec
 		}
 		return dst, nil
 	}
-	return m.t.poll(dst, g, m.member, m, 1, shard.Mask(0).With(partition))
+	return m.t.poll(dst, g, m.member, m, 1, shard.Mask(0).With(partition), 0, false)
 }
 
 // Ack is Broker.Ack for this member (SPEC rules 11, 13, 21). It allocates

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"time"
+
+	"github.com/f91dcac0/tributary/internal/message"
 )
 
 // Header is one user header of a message: an ordered key/value pair. Keys
@@ -148,18 +150,7 @@ func (c *config) check(capacity int32) error {
 }
 
 // messageSize is the size WithMaxMessageBytes bounds, in bytes.
-func messageSize(m *Message) int {
-	n := len(m.Key) + len(m.Payload)
-	for _, h := range m.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
+func messageSize(m *Message) int { return message.Size(m.Key, m.Payload, m.Headers) }
 
 // cloneHeaders returns a copy of h, or nil when h is empty (no allocation).
-func cloneHeaders(h []Header) []Header {
-	if len(h) == 0 {
-		return nil
-	}
-	return append([]Header(nil), h...)
-}
+func cloneHeaders(h []Header) []Header { return message.CloneHeaders(h) }

@@ -231,6 +231,66 @@ func (t *topic) lockExpired() int64 {
 	return now
 }
 
+// lockedGroup returns groupName's group, t.mu held (the caller holds it
+// and unlocks it); or nil, having unlocked t.mu, when the group is absent.
+func (t *topic) lockedGroup(groupName string) *group {
+	g := t.groups.Load(groupName)
+	if g == nil {
+		t.mu.Unlock()
+	}
+	return g
+}
+
+// lockGroup is lockExpired followed by lockedGroup: the group, with t.mu
+// held, which the caller unlocks, or nil, with t.mu not held, when it is
+// absent; and the clock reading.
+func (t *topic) lockGroup(groupName string) (*group, int64) {
+	now := t.lockExpired()
+	return t.lockedGroup(groupName), now
+}
+
+// lockMember is the start of a member's call that changes the topic: the
+// lookup of topicName, checkGroupMember, then lockExpired. It returns the
+// topic with t.mu held, which the caller unlocks, and the clock reading;
+// or the first ErrInvalidArgument error of the three identifiers, with
+// nothing locked.
+func (b *Broker) lockMember(topicName, groupName, member string) (*topic, int64, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := checkGroupMember(groupName, member); err != nil {
+		return nil, 0, err
+	}
+	return t, t.lockExpired(), nil
+}
+
+// lockMemberGroup is lockMember followed by lockedGroup: the topic and
+// the group, with t.mu held, which the caller unlocks, and the clock
+// reading; or a nil group, with t.mu not held, and the invalid
+// identifier's error, or nil when the group is absent.
+func (b *Broker) lockMemberGroup(topicName, groupName, member string) (*topic, *group, int64, error) {
+	t, now, err := b.lockMember(topicName, groupName, member)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return t, t.lockedGroup(groupName), now, nil
+}
+
+// absentGroup is the answer of a member's call on a group that is absent:
+// the first ErrInvalidArgument error of the identifiers; or nil, after the
+// expiry at the clock's reading with WithSessionTimeout (SPEC rule 24: every
+// valid call on the topic expires).
+func (t *topic) absentGroup(groupName, member string) error {
+	if err := checkGroupMember(groupName, member); err != nil {
+		return err
+	}
+	if b := t.b; b.session > 0 {
+		t.expire(b.nowNanos())
+	}
+	return nil
+}
+
 // Heartbeat tells the broker that member of group on topic is alive (SPEC
 // rule 24): with WithSessionTimeout it refreshes the member's last-seen
 // instant and returns true, or returns false when the group or the member
@@ -240,19 +300,11 @@ func (t *topic) lockExpired() int64 {
 // expires the members whose session has run out. Errors
 // (ErrInvalidArgument): unknown topic, invalid identifier.
 func (b *Broker) Heartbeat(topicName, groupName, member string) (bool, error) {
-	t, err := b.lookup(topicName)
-	if err != nil {
-		return false, err
-	}
-	if err := checkGroupMember(groupName, member); err != nil {
-		return false, err
-	}
-	now := t.lockExpired()
-	defer t.mu.Unlock()
-	g := t.groups.Load(groupName)
+	t, g, now, err := b.lockMemberGroup(topicName, groupName, member)
 	if g == nil {
-		return false, nil
+		return false, err
 	}
+	defer t.mu.Unlock()
 	a := g.assign.Load()
 	if _, ok := a.masks[member]; !ok {
 		return t.hooks.heartbeatAbsent(false, t, g, member, now), nil
@@ -284,14 +336,10 @@ func (t *topic) refreshLocked(a *assignment, member string, now int64) {
 // are not stranded until an ack or session timeout. Rejoin works with or
 // without WithSessionTimeout. Errors: as Join.
 func (b *Broker) Rejoin(topicName, groupName, member string) ([]int32, error) {
-	t, err := b.lookup(topicName)
+	t, now, err := b.lockMember(topicName, groupName, member)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkGroupMember(groupName, member); err != nil {
-		return nil, err
-	}
-	now := t.lockExpired()
 	defer t.mu.Unlock()
 	g := t.groups.Load(groupName)
 	if g == nil {

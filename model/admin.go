@@ -121,14 +121,9 @@ func (b *Broker) CreateGroupAt(topic, group string, a Assignor, start GroupStart
 // wrapping ErrGroupNotEmpty, changing nothing, when it has members; and
 // ErrInvalidArgument for an invalid identifier or an unknown topic.
 func (b *Broker) DeleteGroup(topic, group string) (bool, error) {
-	t, err := b.lookup(topic, group)
-	if err != nil {
+	t, g, _, err := b.enterGroup(topic, group)
+	if g == nil {
 		return false, err
-	}
-	b.enter(t)
-	g, ok := t.groups[group]
-	if !ok {
-		return false, nil
 	}
 	if len(g.members) > 0 {
 		return false, fmt.Errorf("%w: topic %q: group %q has %d members",

@@ -73,6 +73,7 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary/engine/assign"
+	"github.com/f91dcac0/tributary/internal/message"
 )
 
 // Limits from rules 1 to 4 and rule 19.
@@ -499,14 +500,9 @@ func (b *Broker) Rejoin(topic, group, member string) ([]int32, error) {
 // validates like Poll). Without a session timeout it only reports
 // membership.
 func (b *Broker) Heartbeat(topic, group, member string) (bool, error) {
-	t, err := b.lookup(topic, group, member)
-	if err != nil {
+	_, g, now, err := b.enterGroup(topic, group, member)
+	if g == nil {
 		return false, err
-	}
-	now := b.enter(t)
-	g, ok := t.groups[group]
-	if !ok {
-		return false, nil
 	}
 	if _, found := slices.BinarySearch(g.members, member); !found {
 		return false, nil
@@ -586,14 +582,9 @@ func (b *Broker) refresh(g *group, member string, now time.Time) {
 // ErrInvalidAssignment, changing nothing (the member stays), when the
 // assignor's answer is invalid.
 func (b *Broker) Leave(topic, group, member string) (bool, error) {
-	t, err := b.lookup(topic, group, member)
-	if err != nil {
+	_, g, _, err := b.enterGroup(topic, group, member)
+	if g == nil {
 		return false, err
-	}
-	b.enter(t)
-	g, ok := t.groups[group]
-	if !ok {
-		return false, nil
 	}
 	i, found := slices.BinarySearch(g.members, member)
 	if !found {
@@ -662,22 +653,12 @@ func (b *Broker) PublishMessage(topic string, partition int32, m Message) (int64
 	return l.end() - 1, nil
 }
 
-// messageSize is the size WithMaxMessageBytes bounds, in bytes.
-func messageSize(m Message) int {
-	n := len(m.Key) + len(m.Payload)
-	for _, h := range m.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
+// messageSize is the size WithMaxMessageBytes bounds, in bytes (rule 15),
+// as internal/message states it for the engine too.
+func messageSize(m Message) int { return message.Size(m.Key, m.Payload, m.Headers) }
 
 // cloneHeaders returns a copy of h, or nil when h is empty.
-func cloneHeaders(h []Header) []Header {
-	if len(h) == 0 {
-		return nil
-	}
-	return slices.Clone(h)
-}
+func cloneHeaders(h []Header) []Header { return message.CloneHeaders(h) }
 
 // Poll walks member's partitions in ascending order and, for each with a
 // retained record at the group's committed offset and no in-flight delivery
@@ -935,6 +916,18 @@ func (t *topic) checkPartition(topic string, partition int32) error {
 			ErrInvalidArgument, topic, partition, len(t.logs))
 	}
 	return nil
+}
+
+// enterGroup is lookup of topic, group and the member (when given), then
+// enter: the topic, the group (nil when absent) and enter's clock reading;
+// or a nil group and lookup's error, having entered nothing.
+func (b *Broker) enterGroup(topic, group string, member ...string) (*topic, *group, time.Time, error) {
+	t, err := b.lookup(topic, append([]string{group}, member...)...)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	now := b.enter(t)
+	return t, t.groups[group], now, nil
 }
 
 // lookup checks the topic id, then the ids that follow it (group, then

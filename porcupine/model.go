@@ -401,28 +401,15 @@ func Apply(b *model.Broker, in Input) Output {
 
 // fromModelRecord copies a model.Record.
 func fromModelRecord(r model.Record) Record {
-	out := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload, Key: r.Key, Time: r.Time, Attempt: r.Attempt}
-	for _, h := range r.Headers {
-		out.Headers = append(out.Headers, Header(h))
-	}
-	return out
+	return Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload, Key: r.Key,
+		Headers: fromHeaders(r.Headers), Time: r.Time, Attempt: r.Attempt}
 }
 
 // fromModelDescription copies a model.TopicDescription.
 func fromModelDescription(d model.TopicDescription) *TopicDescription {
-	out := &TopicDescription{Topic: d.Topic}
-	for _, p := range d.Partitions {
-		out.Partitions = append(out.Partitions, PartitionDescription(p))
-	}
+	out := &TopicDescription{Topic: d.Topic, Partitions: fromPartitions(d.Partitions)}
 	for _, g := range d.Groups {
-		gd := GroupDescription{Group: g.Group, Assignor: g.Assignor, Members: slices.Clone(g.Members)}
-		for _, p := range g.Partitions {
-			gd.Partitions = append(gd.Partitions, GroupPartition(p))
-		}
-		for _, t := range g.LastSeen {
-			gd.LastSeen = append(gd.LastSeen, t.UTC())
-		}
-		out.Groups = append(out.Groups, gd)
+		out.Groups = append(out.Groups, fromGroup(g.Group, g.Assignor, g.Members, g.Partitions, g.LastSeen))
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	porc "github.com/anishathalye/porcupine"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/model"
 )
 
 // Op is one recorded call: which client made it, when (nanoseconds since
@@ -156,7 +157,7 @@ func (c *Client) record(call, ret int64, in Input, out Output) {
 // for a call that reads the clock; the result releases it.
 func (c *Client) readClock() func() {
 	if c.clock == nil {
-		return func() {}
+		return noGate
 	}
 	c.clock.gate.RLock()
 	return c.clock.gate.RUnlock
@@ -166,82 +167,78 @@ func (c *Client) readClock() func() {
 // (SPEC rule 24): it holds the gate only under a session timeout.
 func (c *Client) expiring() func() {
 	if !c.gateAll {
-		return func() {}
+		return noGate
 	}
 	return c.readClock()
 }
 
+// recorded makes one recorded call: do is the call, made between the two
+// clock readings, and out turns its result into the recorded Output, whose
+// error err classifies. done, called on return, releases the test clock's
+// gate that the caller took for the call (readClock, expiring, or noGate
+// for a call that reads no clock). It records in and returns do's results.
+func recorded[T any](c *Client, done func(), in Input, do func() (T, error), out func(T, error) Output) (T, error) {
+	defer done()
+	call := c.r.now()
+	v, err := do()
+	ret := c.r.now()
+	o := out(v, err)
+	o.setErr(err, engineErrs)
+	c.record(call, ret, in, o)
+	return v, err
+}
+
+// noGate is the gate release of a call that holds no gate.
+func noGate() {}
+
+// outOK, outOffset, outN and outParts are recorded's out for a call
+// answering a bool, an offset, a partition count or a member's partitions
+// (copied: the caller owns the slice).
+func outOK(ok bool, _ error) Output          { return Output{OK: ok} }
+func outOffset(off int64, _ error) Output    { return Output{Offset: off} }
+func outN(n int32, _ error) Output           { return Output{N: n} }
+func outParts(parts []int32, _ error) Output { return Output{Partitions: slices.Clone(parts)} }
+
+// outRecords is recorded's out for a poll: the polled records (records).
+func (c *Client) outRecords(recs []engine.Record, _ error) Output {
+	return Output{Records: c.records(recs)}
+}
+
 // Create calls engine.Broker.Create and records it.
 func (c *Client) Create(topic string, partitionCount int32) (bool, error) {
-	call := c.r.now()
-	ok, err := c.t.Create(topic, partitionCount)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindCreate, Topic: topic, N: partitionCount}, out)
-	return ok, err
+	return recorded(c, noGate, Input{Kind: KindCreate, Topic: topic, N: partitionCount},
+		func() (bool, error) { return c.t.Create(topic, partitionCount) }, outOK)
 }
 
 // Join calls engine.Broker.Join and records it.
 func (c *Client) Join(topic, group, member string) ([]int32, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	parts, err := c.t.Join(topic, group, member)
-	ret := c.r.now()
-	out := Output{Partitions: slices.Clone(parts)}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindJoin, Topic: topic, Group: group, Member: member}, out)
-	return parts, err
+	return recorded(c, c.expiring(), Input{Kind: KindJoin, Topic: topic, Group: group, Member: member},
+		func() ([]int32, error) { return c.t.Join(topic, group, member) }, outParts)
 }
 
 // Leave calls engine.Broker.Leave and records it.
 func (c *Client) Leave(topic, group, member string) (bool, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.Leave(topic, group, member)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindLeave, Topic: topic, Group: group, Member: member}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindLeave, Topic: topic, Group: group, Member: member},
+		func() (bool, error) { return c.t.Leave(topic, group, member) }, outOK)
 }
 
 // Publish calls engine.Broker.Publish and records it.
 func (c *Client) Publish(topic string, partition int32, payload string) (int64, error) {
-	defer c.readClock()()
-	call := c.r.now()
-	off, err := c.t.Publish(topic, partition, payload)
-	ret := c.r.now()
-	out := Output{Offset: off}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindPublish, Topic: topic, Partition: partition, Payload: payload}, out)
-	return off, err
+	return recorded(c, c.readClock(), Input{Kind: KindPublish, Topic: topic, Partition: partition, Payload: payload},
+		func() (int64, error) { return c.t.Publish(topic, partition, payload) }, outOffset)
 }
 
 // PublishMessage calls engine.Broker.PublishMessage and records it.
 func (c *Client) PublishMessage(topic string, partition int32, m engine.Message) (int64, error) {
-	in := Input{Kind: KindPublishMessage, Topic: topic, Partition: partition, Payload: m.Payload, Key: m.Key, Headers: fromEngineHeaders(m.Headers), Time: m.Time}
-	defer c.readClock()()
-	call := c.r.now()
-	off, err := c.t.PublishMessage(topic, partition, m)
-	ret := c.r.now()
-	out := Output{Offset: off}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, in, out)
-	return off, err
+	in := Input{Kind: KindPublishMessage, Topic: topic, Partition: partition, Payload: m.Payload, Key: m.Key, Headers: fromHeaders(m.Headers), Time: m.Time}
+	return recorded(c, c.readClock(), in,
+		func() (int64, error) { return c.t.PublishMessage(topic, partition, m) }, outOffset)
 }
 
 // Poll calls engine.Broker.Poll and records it.
 func (c *Client) Poll(topic, group, member string, maxRecords int32) ([]engine.Record, error) {
-	done := c.readClock()
-	call := c.r.now()
-	recs, err := c.t.Poll(topic, group, member, maxRecords)
-	ret := c.r.now()
-	done()
-	out := Output{Records: c.records(recs)}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindPoll, Topic: topic, Group: group, Member: member, N: maxRecords}, out)
-	return recs, err
+	return recorded(c, c.readClock(), Input{Kind: KindPoll, Topic: topic, Group: group, Member: member, N: maxRecords},
+		func() ([]engine.Record, error) { return c.t.Poll(topic, group, member, maxRecords) }, c.outRecords)
 }
 
 // PollPartition calls the target's PollPartition and records it as
@@ -250,15 +247,8 @@ func (c *Client) Poll(topic, group, member string, maxRecords int32) ([]engine.R
 // interval, into a new buffer; resolving the handle changes nothing, so the
 // call takes effect where AppendPollPartition does.
 func (c *Client) PollPartition(topic, group, member string, partition int32) ([]engine.Record, error) {
-	done := c.readClock()
-	call := c.r.now()
-	recs, err := c.t.PollPartition(topic, group, member, partition)
-	ret := c.r.now()
-	done()
-	out := Output{Records: c.records(recs)}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindPollPartition, Topic: topic, Group: group, Member: member, Partition: partition}, out)
-	return recs, err
+	return recorded(c, c.readClock(), Input{Kind: KindPollPartition, Topic: topic, Group: group, Member: member, Partition: partition},
+		func() ([]engine.Record, error) { return c.t.PollPartition(topic, group, member, partition) }, c.outRecords)
 }
 
 // records copies polled records, with their times only under a test clock.
@@ -266,7 +256,7 @@ func (c *Client) records(recs []engine.Record) []Record {
 	var out []Record
 	for _, r := range recs {
 		rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Payload: r.Payload,
-			Key: r.Key, Headers: fromEngineHeaders(r.Headers), Attempt: r.Attempt}
+			Key: r.Key, Headers: fromHeaders(r.Headers), Attempt: r.Attempt}
 		if c.clock != nil {
 			rec.Time = r.Time.UTC()
 		}
@@ -277,26 +267,14 @@ func (c *Client) records(recs []engine.Record) []Record {
 
 // Ack calls engine.Broker.Ack and records it.
 func (c *Client) Ack(topic, group, member string, partition int32, offset int64) (bool, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.Ack(topic, group, member, partition, offset)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindAck, Topic: topic, Group: group, Member: member, Partition: partition, Offset: offset}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindAck, Topic: topic, Group: group, Member: member, Partition: partition, Offset: offset},
+		func() (bool, error) { return c.t.Ack(topic, group, member, partition, offset) }, outOK)
 }
 
 // Retry calls engine.Broker.Retry and records it.
 func (c *Client) Retry(topic, group, member string, partition int32, offset int64) (bool, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.Retry(topic, group, member, partition, offset)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindRetry, Topic: topic, Group: group, Member: member, Partition: partition, Offset: offset}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindRetry, Topic: topic, Group: group, Member: member, Partition: partition, Offset: offset},
+		func() (bool, error) { return c.t.Retry(topic, group, member, partition, offset) }, outOK)
 }
 
 // CreateGroup calls engine.Broker.CreateGroup with the assignor named
@@ -304,14 +282,8 @@ func (c *Client) Retry(topic, group, member string, partition int32, offset int6
 // does not know.
 func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
 	a := mustAssignor(assignor)
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.CreateGroup(topic, group, a)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindCreateGroup, Topic: topic, Group: group, Assignor: assignor}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindCreateGroup, Topic: topic, Group: group, Assignor: assignor},
+		func() (bool, error) { return c.t.CreateGroup(topic, group, a) }, outOK)
 }
 
 // CreateGroupAt calls engine.Broker.CreateGroupAt with the assignor named
@@ -320,26 +292,14 @@ func (c *Client) CreateGroup(topic, group, assignor string) (bool, error) {
 // know.
 func (c *Client) CreateGroupAt(topic, group, assignor string, start uint8) (bool, error) {
 	a := mustAssignor(assignor)
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.CreateGroupAt(topic, group, a, engine.GroupStart(start))
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindCreateGroupAt, Topic: topic, Group: group, Assignor: assignor, Start: start}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindCreateGroupAt, Topic: topic, Group: group, Assignor: assignor, Start: start},
+		func() (bool, error) { return c.t.CreateGroupAt(topic, group, a, engine.GroupStart(start)) }, outOK)
 }
 
 // DeleteGroup calls engine.Broker.DeleteGroup and records it.
 func (c *Client) DeleteGroup(topic, group string) (bool, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.DeleteGroup(topic, group)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindDeleteGroup, Topic: topic, Group: group}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindDeleteGroup, Topic: topic, Group: group},
+		func() (bool, error) { return c.t.DeleteGroup(topic, group) }, outOK)
 }
 
 // SetAssignor calls engine.Broker.SetAssignor with the assignor named
@@ -347,81 +307,48 @@ func (c *Client) DeleteGroup(topic, group string) (bool, error) {
 // does not know.
 func (c *Client) SetAssignor(topic, group, assignor string) (bool, error) {
 	a := mustAssignor(assignor)
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.SetAssignor(topic, group, a)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindSetAssignor, Topic: topic, Group: group, Assignor: assignor}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindSetAssignor, Topic: topic, Group: group, Assignor: assignor},
+		func() (bool, error) { return c.t.SetAssignor(topic, group, a) }, outOK)
 }
 
 // AddPartitions calls engine.Broker.AddPartitions and records it.
 func (c *Client) AddPartitions(topic string, count int32) (int32, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	n, err := c.t.AddPartitions(topic, count)
-	ret := c.r.now()
-	out := Output{N: n}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindAddPartitions, Topic: topic, N: count}, out)
-	return n, err
+	return recorded(c, c.expiring(), Input{Kind: KindAddPartitions, Topic: topic, N: count},
+		func() (int32, error) { return c.t.AddPartitions(topic, count) }, outN)
 }
 
 // Seek calls engine.Broker.Seek and records it.
 func (c *Client) Seek(topic, group string, partition int32, offset int64) (bool, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := c.t.Seek(topic, group, partition, offset)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindSeek, Topic: topic, Group: group, Partition: partition, Offset: offset}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindSeek, Topic: topic, Group: group, Partition: partition, Offset: offset},
+		func() (bool, error) { return c.t.Seek(topic, group, partition, offset) }, outOK)
 }
 
 // Describe calls engine.Broker.Describe and records the whole description.
 func (c *Client) Describe(topic string) (engine.TopicDescription, error) {
-	defer c.expiring()()
-	call := c.r.now()
-	d, err := c.t.Describe(topic)
-	ret := c.r.now()
-	var out Output
-	if err == nil {
-		out.Desc = fromEngineDescription(d)
-	}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindDescribe, Topic: topic}, out)
-	return d, err
+	return recorded(c, c.expiring(), Input{Kind: KindDescribe, Topic: topic},
+		func() (engine.TopicDescription, error) { return c.t.Describe(topic) },
+		func(d engine.TopicDescription, err error) (out Output) {
+			if err == nil {
+				out.Desc = fromEngineDescription(d)
+			}
+			return out
+		})
 }
 
 // Heartbeat calls engine.Broker.Heartbeat (SPEC rule 24) and records it.
 // It panics for a client of a Target that is not a LivenessTarget.
 func (c *Client) Heartbeat(topic, group, member string) (bool, error) {
 	lt := c.liveness()
-	defer c.expiring()()
-	call := c.r.now()
-	ok, err := lt.Heartbeat(topic, group, member)
-	ret := c.r.now()
-	out := Output{OK: ok}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindHeartbeat, Topic: topic, Group: group, Member: member}, out)
-	return ok, err
+	return recorded(c, c.expiring(), Input{Kind: KindHeartbeat, Topic: topic, Group: group, Member: member},
+		func() (bool, error) { return lt.Heartbeat(topic, group, member) }, outOK)
 }
 
 // Rejoin calls engine.Broker.Rejoin (SPEC rule 25) and records it. It
 // panics for a client of a Target that is not a LivenessTarget.
 func (c *Client) Rejoin(topic, group, member string) ([]int32, error) {
 	lt := c.liveness()
-	defer c.expiring()()
-	call := c.r.now()
-	parts, err := lt.Rejoin(topic, group, member)
-	ret := c.r.now()
-	out := Output{Partitions: slices.Clone(parts)}
-	out.setErr(err, engineErrs)
-	c.record(call, ret, Input{Kind: KindRejoin, Topic: topic, Group: group, Member: member}, out)
-	return parts, err
+	return recorded(c, c.expiring(), Input{Kind: KindRejoin, Topic: topic, Group: group, Member: member},
+		func() ([]int32, error) { return lt.Rejoin(topic, group, member) }, outParts)
 }
 
 // liveness returns the client's Target as a LivenessTarget, or panics.
@@ -450,29 +377,42 @@ func (c *Client) Advance(topic string, d time.Duration) time.Duration {
 	return now
 }
 
-func fromEngineHeaders(hs []engine.Header) []Header {
-	var out []Header
-	for _, h := range hs {
-		out = append(out, Header(h))
-	}
-	return out
+// fromHeaders copies the headers of an engine's or the model's message or
+// record; nil when there are none.
+func fromHeaders[H engine.Header | model.Header](hs []H) []Header {
+	return copyAll(hs, func(h H) Header { return Header(h) })
 }
 
 // fromEngineDescription copies an engine.TopicDescription.
 func fromEngineDescription(d engine.TopicDescription) *TopicDescription {
-	out := &TopicDescription{Topic: d.Topic}
-	for _, p := range d.Partitions {
-		out.Partitions = append(out.Partitions, PartitionDescription(p))
-	}
+	out := &TopicDescription{Topic: d.Topic, Partitions: fromPartitions(d.Partitions)}
 	for _, g := range d.Groups {
-		gd := GroupDescription{Group: g.Group, Assignor: g.Assignor, Members: slices.Clone(g.Members)}
-		for _, p := range g.Partitions {
-			gd.Partitions = append(gd.Partitions, GroupPartition(p))
-		}
-		for _, t := range g.LastSeen {
-			gd.LastSeen = append(gd.LastSeen, t.UTC())
-		}
-		out.Groups = append(out.Groups, gd)
+		out.Groups = append(out.Groups, fromGroup(g.Group, g.Assignor, g.Members, g.Partitions, g.LastSeen))
+	}
+	return out
+}
+
+// fromPartitions copies the partitions of an engine's or the model's
+// description; nil when there are none.
+func fromPartitions[P engine.PartitionDescription | model.PartitionDescription](ps []P) []PartitionDescription {
+	return copyAll(ps, func(p P) PartitionDescription { return PartitionDescription(p) })
+}
+
+// fromGroup copies one group of an engine's or the model's description:
+// its members and partitions copied (nil partitions when there are none),
+// its last-seen instants in UTC (nil when there are none).
+func fromGroup[GP engine.GroupPartition | model.GroupPartition](group, assignor string, members []string, parts []GP, lastSeen []time.Time) GroupDescription {
+	return GroupDescription{Group: group, Assignor: assignor, Members: slices.Clone(members),
+		Partitions: copyAll(parts, func(p GP) GroupPartition { return GroupPartition(p) }),
+		LastSeen:   copyAll(lastSeen, time.Time.UTC)}
+}
+
+// copyAll returns xs, each converted by to, as a new slice; nil when xs is
+// empty.
+func copyAll[From, To any](xs []From, to func(From) To) []To {
+	var out []To
+	for _, x := range xs {
+		out = append(out, to(x))
 	}
 	return out
 }

@@ -180,47 +180,58 @@ func newRoundTrip(opts ...engine.Option) (*engine.TopicHandle, *engine.MemberHan
 	return th, mh, err
 }
 
+// runFunc is the type of cputime.Instance.Run.
+type runFunc = func(m *cputime.Meter, n int) (int64, error)
+
+// roundTripInstance is the Instance of a round-trip loop on an engine with
+// opts: run makes its Run from newRoundTrip's handles and a poll buffer of
+// capacity 1, which the loop owns.
+func roundTripInstance(run func(th *engine.TopicHandle, mh *engine.MemberHandle, buf []engine.Record) runFunc, opts ...engine.Option) (cputime.Instance, error) {
+	th, mh, err := newRoundTrip(opts...)
+	if err != nil {
+		return cputime.Instance{}, err
+	}
+	return cputime.Instance{Run: run(th, mh, make([]engine.Record, 0, 1))}, nil
+}
+
 // startHandle is the engine handle round trip on an engine with opts, with
 // withJSON the JSON encoding and decoding of record around it.
 func startHandle(withJSON bool, opts ...engine.Option) func() (cputime.Instance, error) {
 	return func() (cputime.Instance, error) {
-		th, mh, err := newRoundTrip(opts...)
-		if err != nil {
-			return cputime.Instance{}, err
-		}
-		buf := make([]engine.Record, 0, 1)
-		return cputime.Instance{Run: func(m *cputime.Meter, n int) (int64, error) {
-			m.Start()
-			for range n {
-				payload := bench.Payload
-				if withJSON {
-					b, err := json.Marshal(record)
-					if err != nil {
-						return errStop(m, "json.Marshal: %v", err)
+		return roundTripInstance(func(th *engine.TopicHandle, mh *engine.MemberHandle, buf []engine.Record) runFunc {
+			return func(m *cputime.Meter, n int) (int64, error) {
+				m.Start()
+				for range n {
+					payload := bench.Payload
+					if withJSON {
+						b, err := json.Marshal(record)
+						if err != nil {
+							return errStop(m, "json.Marshal: %v", err)
+						}
+						payload = string(b)
 					}
-					payload = string(b)
-				}
-				off, err := th.Publish(0, payload)
-				if err != nil || off < 0 {
-					return errStop(m, "Publish = %d, %v", off, err)
-				}
-				buf, err = mh.AppendPoll(buf[:0], 1)
-				if err != nil || len(buf) != 1 || buf[0].Offset != off {
-					return errStop(m, "AppendPoll = %v, %v; want offset %d", buf, err, off)
-				}
-				if withJSON {
-					var got Record
-					if err := json.Unmarshal([]byte(buf[0].Payload), &got); err != nil || got != record {
-						return errStop(m, "json.Unmarshal = %+v, %v", got, err)
+					off, err := th.Publish(0, payload)
+					if err != nil || off < 0 {
+						return errStop(m, "Publish = %d, %v", off, err)
+					}
+					buf, err = mh.AppendPoll(buf[:0], 1)
+					if err != nil || len(buf) != 1 || buf[0].Offset != off {
+						return errStop(m, "AppendPoll = %v, %v; want offset %d", buf, err, off)
+					}
+					if withJSON {
+						var got Record
+						if err := json.Unmarshal([]byte(buf[0].Payload), &got); err != nil || got != record {
+							return errStop(m, "json.Unmarshal = %+v, %v", got, err)
+						}
+					}
+					if ok, err := mh.Ack(0, off); err != nil || !ok {
+						return errStop(m, "Ack(0, %d) = %v, %v", off, ok, err)
 					}
 				}
-				if ok, err := mh.Ack(0, off); err != nil || !ok {
-					return errStop(m, "Ack(0, %d) = %v, %v", off, ok, err)
-				}
+				m.Stop()
+				return int64(n), nil
 			}
-			m.Stop()
-			return int64(n), nil
-		}}, nil
+		}, opts...)
 	}
 }
 
@@ -228,34 +239,31 @@ func startHandle(withJSON bool, opts ...engine.Option) func() (cputime.Instance,
 // String round trip's calls return: TrySend's Message by value and
 // TryPoll's new []Message of one, each filled from its record (LoopFloor).
 func startFloor() (cputime.Instance, error) {
-	th, mh, err := newRoundTrip()
-	if err != nil {
-		return cputime.Instance{}, err
-	}
-	buf := make([]engine.Record, 0, 1)
-	return cputime.Instance{Run: func(m *cputime.Meter, n int) (int64, error) {
-		m.Start()
-		for range n {
-			off, ts, err := th.PublishStamped(0, engine.Message{Payload: bench.Payload})
-			if err != nil || off < 0 {
-				return errStop(m, "PublishStamped = %d, %v", off, err)
+	return roundTripInstance(func(th *engine.TopicHandle, mh *engine.MemberHandle, buf []engine.Record) runFunc {
+		return func(m *cputime.Meter, n int) (int64, error) {
+			m.Start()
+			for range n {
+				off, ts, err := th.PublishStamped(0, engine.Message{Payload: bench.Payload})
+				if err != nil || off < 0 {
+					return errStop(m, "PublishStamped = %d, %v", off, err)
+				}
+				sent := floorSent(th.Name(), off, ts)
+				buf, err = mh.AppendPoll(buf[:0], 1)
+				if err != nil || len(buf) != 1 || buf[0].Offset != sent.Offset {
+					return errStop(m, "AppendPoll = %v, %v; want offset %d", buf, err, off)
+				}
+				ms := floorPolled(&buf[0])
+				if len(ms) != 1 || ms[0].Value != bench.Payload {
+					return errStop(m, "floorPolled = %+v", ms)
+				}
+				if ok, err := mh.Ack(0, ms[0].Offset); err != nil || !ok {
+					return errStop(m, "Ack(0, %d) = %v, %v", off, ok, err)
+				}
 			}
-			sent := floorSent(th.Name(), off, ts)
-			buf, err = mh.AppendPoll(buf[:0], 1)
-			if err != nil || len(buf) != 1 || buf[0].Offset != sent.Offset {
-				return errStop(m, "AppendPoll = %v, %v; want offset %d", buf, err, off)
-			}
-			ms := floorPolled(&buf[0])
-			if len(ms) != 1 || ms[0].Value != bench.Payload {
-				return errStop(m, "floorPolled = %+v", ms)
-			}
-			if ok, err := mh.Ack(0, ms[0].Offset); err != nil || !ok {
-				return errStop(m, "Ack(0, %d) = %v, %v", off, ok, err)
-			}
+			m.Stop()
+			return int64(n), nil
 		}
-		m.Stop()
-		return int64(n), nil
-	}}, nil
+	})
 }
 
 // floorSent is the Message a TrySend of bench.Payload returns, without

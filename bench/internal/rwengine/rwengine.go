@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/internal/contract"
 	"github.com/f91dcac0/tributary/ringlog"
 	"github.com/f91dcac0/tributary/shard"
 )
@@ -118,11 +119,8 @@ func (b *Broker) Capacity() int32 { return b.capacity }
 // whatever partitionCount is. Errors (ErrInvalidArgument): an invalid
 // identifier, partitionCount outside 1..64.
 func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
-	if err := checkID("topic", topicName); err != nil {
+	if err := contract.CheckCreate(ErrInvalidArgument, topicName, partitionCount); err != nil {
 		return false, err
-	}
-	if partitionCount < 1 || partitionCount > MaxPartitionCount {
-		return false, fmt.Errorf("%w: topic %q: partition count %d outside [1,%d]", ErrInvalidArgument, topicName, partitionCount, MaxPartitionCount)
 	}
 	b.createMu.Lock()
 	defer b.createMu.Unlock()
@@ -155,11 +153,8 @@ func (b *Broker) Create(topicName string, partitionCount int32) (bool, error) {
 // twice changes nothing and returns the current partitions. Errors
 // (ErrInvalidArgument): unknown topic, invalid identifier.
 func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
-	t, err := b.lookup(topicName)
+	t, err := b.lookupMember(topicName, groupName, member)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkGroupMember(groupName, member); err != nil {
 		return nil, err
 	}
 	t.mu.RLock()
@@ -189,11 +184,8 @@ func (b *Broker) Join(topicName, groupName, member string) ([]int32, error) {
 // absent. The group itself, with its committed offsets, always remains.
 // Errors (ErrInvalidArgument): unknown topic, invalid identifier.
 func (b *Broker) Leave(topicName, groupName, member string) (bool, error) {
-	t, err := b.lookup(topicName)
+	t, err := b.lookupMember(topicName, groupName, member)
 	if err != nil {
-		return false, err
-	}
-	if err := checkGroupMember(groupName, member); err != nil {
 		return false, err
 	}
 	t.mu.RLock()
@@ -247,11 +239,7 @@ func (b *Broker) Publish(topicName string, partition int32, payload string) (int
 // records. Errors (ErrInvalidArgument): unknown topic, invalid identifier,
 // maxRecords outside 1..64.
 func (b *Broker) Poll(topicName, groupName, member string, maxRecords int32) ([]Record, error) {
-	out, err := b.appendPoll(nil, topicName, groupName, member, maxRecords)
-	if out == nil && err == nil {
-		out = []Record{}
-	}
-	return out, err
+	return contract.Polled(b.appendPoll(nil, topicName, groupName, member, maxRecords))
 }
 
 // AppendPoll is Poll appending to dst, as engine.Broker.AppendPoll.
@@ -262,11 +250,8 @@ func (b *Broker) AppendPoll(dst []Record, topicName, groupName, member string, m
 // appendPoll is Poll appending to dst; with dst nil it allocates only when a
 // record is reserved, sized for the most records the member can get.
 func (b *Broker) appendPoll(dst []Record, topicName, groupName, member string, maxRecords int32) ([]Record, error) {
-	t, err := b.lookup(topicName)
+	t, err := b.lookupMember(topicName, groupName, member)
 	if err != nil {
-		return dst, err
-	}
-	if err := checkGroupMember(groupName, member); err != nil {
 		return dst, err
 	}
 	if maxRecords < 1 || maxRecords > MaxPollRecords {
@@ -330,11 +315,8 @@ func (b *Broker) Retry(topicName, groupName, member string, partition int32, off
 
 // settle is Ack (commit true) and Retry (commit false).
 func (b *Broker) settle(topicName, groupName, member string, partition int32, offset int64, commit bool) (bool, error) {
-	t, err := b.lookup(topicName)
+	t, err := b.lookupMember(topicName, groupName, member)
 	if err != nil {
-		return false, err
-	}
-	if err := checkGroupMember(groupName, member); err != nil {
 		return false, err
 	}
 	if err := t.checkPartition(partition); err != nil {
@@ -456,36 +438,20 @@ func (t *topic) checkPartition(p int32) error {
 	return nil
 }
 
+// lookupMember is lookup of topicName followed by checkGroupMember: the
+// topic, or the first ErrInvalidArgument error of the three identifiers.
+func (b *Broker) lookupMember(topicName, groupName, member string) (*topic, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return nil, err
+	}
+	return t, checkGroupMember(groupName, member)
+}
+
+// checkGroupMember and checkID are the engine's identifier checks (SPEC
+// rule 3), shared through internal/contract.
 func checkGroupMember(groupName, member string) error {
-	if err := checkID("group", groupName); err != nil {
-		return err
-	}
-	return checkID("member", member)
+	return contract.CheckGroupMember(ErrInvalidArgument, groupName, member)
 }
 
-// idByte marks the bytes allowed in identifiers: A-Z a-z 0-9 _ - (SPEC rule 3).
-var idByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	t['_'], t['-'] = true, true
-	return t
-}()
-
-// checkID returns ErrInvalidArgument unless id is 1..64 bytes of
-// A-Z a-z 0-9 _ -. kind names the identifier in the error.
-func checkID(kind, id string) error {
-	if len(id) == 0 || len(id) > MaxIDLength {
-		return fmt.Errorf("%w: %s identifier %q: length %d outside [1,%d]", ErrInvalidArgument, kind, id, len(id), MaxIDLength)
-	}
-	for i := 0; i < len(id); i++ {
-		if !idByte[id[i]] {
-			return fmt.Errorf("%w: %s identifier %q: byte %d (%q) is not one of A-Z a-z 0-9 _ -", ErrInvalidArgument, kind, id, i, id[i])
-		}
-	}
-	return nil
-}
+func checkID(kind, id string) error { return contract.CheckID(ErrInvalidArgument, kind, id) }
