@@ -1,5 +1,8 @@
 package tribprom_test
 
+// Tests of scrapes racing topic and group churn: every exposition stays
+// consistent and lint clean while topics, groups and partitions come and go.
+
 import (
 	"fmt"
 	"sync"

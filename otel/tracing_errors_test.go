@@ -1,5 +1,9 @@
 package tribotel_test
 
+// Tests of the spans at their edges: a handler error whose Error method
+// panics, and a forwarded message whose stale tracestate must not survive
+// the send.
+
 import (
 	"context"
 	"testing"
