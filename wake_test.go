@@ -2,6 +2,7 @@ package tributary_test
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -349,5 +350,31 @@ func TestHostileAckTimeoutWakesBlockedPollOfSameMember(t *testing.T) {
 	assert.Equal(t, int32(2), again.Attempt)
 	assert.Positive(t, cons.Stats().Wakeups)
 	require.NoError(t, cons.Ack(again))
+	require.NoError(t, cons.Close())
+}
+
+// A record in flight under an ack timeout too long to ever run out (one
+// that reaches past the year 2262 from now) leaves a Poll of its member
+// blocked with nothing to do: it waits once and is not woken, as with no
+// ack timeout, and a publish still wakes it.
+func TestWakeHugeAckTimeoutDoesNotSpin(t *testing.T) {
+	c := testCluster(t, 10, tributary.WithAckTimeout(time.Duration(math.MaxInt64)))
+	in := testTopic(t, c, "in", 2, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "x"})
+	cons, err := tributary.NewConsumer(in, "g", "m1")
+	require.NoError(t, err)
+	first := pollOne(t, cons)
+	require.Equal(t, "x", first.Value)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := pollAsync(ctx, cons, 2)
+	waitPollBlocked(t, cons, 1)
+	time.Sleep(100 * time.Millisecond)
+	s := cons.Stats()
+	assert.Equal(t, int64(1), s.Waits, "waits of a Poll with nothing deliverable")
+	assert.Zero(t, s.Wakeups, "wake-ups with nothing deliverable")
+	sendOK(t, p, in, tributary.Message[string]{Partition: 1, Value: "y"})
+	assert.Equal(t, "y", polledOne(t, res, "publish").Value)
 	require.NoError(t, cons.Close())
 }
