@@ -378,3 +378,47 @@ func TestWakeHugeAckTimeoutDoesNotSpin(t *testing.T) {
 	assert.Equal(t, "y", polledOne(t, res, "publish").Value)
 	require.NoError(t, cons.Close())
 }
+
+// A Poll or Send whose ctx has already ended (cancelled, a deadline past,
+// a timeout of 0) reads it only when it would wait: a Poll with a message
+// deliverable returns it and a Send with room publishes, while a Poll with
+// nothing deliverable and a Send to a full partition return ctx.Err() at
+// once, publishing and reserving nothing.
+func TestWakeEndedContextReadOnlyWhileWaiting(t *testing.T) {
+	c := testCluster(t, 1)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	cons := testConsumer(t, in, "g", "m")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Hour))
+	defer cancelPast()
+	zero, cancelZero := context.WithTimeout(context.Background(), 0)
+	defer cancelZero()
+	ended := map[string]struct {
+		ctx context.Context
+		err error
+	}{
+		"cancelled": {cancelled, context.Canceled}, "past deadline": {past, context.DeadlineExceeded}, "timeout 0": {zero, context.DeadlineExceeded},
+	}
+	for name, e := range ended {
+		_, err := cons.Poll(e.ctx, 1)
+		require.ErrorIs(t, err, e.err, "%s: Poll with nothing deliverable", name)
+	}
+	for name, e := range ended {
+		sent, err := p.Send(e.ctx, in, tributary.Message[string]{Value: name})
+		require.NoError(t, err, "%s: Send with room", name)
+		for other, f := range ended {
+			_, err := p.Send(f.ctx, in, tributary.Message[string]{Value: "refused"})
+			require.ErrorIs(t, err, f.err, "%s: Send to the full partition", other)
+		}
+		require.Equal(t, sent.Offset+1, logEndOf(t, c, "in", 0), "%s: the refused Sends published", name)
+		ms, err := cons.Poll(e.ctx, 1)
+		require.NoError(t, err, "%s: Poll with a message deliverable", name)
+		require.Len(t, ms, 1)
+		require.Equal(t, name, ms[0].Value)
+		require.NoError(t, cons.Ack(ms[0]))
+	}
+	g := groupDesc(t, c, "in", "g").Partitions[0]
+	require.False(t, g.InFlight, "a record left in flight")
+}
