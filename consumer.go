@@ -619,7 +619,9 @@ func (c *Consumer[T]) closed() bool { return c.isClosed.Load() }
 // expired joins its group again and waits on (ConsumerStats.Expired).
 // Errors: ErrInvalidArgument (max outside 1..64); ctx.Err() when ctx ends;
 // ErrClosed when the consumer is closed (or removed from its group, or
-// superseded: with ErrFenced).
+// superseded: with ErrFenced). ctx is read only while Poll waits: a Poll
+// whose ctx has already ended returns the messages deliverable at once,
+// and ctx.Err() only when there are none.
 func (c *Consumer[T]) Poll(ctx context.Context, max int32) ([]Message[T], error) {
 	out, err := c.AppendPoll(ctx, nil, max)
 	if err != nil {

@@ -2,9 +2,12 @@ package tributary_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
@@ -100,5 +103,53 @@ func TestClusterConfiguredWithLibraryNames(t *testing.T) {
 		if _, err := tributary.NewCluster(4, opt); !errors.Is(err, tributary.ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
+	}
+}
+
+// TestClusterOptionsRefused: a nil option, each option's extremes out of
+// range, and an option given twice whose second value is out of range
+// (the last applies) make NewCluster return ErrInvalidArgument and no
+// cluster; the largest values in range are accepted and the broker works.
+func TestClusterOptionsRefused(t *testing.T) {
+	for name, opts := range map[string][]tributary.ClusterOption{
+		"nil option":                  {nil},
+		"window -1":                   {tributary.WithReplayWindow(-1)},
+		"window MinInt32":             {tributary.WithReplayWindow(math.MinInt32)},
+		"window MaxInt32":             {tributary.WithReplayWindow(math.MaxInt32)},
+		"ack timeout MinInt64":        {tributary.WithAckTimeout(math.MinInt64)},
+		"max message bytes MinInt":    {tributary.WithMaxMessageBytes(math.MinInt)},
+		"session timeout 0":           {tributary.WithSessionTimeout(0)},
+		"window twice, then too big":  {tributary.WithReplayWindow(2), tributary.WithReplayWindow(5)},
+		"clock twice, then nil":       {tributary.WithClock(time.Now), tributary.WithClock(nil)},
+		"ack timeout twice, then 0":   {tributary.WithAckTimeout(time.Second), tributary.WithAckTimeout(0)},
+		"valid, then a nil option":    {tributary.WithReplayWindow(2), nil},
+		"max message bytes twice, -1": {tributary.WithMaxMessageBytes(8), tributary.WithMaxMessageBytes(-1)},
+	} {
+		if c, err := tributary.NewCluster(4, opts...); !errors.Is(err, tributary.ErrInvalidArgument) || c != nil {
+			t.Errorf("%s: %v, %v; want no cluster and ErrInvalidArgument", name, c, err)
+		}
+	}
+	for name, opts := range map[string][]tributary.ClusterOption{
+		"window = capacity":        {tributary.WithReplayWindow(4)},
+		"window too big, then 2":   {tributary.WithReplayWindow(5), tributary.WithReplayWindow(2)},
+		"ack timeout MaxInt64":     {tributary.WithAckTimeout(math.MaxInt64)},
+		"session timeout MaxInt64": {tributary.WithSessionTimeout(math.MaxInt64)},
+		"max message bytes MaxInt": {tributary.WithMaxMessageBytes(math.MaxInt)},
+	} {
+		c, err := tributary.NewCluster(4, opts...)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		tp := testTopic(t, c, "t", 1, tributary.String())
+		p := testProducer[string](t, c, "p", tributary.Manual())
+		sendOK(t, p, tp, tributary.Message[string]{Value: "x"})
+		cons, err := tributary.NewConsumer(tp, "g", "m")
+		if err != nil {
+			t.Errorf("%s: NewConsumer: %v", name, err)
+		} else if ms, err := cons.TryPoll(1); err != nil || len(ms) != 1 {
+			t.Errorf("%s: TryPoll = %v, %v; want the record", name, ms, err)
+		}
+		require.NoError(t, c.Close())
 	}
 }

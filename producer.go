@@ -98,6 +98,8 @@ func (p *Producer[T]) Close() error {
 // message over WithMaxMessageBytes); ErrClosed (the producer or
 // its cluster was closed, before or while Send waited; nothing published).
 // Every error but ctx's and ErrClosed's comes before anything is published.
+// ctx is read only while Send waits: a Send that finds room publishes
+// even when ctx has already ended.
 func (p *Producer[T]) Send(ctx context.Context, t *Topic[T], m Message[T]) (Message[T], error) {
 	if ctx == nil {
 		return m, fmt.Errorf("%w: producer %q: nil Context", ErrInvalidArgument, p.name)

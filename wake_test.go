@@ -2,6 +2,7 @@ package tributary_test
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -350,4 +351,74 @@ func TestHostileAckTimeoutWakesBlockedPollOfSameMember(t *testing.T) {
 	assert.Positive(t, cons.Stats().Wakeups)
 	require.NoError(t, cons.Ack(again))
 	require.NoError(t, cons.Close())
+}
+
+// A record in flight under an ack timeout too long to ever run out (one
+// that reaches past the year 2262 from now) leaves a Poll of its member
+// blocked with nothing to do: it waits once and is not woken, as with no
+// ack timeout, and a publish still wakes it.
+func TestWakeHugeAckTimeoutDoesNotSpin(t *testing.T) {
+	c := testCluster(t, 10, tributary.WithAckTimeout(time.Duration(math.MaxInt64)))
+	in := testTopic(t, c, "in", 2, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	sendOK(t, p, in, tributary.Message[string]{Partition: 0, Value: "x"})
+	cons, err := tributary.NewConsumer(in, "g", "m1")
+	require.NoError(t, err)
+	first := pollOne(t, cons)
+	require.Equal(t, "x", first.Value)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := pollAsync(ctx, cons, 2)
+	waitPollBlocked(t, cons, 1)
+	time.Sleep(100 * time.Millisecond)
+	s := cons.Stats()
+	assert.Equal(t, int64(1), s.Waits, "waits of a Poll with nothing deliverable")
+	assert.Zero(t, s.Wakeups, "wake-ups with nothing deliverable")
+	sendOK(t, p, in, tributary.Message[string]{Partition: 1, Value: "y"})
+	assert.Equal(t, "y", polledOne(t, res, "publish").Value)
+	require.NoError(t, cons.Close())
+}
+
+// A Poll or Send whose ctx has already ended (cancelled, a deadline past,
+// a timeout of 0) reads it only when it would wait: a Poll with a message
+// deliverable returns it and a Send with room publishes, while a Poll with
+// nothing deliverable and a Send to a full partition return ctx.Err() at
+// once, publishing and reserving nothing.
+func TestWakeEndedContextReadOnlyWhileWaiting(t *testing.T) {
+	c := testCluster(t, 1)
+	in := testTopic(t, c, "in", 1, tributary.String())
+	p := testProducer[string](t, c, "p", tributary.Manual())
+	cons := testConsumer(t, in, "g", "m")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Hour))
+	defer cancelPast()
+	zero, cancelZero := context.WithTimeout(context.Background(), 0)
+	defer cancelZero()
+	ended := map[string]struct {
+		ctx context.Context
+		err error
+	}{
+		"cancelled": {cancelled, context.Canceled}, "past deadline": {past, context.DeadlineExceeded}, "timeout 0": {zero, context.DeadlineExceeded},
+	}
+	for name, e := range ended {
+		_, err := cons.Poll(e.ctx, 1)
+		require.ErrorIs(t, err, e.err, "%s: Poll with nothing deliverable", name)
+	}
+	for name, e := range ended {
+		sent, err := p.Send(e.ctx, in, tributary.Message[string]{Value: name})
+		require.NoError(t, err, "%s: Send with room", name)
+		for other, f := range ended {
+			_, err := p.Send(f.ctx, in, tributary.Message[string]{Value: "refused"})
+			require.ErrorIs(t, err, f.err, "%s: Send to the full partition", other)
+		}
+		require.Equal(t, sent.Offset+1, logEndOf(t, c, "in", 0), "%s: the refused Sends published", name)
+		ms, err := cons.Poll(e.ctx, 1)
+		require.NoError(t, err, "%s: Poll with a message deliverable", name)
+		require.Len(t, ms, 1)
+		require.Equal(t, name, ms[0].Value)
+		require.NoError(t, cons.Ack(ms[0]))
+	}
+	g := groupDesc(t, c, "in", "g").Partitions[0]
+	require.False(t, g.InFlight, "a record left in flight")
 }

@@ -19,11 +19,13 @@ import (
 // the broker applies before a rebalance takes effect (a refused answer
 // fails the rebalancing call with ErrInvalidAssignment); Assign changes
 // neither argument; the same arguments give the same answer; and Name is
-// not empty and does not panic.
+// not empty and does not panic. No call may panic nor run longer than
+// Wait (10 s): either is a failure. A nil or typed-nil assignor fails too.
 func CheckAssignor(t testing.TB, a tributary.Assignor) {
 	t.Helper()
-	if name, err := assign.Name(a); err != nil || name == "" {
-		t.Fatalf("assignor Name() = %q, %v: want a name", name, err)
+	name, err := guard(func() (string, error) { return assign.Name(a) })
+	if err != nil || name == "" {
+		t.Fatalf("assignor Name() = %s, %v: want a name", clip(name), err)
 	}
 	var cases [][2][]string // members, previous
 	for n := 1; n <= 4; n++ {
@@ -45,17 +47,20 @@ func CheckAssignor(t testing.TB, a tributary.Assignor) {
 	}
 	for _, c := range cases {
 		members, previous := c[0], c[1]
-		owner, err := assign.Run(a, members, previous)
+		owner, err := guard(func() ([]string, error) { return assign.Run(a, members, previous) })
 		if err != nil {
-			t.Fatalf("%s: members %q, previous owners %q: %v", a.Name(), members, previous, err)
+			t.Fatalf("%s: members %q, previous owners %q: %v", name, members, previous, err)
 		}
 		m, p := slices.Clone(members), slices.Clone(previous)
-		again := a.Assign(m, p)
+		again, err := guard(func() ([]string, error) { return a.Assign(m, p), nil })
+		if err != nil {
+			t.Fatalf("%s: members %q, previous owners %q: answered %q, then: %v", name, members, previous, owner, err)
+		}
 		if !slices.Equal(m, members) || !slices.Equal(p, previous) {
-			t.Fatalf("%s: Assign changed its arguments: members %q → %q, previous %q → %q", a.Name(), members, m, previous, p)
+			t.Fatalf("%s: Assign changed its arguments: members %q → %s, previous %q → %s", name, members, clip(m), previous, clip(p))
 		}
 		if !slices.Equal(again, owner) {
-			t.Fatalf("%s: members %q, previous owners %q: answered %q, then %q", a.Name(), members, previous, owner, again)
+			t.Fatalf("%s: members %q, previous owners %q: answered %q, then %s", name, members, previous, owner, clip(again))
 		}
 	}
 }

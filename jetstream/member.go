@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -413,8 +414,14 @@ func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Rec
 			if to <= 0 {
 				return r, false, 0, nil
 			}
-			if e := c.DeliveredAt + to; now < e {
-				return r, false, e, nil
+			// The age, not DeliveredAt + to, is compared: the sum
+			// overflows for a timeout of centuries (the expiry it
+			// reports then saturates).
+			if now-c.DeliveredAt < to {
+				if c.DeliveredAt > math.MaxInt64-to {
+					return r, false, math.MaxInt64, nil
+				}
+				return r, false, c.DeliveredAt + to, nil
 			}
 		}
 		// A cursor below the log start is a placement (a Seek, a group
