@@ -63,7 +63,7 @@ func TestClosedClusterAdminCallsChangeNothing(t *testing.T) {
 
 // Cluster.Close documents that it closes every producer: later sends return
 // ErrClosed.
-func TestHostileClusterCloseClosesProducers(t *testing.T) {
+func TestClusterCloseClosesProducers(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())

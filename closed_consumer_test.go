@@ -94,7 +94,7 @@ func TestClosedConsumerDoesNotActForItsSuccessor(t *testing.T) {
 // A closed consumer's Ack must not ack a delivery of a new consumer that
 // took the same name (an abandoned handler acking late, say): Ack documents
 // ErrNotInFlight when "the consumer left".
-func TestHostileStaleAckAfterCloseAndRejoin(t *testing.T) {
+func TestStaleAckAfterCloseAndRejoin(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())
@@ -116,7 +116,7 @@ func TestHostileStaleAckAfterCloseAndRejoin(t *testing.T) {
 // A consumer closed while NewConsumer is between registering and joining
 // must not stay in its group: a closed consumer that owns partitions blocks
 // them (and retention) for ever.
-func TestHostileCloseRacingNewConsumerLeavesNoMember(t *testing.T) {
+func TestCloseRacingNewConsumerLeavesNoMember(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	for i := range 3000 {

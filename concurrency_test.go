@@ -24,7 +24,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-func TestHostileRaces(t *testing.T) {
+func TestRaces(t *testing.T) {
 	const parts = 4
 	c := testCluster(t, 20)
 	in := testTopic(t, c, "in", parts, tributary.String())
@@ -208,7 +208,7 @@ func TestHostileRaces(t *testing.T) {
 
 // A group whose handler ignores its context and stalls never delays another
 // group of the same topic: the other group gets every record meanwhile.
-func TestHostileStalledGroupDoesNotDelayAnother(t *testing.T) {
+func TestStalledGroupDoesNotDelayAnother(t *testing.T) {
 	const n = 50
 	c := testCluster(t, n)
 	in := testTopic(t, c, "in", 2, tributary.String())

@@ -22,7 +22,7 @@ import (
 // A full dead-letter topic holds the failed record back: Run waits for room
 // without acking it, a cancel leaves it in the group, and once the
 // dead-letter topic is consumed the record is dead-lettered and acked.
-func TestHostileDeadLetterTopicFull(t *testing.T) {
+func TestDeadLetterTopicFull(t *testing.T) {
 	c := testCluster(t, 1)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	dlq := testTopic(t, c, "in-dlq", 1, tributary.String())
@@ -80,7 +80,7 @@ func TestHostileDeadLetterTopicFull(t *testing.T) {
 
 // A payload that does not decode goes to the dead-letter topic without
 // reaching the handler, and the next record of its partition is handled.
-func TestHostileDecodeErrorGoesToDeadLetter(t *testing.T) {
+func TestDecodeErrorGoesToDeadLetter(t *testing.T) {
 	c := testCluster(t, 10)
 	nums, err := tributary.CreateTopic(c, "nums", 1, tributary.Integer[int]())
 	require.NoError(t, err)
@@ -140,7 +140,7 @@ func TestHostileDecodeErrorGoesToDeadLetter(t *testing.T) {
 
 // A record whose handler always fails is handled exactly MaxAttempts times,
 // then dead-lettered, and its partition moves on to the next record.
-func TestHostileMaxAttemptsThenDeadLetterAndMoveOn(t *testing.T) {
+func TestMaxAttemptsThenDeadLetterAndMoveOn(t *testing.T) {
 	const maxAttempts = 4
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
@@ -179,7 +179,7 @@ func TestHostileMaxAttemptsThenDeadLetterAndMoveOn(t *testing.T) {
 
 // A NewConsumer that fails changes nothing: in particular it creates no
 // dead-letter topic.
-func TestHostileFailedNewConsumerCreatesNoDeadLetterTopic(t *testing.T) {
+func TestFailedNewConsumerCreatesNoDeadLetterTopic(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	_, err := tributary.NewConsumer(in, "g", "m1")

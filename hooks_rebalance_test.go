@@ -15,10 +15,10 @@ import (
 	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
-// TestHostile24RevokedHookClosesConsumer: an OnRevoked hook that closes
+// TestRevokedHookClosesConsumer: an OnRevoked hook that closes
 // the consumer it is told of (or the cluster) while that consumer is
 // closing: Close must not wait for itself.
-func TestHostile24RevokedHookClosesConsumer(t *testing.T) {
+func TestRevokedHookClosesConsumer(t *testing.T) {
 	for _, closeCluster := range []bool{false, true} {
 		c := testCluster(t, 10)
 		tp := testTopic(t, c, "orders", 2, tributary.String())
@@ -45,11 +45,11 @@ func TestHostile24RevokedHookClosesConsumer(t *testing.T) {
 	}
 }
 
-// TestHostile24ExpiredHookClosesConsumer: OnExpired and the OnRevoked
+// TestExpiredHookClosesConsumer: OnExpired and the OnRevoked
 // and OnAssigned of the rejoin that follows an expiry may close the
 // consumer (Hooks: called without locks held). The cluster is not closed
 // when the poll deadlocks: its Close would wait for it too.
-func TestHostile24ExpiredHookClosesConsumer(t *testing.T) {
+func TestExpiredHookClosesConsumer(t *testing.T) {
 	for _, which := range []string{"expired", "revoked", "assigned"} {
 		clock := testclock.New()
 		c, err := tributary.NewCluster(10, engine.WithClock(clock.Now), engine.WithSessionTimeout(liveSession))
@@ -88,11 +88,11 @@ func TestHostile24ExpiredHookClosesConsumer(t *testing.T) {
 	}
 }
 
-// TestHostile24FencedConsumerRevoked: a consumer fenced by RemoveMember
+// TestFencedConsumerRevoked: a consumer fenced by RemoveMember
 // or by a newer consumer of its name has lost its partitions: OnRevoked
 // tells of them, so that the hooks' assigned minus revoked is what the
 // open consumers hold.
-func TestHostile24FencedConsumerRevoked(t *testing.T) {
+func TestFencedConsumerRevoked(t *testing.T) {
 	for _, how := range []string{"RemoveMember", "successor"} {
 		c := testCluster(t, 10)
 		tp := testTopic(t, c, "orders", 2, tributary.String())
@@ -128,12 +128,12 @@ func TestHostile24FencedConsumerRevoked(t *testing.T) {
 	}
 }
 
-// TestHostile24RebalanceHooksBalanced: consumers that poll on goroutines
+// TestRebalanceHooksBalanced: consumers that poll on goroutines
 // of their own while others join, leave, are removed or superseded:
 // once all are closed, every member's OnAssigned partitions were all
 // revoked (counted per member name: the hooks of two incarnations of a
 // name, or of a poll and a Close, may come in either order).
-func TestHostile24RebalanceHooksBalanced(t *testing.T) {
+func TestRebalanceHooksBalanced(t *testing.T) {
 	c := testCluster(t, 1000)
 	tp := testTopic(t, c, "orders", 4, tributary.String())
 	var mu sync.Mutex

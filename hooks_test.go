@@ -465,10 +465,10 @@ func BenchmarkHooks(b *testing.B) {
 	}
 }
 
-// TestHostile24ProcessEndOnGoexit: a handler that calls runtime.Goexit
+// TestProcessEndOnGoexit: a handler that calls runtime.Goexit
 // (t.FailNow in a handler) fails its record; OnProcess's end is called
 // once, with an error, not as a success.
-func TestHostile24ProcessEndOnGoexit(t *testing.T) {
+func TestProcessEndOnGoexit(t *testing.T) {
 	c := testCluster(t, 10)
 	tp := testTopic(t, c, "orders", 1, tributary.String())
 	var mu sync.Mutex
@@ -504,13 +504,13 @@ func TestHostile24ProcessEndOnGoexit(t *testing.T) {
 	}
 }
 
-// TestHostile24SendDoneOncePerSend: every send that reaches OnSend gets
+// TestSendDoneOncePerSend: every send that reaches OnSend gets
 // its done exactly once, with the send's error, on every path: a
 // publish, TrySend on a full partition, Send cancelled or its producer
 // or cluster closed while it waits for room, a record over
 // WithMaxMessageBytes; the sends refused before it (closed producer, bad
 // partition, reserved header) get neither.
-func TestHostile24SendDoneOncePerSend(t *testing.T) {
+func TestSendDoneOncePerSend(t *testing.T) {
 	c := testCluster(t, 1, engine.WithMaxMessageBytes(64))
 	tp := testTopic(t, c, "orders", 1, tributary.String())
 	var mu sync.Mutex
@@ -597,11 +597,11 @@ func TestHostile24SendDoneOncePerSend(t *testing.T) {
 	check("refused", 4, nil)
 }
 
-// TestHostile24ReentrantHooks: hooks that call back into the library —
+// TestReentrantHooks: hooks that call back into the library —
 // OnDeliver acking its own delivery by hand and sending, OnAck adding
 // hooks, OnSend describing the topic — and AddHooks racing with traffic
 // (run under -race) neither deadlock nor lose an event.
-func TestHostile24ReentrantHooks(t *testing.T) {
+func TestReentrantHooks(t *testing.T) {
 	c := testCluster(t, 1000)
 	tp := testTopic(t, c, "orders", 2, tributary.String())
 	out := testTopic(t, c, "out", 1, tributary.String())
@@ -683,12 +683,12 @@ func TestHostile24ReentrantHooks(t *testing.T) {
 	}
 }
 
-// TestHostile24SendHookReservedHeader: an OnSend hook that adds the
+// TestSendHookReservedHeader: an OnSend hook that adds the
 // reserved HeaderPayloadType header (Hooks: it must not) makes the send
 // fail with ErrInvalidArgument, as the same header in the Message does,
 // instead of publishing a record whose consumers read the hook's value
 // as its payload type.
-func TestHostile24SendHookReservedHeader(t *testing.T) {
+func TestSendHookReservedHeader(t *testing.T) {
 	c := testCluster(t, 10)
 	tp := testTopic(t, c, "orders", 1, tributary.String())
 	var doneErr error

@@ -148,7 +148,7 @@ func checkErrNoFatal(t testing.TB, what string, err, werr error) {
 	}
 }
 
-func TestHostileInputs(t *testing.T) {
+func TestInputs(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 2, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())

@@ -538,7 +538,7 @@ func TestSendWaitingEndsOnClose(t *testing.T) {
 
 // A Send blocked on a full partition ends with its context's error when the
 // context is cancelled or its deadline passes, and publishes nothing.
-func TestHostileSendCancelledWhileBlocked(t *testing.T) {
+func TestSendCancelledWhileBlocked(t *testing.T) {
 	c := testCluster(t, 1)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())

@@ -376,7 +376,7 @@ func TestRunHandlerPanicsThenGoexits(t *testing.T) {
 // A handler that blocks for ever, ignoring ctx, does not block Run's
 // cancel: Run abandons it after the stop grace, the consumer leaves its
 // group, and the handler's late nil acks nothing.
-func TestHostileHandlerIgnoringCtxDoesNotBlockCancel(t *testing.T) {
+func TestHandlerIgnoringCtxDoesNotBlockCancel(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())
@@ -418,7 +418,7 @@ func TestHostileHandlerIgnoringCtxDoesNotBlockCancel(t *testing.T) {
 // A handler that publishes into its own full topic: TrySend fails with
 // ErrPartitionFull at once, a blocking Send waits without locking up the
 // cluster or another group, and Run's cancel ends it with nothing published.
-func TestHostileHandlerSendsIntoOwnFullTopic(t *testing.T) {
+func TestHandlerSendsIntoOwnFullTopic(t *testing.T) {
 	c := testCluster(t, 2)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())
@@ -470,7 +470,7 @@ func TestHostileHandlerSendsIntoOwnFullTopic(t *testing.T) {
 // A handler that closes its own consumer mid-delivery: Run returns nil, the
 // record is not acked, and the new owner of the partition gets it again
 // (Attempt 2).
-func TestHostileHandlerClosesOwnConsumerRecordRedelivered(t *testing.T) {
+func TestHandlerClosesOwnConsumerRecordRedelivered(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())
@@ -511,7 +511,7 @@ func TestHostileHandlerClosesOwnConsumerRecordRedelivered(t *testing.T) {
 // topics and partitions created, assignors set, consumers of its own group
 // opened and closed, sends into a full partition) neither deadlocks Run
 // nor gets an error other than the documented ones.
-func TestHostileHandlerCallsTheCluster(t *testing.T) {
+func TestHandlerCallsTheCluster(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 2, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())

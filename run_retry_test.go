@@ -20,7 +20,7 @@ import (
 
 // A handler that releases its own message with Retry and returns nil: Run's
 // ack is a no-op and the record comes again (Attempt 2).
-func TestHostileHandlerRetriesItsOwnMessage(t *testing.T) {
+func TestHandlerRetriesItsOwnMessage(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())
@@ -48,7 +48,7 @@ func TestHostileHandlerRetriesItsOwnMessage(t *testing.T) {
 // of the same record: with an ack timeout shorter than the backoff, the
 // record comes back by the ack timeout, the handler succeeds, and its ack
 // must stick — the handler runs twice, not three times.
-func TestHostileStaleRetryTimerDoesNotCancelLaterDelivery(t *testing.T) {
+func TestStaleRetryTimerDoesNotCancelLaterDelivery(t *testing.T) {
 	c := testCluster(t, 10, engine.WithAckTimeout(20*time.Millisecond))
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())

@@ -541,7 +541,7 @@ func (fakeStringCodec) Decode(p string) (otherString, error) { return otherStrin
 // A topic, producer, consumer or dead-letter topic asked for as another
 // payload type than its own is ErrTypeMismatch (a codec of the same name
 // for another Go type included), and the mismatch changes nothing.
-func TestHostileTypeMismatch(t *testing.T) {
+func TestTypeMismatch(t *testing.T) {
 	c := testCluster(t, 10)
 	testTopic(t, c, "s", 2, tributary.String())
 	_, err := tributary.CreateTopic(c, "n", 1, tributary.Integer[int]())

@@ -357,7 +357,7 @@ func TestJSONUnmarshalPanicIsAnUndecodablePayload(t *testing.T) {
 
 // A handler that panics fails its record: Run retries it, then dead-letters
 // it with the panic in its error header, and handles the next record.
-func TestHostileHandlerPanicIsRetriedThenDeadLettered(t *testing.T) {
+func TestHandlerPanicIsRetriedThenDeadLettered(t *testing.T) {
 	c := testCluster(t, 10)
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())
@@ -410,7 +410,7 @@ func TestHostileHandlerPanicIsRetriedThenDeadLettered(t *testing.T) {
 // A panic's dead letter must still fit a cluster with a message size limit
 // that the original record fits with room to spare: the error header must
 // not carry an unbounded stack trace.
-func TestHostileHandlerPanicDeadLetterFitsMaxMessageBytes(t *testing.T) {
+func TestHandlerPanicDeadLetterFitsMaxMessageBytes(t *testing.T) {
 	c := testCluster(t, 10, engine.WithMaxMessageBytes(1024))
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())

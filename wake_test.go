@@ -334,7 +334,7 @@ func TestWakeIdleConsumersDoNoWork(t *testing.T) {
 
 // The ack timeout of a record in flight wakes a Poll of the same member
 // blocked on nothing published: it gets the record again (Attempt 2).
-func TestHostileAckTimeoutWakesBlockedPollOfSameMember(t *testing.T) {
+func TestAckTimeoutWakesBlockedPollOfSameMember(t *testing.T) {
 	c := testCluster(t, 10, engine.WithAckTimeout(50*time.Millisecond))
 	in := testTopic(t, c, "in", 1, tributary.String())
 	p := testProducer[string](t, c, "p", tributary.Manual())

@@ -18,7 +18,7 @@ import (
 	"github.com/f91dcac0/tributary/internal/testclock"
 )
 
-// TestCursorHostileAckTimeout: a test clock advanced by a goroutine, an ack
+// TestCursorAckTimeout: a test clock advanced by a goroutine, an ack
 // timeout of 100 ns; group g: one member polled by three goroutines that
 // ack at once, ack late, retry or drop their records; group h: two members
 // with a third joining and leaving (rebalances). Checked: a record's
@@ -28,7 +28,7 @@ import (
 // Ack of its predecessor began and never after its own Ack returned true;
 // payloads match. At the end every offset of every partition was committed
 // once per group.
-func TestCursorHostileAckTimeout(t *testing.T) {
+func TestCursorAckTimeout(t *testing.T) {
 	const topic, P = "tmo", int32(3)
 	clk := testclock.New()
 	b, err := hNew(2, engine.WithClock(clk.Now), engine.WithAckTimeout(100*time.Nanosecond))

@@ -19,12 +19,12 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// TestHostileCallerScribblesResults: consumers overwrite every record and
+// TestCallerScribblesResults: consumers overwrite every record and
 // partition slice the broker returns (and hand them to another goroutine
 // that keeps overwriting them), reuse AppendPoll buffers, and the broker
 // must neither see the writes (the race detector would flag shared memory)
 // nor deliver anything but what was published.
-func TestHostileCallerScribblesResults(t *testing.T) {
+func TestCallerScribblesResults(t *testing.T) {
 	const topic, P = "W", int32(4)
 	b, err := hNew(16)
 	if err != nil {
@@ -152,13 +152,13 @@ func TestHostileCallerScribblesResults(t *testing.T) {
 	hDrainVerify(t, b, topic, P, map[string][]int64{"g1": make([]int64, P), "g2": make([]int64, P)}, []string{"a", "b", "c"}, l)
 }
 
-// TestHostileAppendPollMatchesModelPoll: AppendPoll into a caller's buffer
+// TestAppendPollMatchesModelPoll: AppendPoll into a caller's buffer
 // that already holds records (with and without spare capacity) must leave
 // those records as they are, append exactly what the model's Poll returns
 // (maxRecords counting only the new ones), and on an invalid call return
 // the buffer unchanged and change nothing. New with a nil Option is an
 // invalid argument, not a panic.
-func TestHostileAppendPollMatchesModelPoll(t *testing.T) {
+func TestAppendPollMatchesModelPoll(t *testing.T) {
 	if _, err := hNew(5, nil); !errors.Is(err, engine.ErrInvalidArgument) {
 		t.Fatalf("New(5, nil): %v, want ErrInvalidArgument", err)
 	}

@@ -939,13 +939,13 @@ const hDeadline = 30 * time.Second
 // InjectFault, to run them against a deliberately broken engine.
 var hNew = engine.New
 
-// TestHostileConcurrentCreateAndUse: many goroutines Create the same topic
+// TestConcurrentCreateAndUse: many goroutines Create the same topic
 // with different partition counts while others call every method on it.
 // Exactly one Create returns true; the topic has the winner's partition
 // count; a call before the topic exists is ErrInvalidArgument and, once a
 // goroutine has seen the topic, it never sees ErrInvalidArgument for it
 // again; publishes to partition 0 get consecutive offsets.
-func TestHostileConcurrentCreateAndUse(t *testing.T) {
+func TestConcurrentCreateAndUse(t *testing.T) {
 	for round := range 25 {
 		b, err := hNew(1000)
 		if err != nil {

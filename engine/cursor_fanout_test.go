@@ -228,7 +228,7 @@ func cxFill(t *testing.T, b *engine.Broker, topic string, p int32, low int64) {
 	}
 }
 
-// TestCursorHostileFanOut: 16 to 64 groups on one partition of capacity 1 to
+// TestCursorFanOut: 16 to 64 groups on one partition of capacity 1 to
 // 4 (with and without a replay window), two publishers, one or two pollers
 // per group sharing the group's member id. Checked online: a publish that
 // got offset o ≥ capacity happened after every group had begun acking
@@ -239,7 +239,7 @@ func cxFill(t *testing.T, b *engine.Broker, topic string, p int32, low int64) {
 // self-consistent. At the end: every group was given and acked each offset
 // of [0, end) exactly once with the published payload; log start is
 // max(0, end − window); exactly capacity more publishes fit.
-func TestCursorHostileFanOut(t *testing.T) {
+func TestCursorFanOut(t *testing.T) {
 	cfgs := []struct {
 		groups           int
 		capacity, window int32

@@ -17,7 +17,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// TestCursorHostilePollNoSkip: one member owns every partition of its group;
+// TestCursorPollNoSkip: one member owns every partition of its group;
 // sole publishers per partition record each completed publish; a single
 // consumer snapshots those counts before each poll, polls with maxRecords 64
 // or 1..4, and acks everything before polling again (so nothing of its own
@@ -29,7 +29,7 @@ import (
 // owner change), another group with churning members, Describe, and in
 // "grow" AddPartitions from 1 to 24 partitions, a publish to each new
 // partition right after it appears.
-func TestCursorHostilePollNoSkip(t *testing.T) {
+func TestCursorPollNoSkip(t *testing.T) {
 	t.Run("fixed16", func(t *testing.T) { cxNoSkip(t, 16, 16, 2) })
 	t.Run("fixed64", func(t *testing.T) { cxNoSkip(t, 64, 64, 1) })
 	t.Run("grow", func(t *testing.T) { cxNoSkip(t, 1, 24, 2) })
@@ -233,7 +233,7 @@ func cxParts(recs []engine.Record) []int32 {
 	return ps
 }
 
-// TestCursorHostileSameMemberManyGoroutines: four goroutines poll (random
+// TestCursorSameMemberManyGoroutines: four goroutines poll (random
 // maxRecords) and settle as the same member of one group over 6
 // partitions, with sole publishers. No rebalance, no timeout, so: a record
 // is never held by two goroutines at once; every Ack and Retry of a held
@@ -241,7 +241,7 @@ func cxParts(recs []engine.Record) []int32 {
 // began and never after its own Ack returned; the attempts of each record
 // are exactly 1, 2, …, n in delivery order; at the end every offset was
 // acked exactly once with its payload.
-func TestCursorHostileSameMemberManyGoroutines(t *testing.T) {
+func TestCursorSameMemberManyGoroutines(t *testing.T) {
 	const topic, P = "same", int32(6)
 	b, err := hNew(2)
 	if err != nil {

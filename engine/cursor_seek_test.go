@@ -19,7 +19,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// TestCursorHostileAdminChurn: four partitions (growing to eight) of
+// TestCursorAdminChurn: four partitions (growing to eight) of
 // capacity 3, with and without a replay window; sole publishers; stable
 // groups with two members each consuming; racing them: SetAssignor flips
 // (moving partitions between the members), Seek of stable groups forward
@@ -31,7 +31,7 @@ import (
 // log end read after; CreateGroup and DeleteGroup return true exactly as
 // expected. At the end (quiet): retention exact, and exactly capacity −
 // (end − least committed) publishes fit on every partition.
-func TestCursorHostileAdminChurn(t *testing.T) {
+func TestCursorAdminChurn(t *testing.T) {
 	for _, w := range []int32{0, 2} {
 		t.Run(fmt.Sprintf("W%d", w), func(t *testing.T) { cxAdminChurn(t, w) })
 	}
@@ -201,7 +201,7 @@ func cxAdminChurn(t *testing.T, window int32) {
 	t.Logf("%d records delivered", delivered.Load())
 }
 
-// TestCursorHostileSeekRacingAcks: eight groups on one partition of
+// TestCursorSeekRacingAcks: eight groups on one partition of
 // capacity 2 (window 0 and 1), one consumer each, one goroutine seeking
 // random groups to random offsets in [log start, log end]. Checked: payloads
 // (a Seek re-places the cursor's slot; a forward Seek of the least group
@@ -211,7 +211,7 @@ func cxAdminChurn(t *testing.T, window int32) {
 // other Seek of the group begun before the poll returned, gives an offset
 // ≥ X; Describe and Snapshot self-consistent throughout; at the end (quiet)
 // exactly capacity − (end − least committed) publishes fit.
-func TestCursorHostileSeekRacingAcks(t *testing.T) {
+func TestCursorSeekRacingAcks(t *testing.T) {
 	for _, w := range []int32{0, 1} {
 		t.Run(fmt.Sprintf("W%d", w), func(t *testing.T) { cxSeek(t, w) })
 	}

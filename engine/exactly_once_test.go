@@ -261,7 +261,7 @@ func hShort(xs []int64) string {
 	return fmt.Sprint(xs[:20], "…", xs[len(xs)-20:], fmt.Sprintf(" (%d)", len(xs)))
 }
 
-// TestHostileGroupGrowthRacingAcks creates 200 groups on one topic (the
+// TestGroupGrowthRacingAcks creates 200 groups on one topic (the
 // engine grows every partition's cursor array) while publishers, a steady
 // group and workers hopping between the new groups publish, poll, ack and
 // retry. Each new group must start at the log start offset of its creation
@@ -270,7 +270,7 @@ func hShort(xs []int64) string {
 // trimmed: some groups stay untouched ("frozen") for a while and the log
 // start may not pass them. At the end every group drains and must have acked
 // exactly its records, each once.
-func TestHostileGroupGrowthRacingAcks(t *testing.T) {
+func TestGroupGrowthRacingAcks(t *testing.T) {
 	const topic, P, nGroups = "T", int32(4), 200
 	b, err := hNew(12)
 	if err != nil {
@@ -409,14 +409,14 @@ func TestHostileGroupGrowthRacingAcks(t *testing.T) {
 	hDrainVerify(t, b, topic, P, initial, []string{"w1", "w2", "b0", "c"}, l)
 }
 
-// TestHostileMembershipStormSettles: members of one group join and leave in
+// TestMembershipStormSettles: members of one group join and leave in
 // a storm (every Join and Leave a rebalance) while every member id polls,
 // acks and retries as fast as it can, a second group consumes the same topic
 // steadily, and publishers fill partitions that trims keep emptying. Checks:
 // no call errors, Join results are consistent with ownership (a member's
 // partitions are p ≡ i mod n for some i < n ≤ 6), and after quiescing, each
 // group acked every published record exactly once with its payload.
-func TestHostileMembershipStormSettles(t *testing.T) {
+func TestMembershipStormSettles(t *testing.T) {
 	const topic, P = "S", int32(6)
 	b, err := hNew(8)
 	if err != nil {
@@ -504,11 +504,11 @@ func TestHostileMembershipStormSettles(t *testing.T) {
 	}
 }
 
-// TestHostilePublishFullRacingTrim: with capacity 1 and 2, publishers race to
+// TestPublishFullRacingTrim: with capacity 1 and 2, publishers race to
 // fill one partition while two groups ack, each ack possibly trimming. Every
 // successful publish gets a fresh consecutive offset, -1 uses up none, the
 // log never retains more than capacity, and each group acks every record once.
-func TestHostilePublishFullRacingTrim(t *testing.T) {
+func TestPublishFullRacingTrim(t *testing.T) {
 	for _, capacity := range []int32{1, 2} {
 		b, err := hNew(capacity)
 		if err != nil {

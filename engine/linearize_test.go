@@ -61,7 +61,7 @@ func hExplain(m *model.Broker, ev []hTimed, done []bool, left int, final func(*m
 	return false
 }
 
-// TestHostileConcurrentHistoriesLinearize: from random states (records in
+// TestConcurrentHistoriesLinearize: from random states (records in
 // flight, memberless groups, full partitions), 2 or 3 goroutines each make
 // 1 to 3 calls at once — acks, retries, polls over several partitions,
 // publishes, joins and leaves (rebalances), group creation, invalid calls —
@@ -72,7 +72,7 @@ func hExplain(m *model.Broker, ev []hTimed, done []bool, left int, final func(*m
 // over every partition racing ordered publishes or acks on its first and
 // last partitions, an ack racing a rebalance and the new owner's poll, and a
 // poll of the last partition racing the Leave that moves it.
-func TestHostileConcurrentHistoriesLinearize(t *testing.T) {
+func TestConcurrentHistoriesLinearize(t *testing.T) {
 	const topic, P = "t", 3
 	groups := []string{"g", "h", "k"}
 	members := []string{"a", "b", "c"}

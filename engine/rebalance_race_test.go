@@ -16,7 +16,7 @@ import (
 	"github.com/f91dcac0/tributary/engine"
 )
 
-// TestCursorHostileRebalanceCancels: a group of four partitions with
+// TestCursorRebalanceCancels: a group of four partitions with
 // members a and b consuming (one goroutine each), a member z that never
 // polls, and one goroutine flipping the assignor between Range and
 // RoundRobin and making c join and leave (c never polls either). The test
@@ -27,7 +27,7 @@ import (
 // every delivered record is at the next offset not yet committed, with
 // attempts 1..n over its deliveries; at the end each offset was committed
 // exactly once.
-func TestCursorHostileRebalanceCancels(t *testing.T) {
+func TestCursorRebalanceCancels(t *testing.T) {
 	const topic, P = "reb", int32(4)
 	b, err := hNew(2)
 	if err != nil {

@@ -246,7 +246,7 @@ func TestBlockedPublishWakesWhileGroupsAck(t *testing.T) {
 	}
 }
 
-// TestCursorHostileRoomAfterLastAck: a full partition of capacity C holds
+// TestCursorRoomAfterLastAck: a full partition of capacity C holds
 // [k, k+C); every one of G groups has k in flight (so all are pinned at the
 // least committed offset) and, optionally, a memberless group also holds k
 // (or less, with a window). All G acks and the DeleteGroup of the holder
@@ -254,7 +254,7 @@ func TestBlockedPublishWakesWhileGroupsAck(t *testing.T) {
 // that began after every ack and the delete returned must succeed; exactly
 // one publish succeeds in the round (offset k+C), the log is then
 // [k+1, k+C+1), every group committed k+1, nothing in flight.
-func TestCursorHostileRoomAfterLastAck(t *testing.T) {
+func TestCursorRoomAfterLastAck(t *testing.T) {
 	cfgs := []struct {
 		groups           int
 		capacity, window int32

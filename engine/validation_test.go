@@ -58,12 +58,12 @@ func hByteIDs() []string {
 	return append(ids, hLookalikes...)
 }
 
-// TestHostileIdentifiersMatchModel runs every core method with every hostile
+// TestIdentifiersMatchModel runs every core method with every hostile
 // identifier in each of the topic, group and member positions, against a
 // live state (records in flight, a memberful group), and requires the
 // engine's outcomes and the resulting state to equal the model's: an invalid
 // identifier is ErrInvalidArgument and changes nothing; a valid odd one works.
-func TestHostileIdentifiersMatchModel(t *testing.T) {
+func TestIdentifiersMatchModel(t *testing.T) {
 	h := hNewPair(t, 3)
 	h.do(hC("T", 4))
 	for p := int32(0); p < 4; p++ {
@@ -124,10 +124,10 @@ func TestHostileIdentifiersMatchModel(t *testing.T) {
 	}
 }
 
-// TestHostileIntegerExtremesMatchModel drives every integer argument to its
+// TestIntegerExtremesMatchModel drives every integer argument to its
 // extremes (int32 and int64 limits, off-by-one around each bound) against
 // the model, checking the whole state after every call.
-func TestHostileIntegerExtremesMatchModel(t *testing.T) {
+func TestIntegerExtremesMatchModel(t *testing.T) {
 	for _, c := range []int32{math.MinInt32, -1000, -1, 0, 1, 2, 999, 1000, 1001, math.MaxInt32} {
 		_, errE := hNew(c)
 		_, errM := model.New(c)
@@ -177,10 +177,10 @@ func TestHostileIntegerExtremesMatchModel(t *testing.T) {
 	}
 }
 
-// TestHostilePayloadsRoundTrip publishes payloads no text protocol would
+// TestPayloadsRoundTrip publishes payloads no text protocol would
 // survive (1 MiB, empty, NUL, every byte, invalid UTF-8) and requires every
 // group to receive them byte-exact, each once, in offset order.
-func TestHostilePayloadsRoundTrip(t *testing.T) {
+func TestPayloadsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	big := make([]byte, 1<<20)
 	for i := range big {
@@ -248,13 +248,13 @@ func TestHostilePayloadsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHostileSettleEmptyMemberOnMemberlessGroup: Ack and Retry with the
+// TestSettleEmptyMemberOnMemberlessGroup: Ack and Retry with the
 // empty (invalid, rule 3) member id on a group that has no members must
 // return ErrInvalidArgument (rule 4: validation before state). The owner
 // of every partition of a memberless group is "", so an engine that
 // compared the id with the owner before validating it would return
 // (false, nil).
-func TestHostileSettleEmptyMemberOnMemberlessGroup(t *testing.T) {
+func TestSettleEmptyMemberOnMemberlessGroup(t *testing.T) {
 	h := hNewPair(t, 4)
 	h.do(hC("t", 2))
 	h.do(hPub("t", 0, "a"))

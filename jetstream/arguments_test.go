@@ -86,7 +86,7 @@ var badIDs = []string{
 // Every identifier argument at and past its limits: each bad call returns
 // ErrInvalidArgument and changes nothing; 64-byte identifiers work end to
 // end.
-func TestHostileIdentifiers(t *testing.T) {
+func TestIdentifiers(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 2)
 	m := member(t, bt, "g", "m")
@@ -162,7 +162,7 @@ func TestHostileIdentifiers(t *testing.T) {
 }
 
 // Numbers at and past their limits: partitions, offsets, max, counts.
-func TestHostileNumbers(t *testing.T) {
+func TestNumbers(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 3)
 	m := member(t, bt, "g", "m")

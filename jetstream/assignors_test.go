@@ -58,7 +58,7 @@ func TestUserAssignors(t *testing.T) {
 	}
 }
 
-func TestHostileAssignors(t *testing.T) {
+func TestAssignors(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 3)
 	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
@@ -138,7 +138,7 @@ func TestHostileAssignors(t *testing.T) {
 // Backend: each group must keep using its own (rule 18: every rebalance
 // uses the group's current assignor), and an invalid call must change
 // nothing.
-func TestHostileAssignorNameCollision(t *testing.T) {
+func TestAssignorNameCollision(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 2)
 	toA := newAssignor("custom", allTo("a"))
@@ -164,7 +164,7 @@ func TestHostileAssignorNameCollision(t *testing.T) {
 
 // Same as above but with two valid assignors of one name: g1's rebalances
 // then run g2's assignor.
-func TestHostileAssignorNameShared(t *testing.T) {
+func TestAssignorNameShared(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 2)
 	ok, err := b.CreateGroup("t", "g1", newAssignor("custom", allTo("a")))
@@ -183,7 +183,7 @@ func TestHostileAssignorNameShared(t *testing.T) {
 
 // Hostile assignor names and payload types: kept exactly or refused with a
 // clear error, nothing changed.
-func TestHostileNamesInState(t *testing.T) {
+func TestNamesInState(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 2)
 	must(member(t, bt, "g", "a").Join()).of(t)
@@ -228,7 +228,7 @@ func TestHostileNamesInState(t *testing.T) {
 // An assignor name or payload type that is not valid UTF-8 must be kept
 // exactly (the engine keeps any string): the state's JSON replaces the bad
 // bytes, so the stored name no longer matches the registered assignor.
-func TestHostileInvalidUTF8Names(t *testing.T) {
+func TestInvalidUTF8Names(t *testing.T) {
 	// The state values are JSON, which cannot keep bytes that are not
 	// UTF-8: such an assignor name or payload type is refused, changing
 	// nothing, rather than kept altered.

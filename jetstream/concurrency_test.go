@@ -347,7 +347,7 @@ func concurrentConsumers(t *testing.T, window int32) {
 // Many goroutines on one member handle, polling, acking and retrying the
 // same records: each offset is acked true exactly once and never
 // delivered after its ack returned; an acked offset cannot be retried.
-func TestHostileSameMemberRace(t *testing.T) {
+func TestSameMemberRace(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage, Capacity: 100})
 	bt := topic(t, b, "t", 2)
 	m := member(t, bt, "g", "m")
@@ -456,7 +456,7 @@ type raceEvent struct {
 // between that member's poll and its ack; per member and partition the
 // polled offsets never go down; Describe never shows a cursor below the
 // log start or more than Capacity records.
-func TestHostileTwoBackends(t *testing.T) {
+func TestTwoBackends(t *testing.T) {
 	srv, err := jetstream.StartServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -702,7 +702,7 @@ func TestHostileTwoBackends(t *testing.T) {
 // CreateTopic / CreateGroup wins; concurrent AddPartitions each get a
 // distinct new total; DeleteGroup racing Join never leaves a group that
 // is deleted but has a member, or a member whose cursors are missing.
-func TestHostileConcurrentAdmin(t *testing.T) {
+func TestConcurrentAdmin(t *testing.T) {
 	srv, err := jetstream.StartServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -843,7 +843,7 @@ func TestHostileConcurrentAdmin(t *testing.T) {
 // Seek racing a consumer from another Backend, with targets that never go
 // down: once Seek(target) returned true, no poll begun afterwards delivers
 // an offset below target; a Seek's errors are only ErrOffsetOutOfRange.
-func TestHostileSeekRace(t *testing.T) {
+func TestSeekRace(t *testing.T) {
 	srv, err := jetstream.StartServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

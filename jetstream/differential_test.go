@@ -18,13 +18,13 @@ import (
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
-// TestHostile23Differential runs random sequential operations (publish,
+// TestDifferential runs random sequential operations (publish,
 // poll, ack, retry, seek, join, leave, create and delete groups) on one
 // topic of 1 or 2 partitions against the in-memory engine and the
 // JetStream backend (one replica: snapshot reads and deferred purges)
 // with capacity 1..3 and replay windows 0..capacity, and compares every
 // answer and, after each step, the whole state (Snapshot).
-func TestHostile23Differential(t *testing.T) {
+func TestDifferential(t *testing.T) {
 	for _, st := range []jetstream.Storage{jetstream.MemoryStorage, jetstream.FileStorage} {
 		t.Run(map[jetstream.Storage]string{jetstream.MemoryStorage: "memory", jetstream.FileStorage: "file"}[st], func(t *testing.T) { differential(t, st) })
 	}

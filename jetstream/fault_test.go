@@ -64,7 +64,7 @@ func stateLeader(cl *jetstream.Cluster, prefix string) int {
 }
 
 // holds tracks, for a fault run (TestFaultNodeRestart,
-// TestHostile23RestartSnapshots), which member holds each (group,
+// TestRestartSnapshots), which member holds each (group,
 // partition) delivery (from the poll that returned it to the Ack or Retry
 // that settled it), and what each group acked.
 type holds struct {

@@ -86,7 +86,7 @@ func TestRunOfSupersededConsumerEnds(t *testing.T) {
 // Two processes create a consumer of one name at the same instant, then
 // both Run. Exactly one must be left running; the other's NewConsumer or
 // Run ends with ErrFenced; the survivor handles every message.
-func TestHJSTypedConcurrentNewConsumer(t *testing.T) {
+func TestTypedConcurrentNewConsumer(t *testing.T) {
 	for round := 0; round < 6; round++ {
 		b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 		c1 := must(tributary.NewClusterOn(b1)).of(t)

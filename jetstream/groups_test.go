@@ -233,11 +233,11 @@ func TestDeadMemberInFlight(t *testing.T) {
 	}
 }
 
-// TestHostile23OwnedHintStale: m1's Member.owned hint is the partitions
+// TestOwnedHintStale: m1's Member.owned hint is the partitions
 // it owned at its last poll. After a rebalance (from another Backend)
 // moves partitions, m1's first TryPoll must deliver from exactly the
 // partitions it owns now: one newly owned at once, none no longer owned.
-func TestHostile23OwnedHintStale(t *testing.T) {
+func TestOwnedHintStale(t *testing.T) {
 	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 100, Storage: jetstream.MemoryStorage})
 	const parts = 8
 	bt1 := topic(t, b1, "t", parts)

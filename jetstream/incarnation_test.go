@@ -156,10 +156,10 @@ func TestRejoinWorkedExample(t *testing.T) {
 	}
 }
 
-// HJSSelfFence: one Member, used from two goroutines (a BackendMember is
+// SelfFence: one Member, used from two goroutines (a BackendMember is
 // for concurrent use; the typed consumer's heartbeat loop and Run share
 // one). Its own Rejoin must never fence it.
-func TestHJSSelfFenceRejoinVsHeartbeat(t *testing.T) {
+func TestSelfFenceRejoinVsHeartbeat(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Capacity: 10})
 	bt := topic(t, b, "t", 4)
 	m := member(t, bt, "g", "a")
@@ -195,7 +195,7 @@ func TestHJSSelfFenceRejoinVsHeartbeat(t *testing.T) {
 // The same, deterministically: a Heartbeat of the Member that lands after
 // its own Rejoin's group write reached the server, before the reply came
 // back (SetLossy's written=true call is that window; the hook loses nothing).
-func TestHJSSelfFenceInCommitWindow(t *testing.T) {
+func TestSelfFenceInCommitWindow(t *testing.T) {
 	for _, expired := range []bool{false, true} {
 		t.Run(map[bool]string{false: "member", true: "expired"}[expired], func(t *testing.T) {
 			clk := testclock.New()
@@ -243,7 +243,7 @@ func TestHJSSelfFenceInCommitWindow(t *testing.T) {
 // lost (ErrUnavailable, as in a server restart) must not leave the Member
 // fenced by its own token: retrying (what the typed consumer's rejoin
 // does after an outage) must work, since no other incarnation exists.
-func TestHJSLostReplyOfOwnRejoin(t *testing.T) {
+func TestLostReplyOfOwnRejoin(t *testing.T) {
 	for _, expired := range []bool{false, true} {
 		t.Run(map[bool]string{false: "member", true: "expired"}[expired], func(t *testing.T) {
 			clk := testclock.New()
@@ -278,7 +278,7 @@ func TestHJSLostReplyOfOwnRejoin(t *testing.T) {
 // that reservation is lost (ErrUnavailable). The new incarnation's poll
 // through the same Backend must deliver the record so that it can ack it
 // (or leave it for its next poll), and never twice.
-func TestHJSUnsureReservationOfOldIncarnation(t *testing.T) {
+func TestUnsureReservationOfOldIncarnation(t *testing.T) {
 	b, _ := start(t, jetstream.Config{})
 	bt := topic(t, b, "t", 1)
 	pub(t, bt, 0, "x")

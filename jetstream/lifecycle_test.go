@@ -39,7 +39,7 @@ func TestUnreachable(t *testing.T) {
 
 // Calls after Close: an error (tributary.ErrClosed), no hang, no panic;
 // Close twice is a no-op; blocked Poll and Publish end with ErrClosed.
-func TestHostileAfterClose(t *testing.T) {
+func TestAfterClose(t *testing.T) {
 	b, srv := start(t, jetstream.Config{Storage: jetstream.MemoryStorage, Capacity: 1, RequestTimeout: time.Second})
 	bt := topic(t, b, "t", 1)
 	m := member(t, bt, "g", "m")
@@ -143,7 +143,7 @@ func TestHostileAfterClose(t *testing.T) {
 
 // Close racing busy goroutines (server up): no panic, every call ends with
 // an error soon after, blocked calls end with ErrClosed.
-func TestHostileCloseUnderLoad(t *testing.T) {
+func TestCloseUnderLoad(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage, Capacity: 4, RequestTimeout: time.Second})
 	bt := topic(t, b, "t", 2)
 	var wg sync.WaitGroup
@@ -206,7 +206,7 @@ func TestHostileCloseUnderLoad(t *testing.T) {
 // The server shuts down under load: every call fails within about
 // RequestTimeout (no hang), blocked calls end, Close works, and no
 // goroutine is left behind.
-func TestHostileServerShutdownUnderLoad(t *testing.T) {
+func TestServerShutdownUnderLoad(t *testing.T) {
 	const rt = 500 * time.Millisecond
 	b, srv := start(t, jetstream.Config{Storage: jetstream.MemoryStorage, Capacity: 5, RequestTimeout: rt, ConnectTimeout: rt})
 	bt := topic(t, b, "t", 2)
@@ -294,11 +294,11 @@ func TestHostileServerShutdownUnderLoad(t *testing.T) {
 	}
 }
 
-// TestHostile23CloseAndShutdownDuringReads: polls and acks run in loops
+// TestCloseAndShutdownDuringReads: polls and acks run in loops
 // (snapshot reads in flight) while the server is shut down, and then while
 // the Backend is closed: every call returns within hangBound of the
 // request timeout, with ErrUnavailable or ErrClosed.
-func TestHostile23CloseAndShutdownDuringReads(t *testing.T) {
+func TestCloseAndShutdownDuringReads(t *testing.T) {
 	for _, how := range []string{"shutdown", "close"} {
 		t.Run(how, func(t *testing.T) {
 			rt := 500 * time.Millisecond

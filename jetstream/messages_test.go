@@ -41,7 +41,7 @@ func TestHeadersKeyTime(t *testing.T) {
 
 // Messages: MaxMessageBytes boundaries, headers with hostile bytes, empty
 // payloads and keys, times.
-func TestHostileMessages(t *testing.T) {
+func TestMessages(t *testing.T) {
 	const max = 200
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage, MaxMessageBytes: max, Capacity: 50})
 	bt := topic(t, b, "t", 1)
@@ -110,7 +110,7 @@ func TestHostileMessages(t *testing.T) {
 
 // Header bytes that are not UTF-8 must come back unchanged (the engine
 // keeps strings as bytes).
-func TestHostileHeaderInvalidUTF8(t *testing.T) {
+func TestHeaderInvalidUTF8(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 1)
 	m := member(t, bt, "g", "m")
@@ -131,7 +131,7 @@ func TestHostileHeaderInvalidUTF8(t *testing.T) {
 
 // Message times outside int64 nanoseconds since 1970 (before 1678, after
 // 2262) must come back as given, or be refused; never silently changed.
-func TestHostileMessageTime(t *testing.T) {
+func TestMessageTime(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 1)
 	m := member(t, bt, "g", "m")
@@ -165,7 +165,7 @@ func TestHostileMessageTime(t *testing.T) {
 // Payloads near and over the server's max_payload (1 MiB): a clear error,
 // nothing changed, the connection still usable; one that fits round-trips
 // through Poll and Snapshot.
-func TestHostileHugePayload(t *testing.T) {
+func TestHugePayload(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 1)
 	m := member(t, bt, "g", "m")
@@ -208,7 +208,7 @@ func TestHostileHugePayload(t *testing.T) {
 // A key or headers of some tens of KiB, far below max_payload and with no
 // MaxMessageBytes, must publish and come back intact, or be refused as an
 // invalid argument changing nothing; not fail as "server unavailable".
-func TestHostileBigKeyHeaders(t *testing.T) {
+func TestBigKeyHeaders(t *testing.T) {
 	b, _ := start(t, jetstream.Config{Storage: jetstream.MemoryStorage})
 	bt := topic(t, b, "t", 1)
 	m := member(t, bt, "g", "m")

@@ -19,7 +19,7 @@ import (
 )
 
 // Config: every field out of range is ErrInvalidArgument at once.
-func TestHostileConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	srv, err := jetstream.StartServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestReplayWindowConfig(t *testing.T) {
 
 // Prefix isolation: two prefixes on one server never see each other's
 // topics, groups or records.
-func TestHostilePrefixIsolation(t *testing.T) {
+func TestPrefixIsolation(t *testing.T) {
 	srv, err := jetstream.StartServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestHostilePrefixIsolation(t *testing.T) {
 // Prefixes that differ by more than case, where one is the other plus
 // "_x": the stream <Prefix>_<topic>_<p> of prefix "A" and topic "B_x" is the
 // stream of prefix "A_B" and topic "x".
-func TestHostilePrefixStreamNameCollision(t *testing.T) {
+func TestPrefixStreamNameCollision(t *testing.T) {
 	// Prefix "A" with topic "B_x" and prefix "A_B" with topic "x" would
 	// both name stream A_B_x_0: a prefix with an underscore is refused, and
 	// prefixes that differ keep their records apart.

@@ -106,7 +106,7 @@ func TestRejoinRace(t *testing.T) {
 	}
 }
 
-// TestHostile23RejoinAttemptsUnique: two processes rejoin member "a" of
+// TestRejoinAttemptsUnique: two processes rejoin member "a" of
 // g over and over on 64 partitions, each new incarnation polling (with
 // its Member.owned hint going stale as the other process's Rejoins run)
 // and acking some of what it got, retrying others. Two deliveries of the
@@ -115,7 +115,7 @@ func TestRejoinRace(t *testing.T) {
 // is fenced must never return records again; and an Ack refused while
 // the Member is still current (Heartbeat true) means its delivery was
 // taken from it.
-func TestHostile23RejoinAttemptsUnique(t *testing.T) {
+func TestRejoinAttemptsUnique(t *testing.T) {
 	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000, Storage: jetstream.MemoryStorage})
 	const parts = 64
 	bt1 := topic(t, b1, "t", parts)
@@ -194,7 +194,7 @@ func TestHostile23RejoinAttemptsUnique(t *testing.T) {
 // refused while the Member is still the current incarnation (its
 // Heartbeat afterwards is not fenced) means someone else cancelled the
 // current incarnation's delivery: only a superseded Rejoin can.
-func TestHJSRejoinRaceRefusedAcks(t *testing.T) {
+func TestRejoinRaceRefusedAcks(t *testing.T) {
 	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 	const parts = 64
 	bt1 := topic(t, b1, "t", parts)
@@ -248,7 +248,7 @@ func TestHJSRejoinRaceRefusedAcks(t *testing.T) {
 // it cancels its deliveries) process B rejoins as "a" too and polls. A is
 // superseded: its Rejoin must fail with ErrFenced and change nothing. In
 // particular the deliveries now in flight to B must stay B's to ack.
-func TestHJSSupersededRejoinCancelsSuccessor(t *testing.T) {
+func TestSupersededRejoinCancelsSuccessor(t *testing.T) {
 	b1, b2, _ := twoBackends(t, jetstream.Config{})
 	bt1 := topic(t, b1, "t", 2)
 	pub(t, bt1, 0, "x")
@@ -293,7 +293,7 @@ func TestHJSSupersededRejoinCancelsSuccessor(t *testing.T) {
 // at the end the last incarnation gets the rest; the zombie is fenced;
 // counts: no Ack of the current incarnation refused for a record it was
 // just delivered and nobody else touched.
-func TestHJSZombieVsRejoins(t *testing.T) {
+func TestZombieVsRejoins(t *testing.T) {
 	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 	const parts, per = 3, 40
 	bt1 := topic(t, b1, "t", parts)
@@ -411,7 +411,7 @@ func TestHJSZombieVsRejoins(t *testing.T) {
 // Join/Leave, AddPartitions and Seek (process A). Afterwards a fresh
 // Rejoin of "a" with "c" gone gets every record of every partition,
 // each acked once, nothing left in flight.
-func TestHJSRejoinVsAdmin(t *testing.T) {
+func TestRejoinVsAdmin(t *testing.T) {
 	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 1000})
 	bt1 := topic(t, b1, "t", 2)
 	bt2 := must2(b2.OpenTopic("t")).of(t)

@@ -139,13 +139,13 @@ func TestServerRestart(t *testing.T) {
 	}
 }
 
-// TestHostile23RestartSnapshots: TestFaultNodeRestart's invariants on one
+// TestRestartSnapshots: TestFaultNodeRestart's invariants on one
 // server (Replicas 1: snapshot reads, deferred purges) with a small
 // capacity (publishers wait for room, purges happen at fills), restarted
 // twice under load. Every offset a Publish returned is acked once per
 // group, no two members hold a (group, partition) at once, and the run
 // does not stall.
-func TestHostile23RestartSnapshots(t *testing.T) {
+func TestRestartSnapshots(t *testing.T) {
 	b, srv := start(t, jetstream.Config{Capacity: 4, AckTimeout: 2 * time.Second, RequestTimeout: time.Second})
 	const parts, perProducer = 4, 60
 	bt := topic(t, b, "t", parts)
@@ -207,7 +207,7 @@ func TestHostile23RestartSnapshots(t *testing.T) {
 // server restarts: sessions run out during the outage, the consumers
 // expire each other and rejoin. Neither is superseded by anybody, so no
 // Run may end fenced, and every message is handled.
-func TestHJSRestartWithSessions(t *testing.T) {
+func TestRestartWithSessions(t *testing.T) {
 	b, srv := start(t, jetstream.Config{Capacity: 1000, RequestTimeout: time.Second, SessionTimeout: 150 * time.Millisecond})
 	c := must(tributary.NewClusterOn(b)).of(t)
 	defer c.Close()

@@ -191,13 +191,13 @@ func rawPadDeletedGroups(t *testing.T, srv *jetstream.Server, sp, topic string, 
 	}
 }
 
-// TestHostile23SnapshotBatchBoundary: a retention pass whose snapshot
+// TestSnapshotBatchBoundary: a retention pass whose snapshot
 // holds about a thousand keys (the tombstones of deleted groups, written
 // directly, beside two live groups), at each side of the limits: 999 keys,
 // 1,001 and 1,023 (an answer cut at a batch size of 1,000 would leave the
 // newest keys out: a live cursor unseen, the log start raised past it), 1,045
 // (over the server's 1,024: 413, key by key).
-func TestHostile23SnapshotBatchBoundary(t *testing.T) {
+func TestSnapshotBatchBoundary(t *testing.T) {
 	for _, pad := range []int{497, 498, 509, 520} {
 		t.Run(fmt.Sprintf("keys=%d", 1+2*(pad+2)), func(t *testing.T) {
 			b, srv := start(t, jetstream.Config{Prefix: "H23", Capacity: 50, Storage: jetstream.MemoryStorage, RequestTimeout: 2 * time.Second})
@@ -229,14 +229,14 @@ func TestHostile23SnapshotBatchBoundary(t *testing.T) {
 	}
 }
 
-// TestHostile23SnapshotTruncatedFull: as TestHostile23SnapshotBatchBoundary
+// TestSnapshotTruncatedFull: as TestSnapshotBatchBoundary
 // with one live group: the cut answer (1,001 keys) leaves out the newest
 // key, the group's cursor as its Ack wrote it, so neither the Ack's pass
 // nor the pass of the next publish to the full partition sees any live
 // cursor ("no group": nothing is removed). The publish reports the
 // partition full although offset 0 is fully committed (window 0): the
 // engine would publish it at offset 4.
-func TestHostile23SnapshotTruncatedFull(t *testing.T) {
+func TestSnapshotTruncatedFull(t *testing.T) {
 	b, srv := start(t, jetstream.Config{Prefix: "H23", Capacity: 4, Storage: jetstream.MemoryStorage, RequestTimeout: 2 * time.Second})
 	bt := topic(t, b, "t", 1)
 	for i := range 4 {
@@ -256,7 +256,7 @@ func TestHostile23SnapshotTruncatedFull(t *testing.T) {
 	}
 }
 
-// TestHostile23DeadPlacerStrandsGroup: a Seek back whose cursor write a
+// TestDeadPlacerStrandsGroup: a Seek back whose cursor write a
 // purge overtook, its fence request then lost (a network blip: Seek
 // returns ErrUnavailable; or the process dying there), leaves g's cursor
 // below the log start, and its placer never puts it back. Readers wait
@@ -266,7 +266,7 @@ func TestHostile23SnapshotTruncatedFull(t *testing.T) {
 // Seek works. Readers that waited for the placer for good would fail it:
 // every poll of g would end with ErrContention, the Join would fail, and
 // the Seek could not repair it.
-func TestHostile23DeadPlacerStrandsGroup(t *testing.T) {
+func TestDeadPlacerStrandsGroup(t *testing.T) {
 	b1, b2, _ := twoBackends(t, jetstream.Config{Capacity: 10, Storage: jetstream.MemoryStorage, RequestTimeout: 2 * time.Second})
 	bt := topic(t, b1, "t", 1)
 	mg, mh := member(t, bt, "g", "m"), member(t, bt, "h", "m")

@@ -134,14 +134,14 @@ func TestPublishWaitsForRoom(t *testing.T) {
 	}
 }
 
-// TestHostile23SmallCapacityWakeups: capacity 1..3 with every replay
+// TestSmallCapacityWakeups: capacity 1..3 with every replay
 // window, two groups acking at different speeds (g1 two members, g2 one
 // slow member), two producers blocked in Publish whose fallback re-check
 // is an hour (only wake-ups end a wait: the Acks' cursor writes, since an
 // Ack's deferred purge sends no room notice). Every published offset is
 // acked exactly once per group, in offset order per partition, and the
 // run never stalls.
-func TestHostile23SmallCapacityWakeups(t *testing.T) {
+func TestSmallCapacityWakeups(t *testing.T) {
 	type cfg struct{ capacity, window int32 }
 	var cfgs []cfg
 	for c := int32(1); c <= 3; c++ {

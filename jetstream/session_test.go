@@ -118,7 +118,7 @@ func TestSessionTimeout(t *testing.T) {
 // expires (another member's Heartbeat expires it) rejoins and goes on
 // (ConsumerStats.Expired); it is the only incarnation of its name, so its
 // Run must never end fenced.
-func TestHJSExpiredConsumerFencesItself(t *testing.T) {
+func TestExpiredConsumerFencesItself(t *testing.T) {
 	clk := testclock.New()
 	const session = 30 * time.Millisecond
 	b, _ := start(t, jetstream.Config{Capacity: 100, SessionTimeout: session, Clock: clk.Now, RequestTimeout: 5 * time.Second})

@@ -84,10 +84,10 @@ type nilError struct{ msg string }
 
 func (e *nilError) Error() string { return e.msg }
 
-// TestHostile24CauseWhoseErrorPanics: a handler that returns a typed nil
+// TestCauseWhoseErrorPanics: a handler that returns a typed nil
 // error is dead-lettered by the library (which recovers its Error's
 // panic); the Monitor's OnDeadLetter hook must not crash Run on it.
-func TestHostile24CauseWhoseErrorPanics(t *testing.T) {
+func TestCauseWhoseErrorPanics(t *testing.T) {
 	c := testCluster(t)
 	orders, _ := tributary.CreateTopic(c, "orders", 1, tributary.String())
 	p, _ := tributary.NewProducer[string](c, "web", tributary.Manual())

@@ -20,11 +20,11 @@ type nilError struct{ msg string }
 
 func (e *nilError) Error() string { return e.msg }
 
-// TestHostile24HandlerErrorWhoseErrorPanics: a handler that returns a
+// TestHandlerErrorWhoseErrorPanics: a handler that returns a
 // typed nil error fails its record (the library recovers the panic of
 // its Error when it writes the dead letter); the process span's end must
 // not crash Run on it, and records the failure with a fixed text.
-func TestHostile24HandlerErrorWhoseErrorPanics(t *testing.T) {
+func TestHandlerErrorWhoseErrorPanics(t *testing.T) {
 	h := newHarness(t, 10, 1, nil)
 	if _, err := h.c.CreateGroup("orders", "g", engine.RoundRobin, tributary.WithDeadLetter("orders-dlq", 1)); err != nil {
 		t.Fatal(err)
@@ -43,12 +43,12 @@ func TestHostile24HandlerErrorWhoseErrorPanics(t *testing.T) {
 	}
 }
 
-// TestHostile24SendDropsStaleTracestate: a message forwarded with another
+// TestSendDropsStaleTracestate: a message forwarded with another
 // record's traceparent and tracestate is published with the send span's
 // traceparent and not the other trace's tracestate (W3C: a tracestate
 // belongs to the traceparent it came with); the consumer's link carries
 // the send span's (empty) trace state.
-func TestHostile24SendDropsStaleTracestate(t *testing.T) {
+func TestSendDropsStaleTracestate(t *testing.T) {
 	h := newHarness(t, 1000, 1, nil)
 	headers := []tributary.Header{
 		{Key: "traceparent", Value: "00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01"},

@@ -15,11 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestHostile24ScrapesDuringChurn: scrapes running at once with topics
+// TestScrapesDuringChurn: scrapes running at once with topics
 // created, groups created and deleted and members joining and leaving
 // (run under -race) never fail the gather (no duplicate series, no
 // inconsistent label sets) and stay lint clean; 64 partitions (the most) too.
-func TestHostile24ScrapesDuringChurn(t *testing.T) {
+func TestScrapesDuringChurn(t *testing.T) {
 	c, err := tributary.NewCluster(100)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	tributarywm "github.com/f91dcac0/tributary/watermill"
 )
 
-func TestHostileDeliveryAndNackNoSleep(t *testing.T) {
+func TestDeliveryAndNackNoSleep(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 3, PartitionKey: func(_ string, m *message.Message) (string, error) {
 		return "same-key", nil
@@ -70,7 +70,7 @@ func TestHostileDeliveryAndNackNoSleep(t *testing.T) {
 }
 
 // A Nack keeps the partition for NackResendSleep, then redelivers.
-func TestHostileNackResendSleep(t *testing.T) {
+func TestNackResendSleep(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("sleep", newMsg("a"), newMsg("b")); err != nil {
@@ -106,7 +106,7 @@ func TestHostileNackResendSleep(t *testing.T) {
 // cancels it as soon as the Nack arrives, before NackResendSleep and the
 // Retry, so work a handler derived from msg.Context() stops at the Nack
 // rather than up to NackResendSleep later.
-func TestHostileNackCancelsMessageContext(t *testing.T) {
+func TestNackCancelsMessageContext(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("nackctx", newMsg("a")); err != nil {
@@ -129,7 +129,7 @@ func TestHostileNackCancelsMessageContext(t *testing.T) {
 // Ack after Nack, double Ack and Ack/Nack after the subscription ended do
 // nothing harmful: a nacked message is redelivered; a message held when the
 // subscription closed goes to the group's next subscription.
-func TestHostileAckMisuse(t *testing.T) {
+func TestAckMisuse(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("misuse", newMsg("a"), newMsg("b")); err != nil {

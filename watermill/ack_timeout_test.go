@@ -28,7 +28,7 @@ import (
 // a deliver goroutine, so a handler stalled for T does not hold
 // T/ackTimeout goroutines and copies and then receive them all as a burst
 // of duplicates.
-func TestHostileAckTimeoutPilesUpCopies(t *testing.T) {
+func TestAckTimeoutPilesUpCopies(t *testing.T) {
 	c := newCluster(t, 10, engine.WithAckTimeout(5*time.Millisecond))
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("ackto", newMsg("a")); err != nil {
@@ -75,11 +75,11 @@ func TestHostileAckTimeoutPilesUpCopies(t *testing.T) {
 // start no second delivery while the first is with the handler, and each
 // partition's first deliveries stay in offset order. It meets, now and
 // then (mostly under -race), the race that
-// TestHostile2AckTimeoutStaleRedeliveryBreaksPending forces: a stale
+// TestAckTimeoutStaleRedeliveryBreaksPending forces: a stale
 // re-reservation of an already acked record, which hold must hand back
 // instead of delivering it while the partition's next record is with the
 // handler.
-func TestHostile2AckTimeoutNoSecondCopyWhileHeld(t *testing.T) {
+func TestAckTimeoutNoSecondCopyWhileHeld(t *testing.T) {
 	c := newCluster(t, 1000, engine.WithAckTimeout(10*time.Millisecond))
 	const (
 		topic = "ackto2"
@@ -186,7 +186,7 @@ func TestHostile2AckTimeoutNoSecondCopyWhileHeld(t *testing.T) {
 // records the handler had already acked (logged; at least once allows
 // them, but each one also poisons the pending map). The race is narrow:
 // up to four rounds, stopping at the first that shows it.
-func TestHostile2AckTimeoutStaleRedeliveryBreaksPending(t *testing.T) {
+func TestAckTimeoutStaleRedeliveryBreaksPending(t *testing.T) {
 	for round := 0; round < 4 && !t.Failed(); round++ {
 		t.Run(fmt.Sprintf("round%d", round), staleRound)
 	}

@@ -27,7 +27,7 @@ import (
 // Subscribe racing Subscriber.Close: each Subscribe either fails with
 // ErrClosed or returns a channel that is closed once Close returns; no
 // member is left in the group.
-func TestHostileSubscribeRacesClose(t *testing.T) {
+func TestSubscribeRacesClose(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4})
 	for i := 0; i < 8; i++ {
@@ -95,7 +95,7 @@ func TestHostileSubscribeRacesClose(t *testing.T) {
 
 // Cluster.Close while subscriptions run (held messages, unread channels):
 // every channel closes, Subscriber.Close does not hang.
-func TestHostileClusterCloseEndsSubscriptions(t *testing.T) {
+func TestClusterCloseEndsBusySubscriptions(t *testing.T) {
 	c := newCluster(t, 100)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4})
 	for i := 0; i < 40; i++ {
@@ -143,7 +143,7 @@ func TestHostileClusterCloseEndsSubscriptions(t *testing.T) {
 
 // A subscription whose consumer never reads its channel: Close must not
 // hang.
-func TestHostileUnreadChannelClose(t *testing.T) {
+func TestUnreadChannelClose(t *testing.T) {
 	c := newCluster(t, 100)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 8})
 	for i := 0; i < 64; i++ {
@@ -183,7 +183,7 @@ func TestHostileUnreadChannelClose(t *testing.T) {
 // Subscriber.Close called by a handler while it holds a message must not
 // deadlock (Close waits for the subscription, which waits for nothing the
 // handler holds).
-func TestHostileCloseFromHandler(t *testing.T) {
+func TestCloseFromHandler(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("inside", newMsg("a")); err != nil {
@@ -215,7 +215,7 @@ func TestHostileCloseFromHandler(t *testing.T) {
 // from several goroutines. Each Close returns, every channel closes, no
 // goroutine of the adapter is left (goleak), and nothing is delivered
 // after Subscriber.Close returned.
-func TestHostile2CloseOrders(t *testing.T) {
+func TestCloseOrders(t *testing.T) {
 	orders := []string{"cluster-sub-pub", "sub-cluster-pub", "pub-sub-cluster", "all-at-once", "cancel-and-close"}
 	for _, order := range orders {
 		for _, eph := range []bool{false, true} {

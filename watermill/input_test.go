@@ -22,7 +22,7 @@ import (
 	tributarywm "github.com/f91dcac0/tributary/watermill"
 )
 
-func TestHostileConfigValidation(t *testing.T) {
+func TestConfigValidation(t *testing.T) {
 	c := newCluster(t, 10)
 	for _, n := range []int32{-1, 65, 1 << 30} {
 		if _, err := tributarywm.NewPublisher(c, tributarywm.PublisherConfig{Partitions: n}, nil); !errors.Is(err, tributary.ErrInvalidArgument) {
@@ -65,7 +65,7 @@ func TestHostileConfigValidation(t *testing.T) {
 	}
 }
 
-func TestHostileTopicNames(t *testing.T) {
+func TestTopicNames(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
@@ -101,7 +101,7 @@ func TestHostileTopicNames(t *testing.T) {
 
 // Reserved metadata keys are refused, and Publish stops at the first bad
 // message: the ones before it are published, the rest are not.
-func TestHostileReservedMetadata(t *testing.T) {
+func TestReservedMetadata(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	for _, key := range []string{tributarywm.HeaderUUID, tributary.HeaderPayloadType} {
@@ -130,7 +130,7 @@ func TestHostileReservedMetadata(t *testing.T) {
 	}
 }
 
-func TestHostileMaxMessageBytes(t *testing.T) {
+func TestMaxMessageBytes(t *testing.T) {
 	c := newCluster(t, 10, engine.WithMaxMessageBytes(200))
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("max", newMsg(strings.Repeat("x", 201))); !errors.Is(err, tributary.ErrInvalidArgument) {
@@ -151,7 +151,7 @@ func TestHostileMaxMessageBytes(t *testing.T) {
 
 // A PartitionKey that errors, or panics, fails that message only (with
 // tributary.ErrPartitioner) and leaves the publisher usable.
-func TestHostilePartitionKeyFailures(t *testing.T) {
+func TestPartitionKeyFailures(t *testing.T) {
 	c := newCluster(t, 10)
 	boom := errors.New("boom")
 	var mode atomic.Int32
@@ -199,7 +199,7 @@ func TestHostilePartitionKeyFailures(t *testing.T) {
 // group: it leaves no member (which would hold partitions and retention
 // for ever), no registration in the cluster and no ephemeral group behind,
 // and does not panic ("cannot create context from nil parent").
-func TestHostileSubscribeNilContext(t *testing.T) {
+func TestSubscribeNilContext(t *testing.T) {
 	for _, eph := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ephemeral=%v", eph), func(t *testing.T) {
 			c := newCluster(t, 10)

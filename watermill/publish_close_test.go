@@ -19,7 +19,7 @@ import (
 
 // A publish blocked on a full partition returns ErrClosed promptly on
 // Publisher.Close; one whose message context ends returns that error.
-func TestHostileBlockedPublishEndsOnClose(t *testing.T) {
+func TestBlockedPublishEndsOnClose(t *testing.T) {
 	c := newCluster(t, 2)
 	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	if err := sub.SubscribeInitialize("full"); err != nil { // retention: nothing is removed
@@ -68,7 +68,7 @@ func TestHostileBlockedPublishEndsOnClose(t *testing.T) {
 // must still read as ErrClosed. The race is made deterministic here by
 // closing from inside PartitionKey, which runs between the check and
 // TrySend.
-func TestHostilePublishRacingCloseErrClosed(t *testing.T) {
+func TestPublishRacingCloseErrClosed(t *testing.T) {
 	c := newCluster(t, 100)
 	var pub *tributarywm.Publisher
 	pub = newPublisher(t, c, tributarywm.PublisherConfig{PartitionKey: func(_ string, m *message.Message) (string, error) {
@@ -86,9 +86,9 @@ func TestHostilePublishRacingCloseErrClosed(t *testing.T) {
 	}
 }
 
-// TestHostilePublishRacingCloseErrClosed's race left to the scheduler: many
+// TestPublishRacingCloseErrClosed's race left to the scheduler: many
 // publishers, Close in the middle. Every error must be tributarywm.ErrClosed.
-func TestHostilePublishRacingCloseStochastic(t *testing.T) {
+func TestPublishRacingCloseStochastic(t *testing.T) {
 	c := newCluster(t, 1000)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 8})
 	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
@@ -141,7 +141,7 @@ func TestHostilePublishRacingCloseStochastic(t *testing.T) {
 // publisher's producer, and Producer.Close ends a waiting Send. (After
 // Cluster.Close no consumer can be created, so nothing would ever ack to
 // make room.)
-func TestHostileClusterCloseEndsBlockedPublish(t *testing.T) {
+func TestClusterCloseEndsBlockedPublish(t *testing.T) {
 	c := newCluster(t, 1)
 	sub := newSubscriber(t, c, tributarywm.SubscriberConfig{})
 	if err := sub.SubscribeInitialize("cfull"); err != nil {

@@ -27,7 +27,7 @@ import (
 // A message held by a subscription that loses its partition in a
 // rebalance is delivered again to the new owner; the old owner's Ack is
 // refused; nothing is lost.
-func TestHostileHeldMessageSurvivesRebalance(t *testing.T) {
+func TestHeldMessageSurvivesRebalance(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 2})
 	a, b := newMsg("a"), newMsg("b")
@@ -83,7 +83,7 @@ func TestHostileHeldMessageSurvivesRebalance(t *testing.T) {
 // Many subscriptions join and leave one group while messages flow (with
 // random Nacks and cancellations racing acks). Every published UUID must
 // reach the group, and per key, first deliveries keep publish order.
-func TestHostileRebalanceStorm(t *testing.T) {
+func TestRebalanceStorm(t *testing.T) {
 	c := newCluster(t, 1000)
 	const (
 		topic = "storm"
@@ -235,7 +235,7 @@ func TestHostileRebalanceStorm(t *testing.T) {
 // during the sleep (a second subscription joins) and given back (it
 // leaves), with and without the second subscription reading it: the
 // partition goes on and nothing stays in flight.
-func TestHostile2RebalanceDuringNackSleep(t *testing.T) {
+func TestRebalanceDuringNackSleep(t *testing.T) {
 	for _, mode := range []string{"b-never-reads", "b-holds", "b-acks", "b-nacks"} {
 		t.Run(mode, func(t *testing.T) {
 			c := newCluster(t, 100)
@@ -289,7 +289,7 @@ func TestHostile2RebalanceDuringNackSleep(t *testing.T) {
 // and leave without ever reading, so the partitions go away and come back
 // while the deliveries are pending. Everything must drain through the
 // stable subscription.
-func TestHostile2PartitionComesBack(t *testing.T) {
+func TestPartitionComesBack(t *testing.T) {
 	c := newCluster(t, 100)
 	const topic = "flap"
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4})
@@ -337,7 +337,7 @@ func TestHostile2PartitionComesBack(t *testing.T) {
 // Then the churn stops and the stable subscription must drain the topic:
 // a record left in flight with nobody delivering it would block its
 // partition for ever (without an ack timeout).
-func TestHostile2Torture(t *testing.T) {
+func TestTorture(t *testing.T) {
 	for _, ackTimeout := range []time.Duration{0, 15 * time.Millisecond} {
 		t.Run(fmt.Sprintf("acktimeout=%v", ackTimeout), func(t *testing.T) {
 			opts := []engine.Option{engine.WithReplayWindow(50)}

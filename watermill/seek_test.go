@@ -21,7 +21,7 @@ import (
 // the handler, in its NackResendSleep. Seek cancels the in-flight delivery;
 // whatever the handler then does, the partition must go on: every record
 // is eventually committed and nothing stays in flight.
-func TestHostile2SeekWhileMessageOut(t *testing.T) {
+func TestSeekWhileMessageOut(t *testing.T) {
 	type scenario struct {
 		name   string
 		seekTo int64 // the held message is offset 2

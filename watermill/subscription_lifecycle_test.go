@@ -23,7 +23,7 @@ import (
 
 // SubscribeInitialize creates the group, which then keeps every message
 // even while another group acks them all.
-func TestHostileSubscribeInitializeRetains(t *testing.T) {
+func TestSubscribeInitializeRetains(t *testing.T) {
 	c := newCluster(t, 5)
 	late := newSubscriber(t, c, tributarywm.SubscriberConfig{ConsumerGroup: "late"})
 	if err := late.SubscribeInitialize("init"); err != nil {
@@ -62,7 +62,7 @@ func TestHostileSubscribeInitializeRetains(t *testing.T) {
 
 // Ephemeral subscriptions delete their group however they end (ctx,
 // Subscriber.Close, Cluster.Close), and read from the log start.
-func TestHostileEphemeralGroupLifecycle(t *testing.T) {
+func TestEphemeralGroupLifecycle(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("eph", newMsg("old")); err != nil {
@@ -126,7 +126,7 @@ func TestHostileEphemeralGroupLifecycle(t *testing.T) {
 
 // A subscription whose ctx ends leaves its group; its held message goes to
 // the next member.
-func TestHostileCancelLeavesGroup(t *testing.T) {
+func TestCancelLeavesGroup(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("leave", newMsg("a")); err != nil {
@@ -164,7 +164,7 @@ func TestHostileCancelLeavesGroup(t *testing.T) {
 
 // Thousands of Subscribe / end cycles: goroutines return to the baseline,
 // no member or ephemeral group is left.
-func TestHostileSubscribeCycles(t *testing.T) {
+func TestSubscribeCycles(t *testing.T) {
 	c := newCluster(t, 100)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{Partitions: 4})
 	for i := 0; i < 20; i++ {
@@ -215,7 +215,7 @@ func TestHostileSubscribeCycles(t *testing.T) {
 // An admin closing the subscription's consumer from outside
 // (Cluster.CloseConsumer) ends the subscription: its channel closes and
 // Subscriber.Close still returns; the held message goes to the next member.
-func TestHostileExternalCloseConsumer(t *testing.T) {
+func TestExternalCloseConsumer(t *testing.T) {
 	c := newCluster(t, 10)
 	pub := newPublisher(t, c, tributarywm.PublisherConfig{})
 	if err := pub.Publish("ext", newMsg("a")); err != nil {
@@ -251,7 +251,7 @@ func TestHostileExternalCloseConsumer(t *testing.T) {
 // Subscribe on a cluster that is closed (the Subscriber itself open):
 // it fails with ErrClosed, and leaves behind neither a goroutine, nor a
 // member, nor (Ephemeral) a group.
-func TestHostile2SubscribeOnClosedCluster(t *testing.T) {
+func TestSubscribeOnClosedCluster(t *testing.T) {
 	for _, eph := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ephemeral=%v", eph), func(t *testing.T) {
 			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

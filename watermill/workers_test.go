@@ -24,7 +24,7 @@ import (
 // record delivered twice, none skipped), and every message is acked (none
 // stuck). The worker's TryPollPartition after each ack races the run loop's
 // Poll throughout.
-func TestHostile2WorkerHandOffInvariant(t *testing.T) {
+func TestWorkerHandOffInvariant(t *testing.T) {
 	for _, sleep := range []time.Duration{tributarywm.NoSleep, time.Millisecond} {
 		t.Run(fmt.Sprintf("sleep=%v", sleep), func(t *testing.T) {
 			c := newCluster(t, 1000)
@@ -121,7 +121,7 @@ func TestHostile2WorkerHandOffInvariant(t *testing.T) {
 // then lives as long as the subscription. The goroutines must stay bounded
 // (a worker per partition delivering, plus at most one per partition
 // between its ack and its next record), not grow with the rounds.
-func TestHostile2WorkerCountBounded(t *testing.T) {
+func TestWorkerCountBounded(t *testing.T) {
 	c := newCluster(t, 1000)
 	const (
 		topic  = "workers"
