@@ -859,32 +859,22 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 		if err != nil {
 			return 0, err
 		}
-		for _, g := range groups {
-			gv, _, ok, err := b.readGroup(topic, g)
-			if err != nil {
-				return 0, err
-			}
-			if !ok {
-				continue
-			}
+		err = b.eachGroup(topic, groups, func(g string, gv groupVal) error {
 			next := gv
 			if _, err := b.owners(topic, g, &next, &gv, total, nil); err != nil {
-				return 0, fmt.Errorf("group %q: %w", g, err)
+				return fmt.Errorf("group %q: %w", g, err)
 			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
 		for p := old; p < total; p++ {
 			if _, err := b.partStream(topic, p); err != nil {
 				return 0, err
 			}
 		}
-		for _, g := range groups {
-			gv, _, ok, err := b.readGroup(topic, g)
-			if err != nil {
-				return 0, err
-			}
-			if !ok {
-				continue
-			}
+		err = b.eachGroup(topic, groups, func(g string, gv groupVal) error {
 			for p := old; p < total; p++ {
 				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
 					if ok && cur.Inc >= gv.Inc && cur.Committed >= low {
@@ -893,12 +883,16 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 					return cursorVal{Inc: gv.Inc, Gen: gv.Gen, Committed: low}, true, nil
 				})
 				if errors.Is(err, errStale) {
-					break // the group was deleted meanwhile
+					return nil // the group was deleted meanwhile
 				}
 				if err != nil {
-					return 0, err
+					return err
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
 		grown := tv
 		grown.Partitions = total
@@ -924,6 +918,24 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 		return total, nil
 	}
 	return 0, fmt.Errorf("%w: adding partitions to %s", ErrContention, topic)
+}
+
+// eachGroup calls f, in order, with each group of topic t named in
+// groups that exists now, as read now (a group deleted meanwhile is
+// skipped), and returns f's first error.
+func (b *Backend) eachGroup(t string, groups []string, f func(g string, gv groupVal) error) error {
+	for _, g := range groups {
+		gv, _, ok, err := b.readGroup(t, g)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := f(g, gv); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // logEnd returns partition p's log end offset: the next offset a publish
