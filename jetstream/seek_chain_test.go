@@ -24,18 +24,7 @@ import (
 func TestSeeksHeldTogether(t *testing.T) {
 	for _, bFirst := range []bool{true, false} {
 		t.Run(map[bool]string{true: "A waits for B", false: "A goes on during B"}[bFirst], func(t *testing.T) {
-			b, _ := start(t, jetstream.Config{Capacity: 5, ReplayWindow: 4})
-			bt := topic(t, b, "t", 1)
-			for range 5 {
-				pub(t, bt, 0, "x")
-			}
-			m := member(t, bt, "g", "m")
-			must(m.Join()).of(t)
-			for off := range int64(3) {
-				poll(t, m, 1)
-				ok, err := m.Ack(0, off)
-				wantBool(t, "Ack", ok, err, true)
-			}
+			b, bt, m := fullPastWindow(t)
 			var (
 				phase            atomic.Int32 // of the Seeks' cursor writes
 				raising          atomic.Bool

@@ -26,20 +26,9 @@ import (
 // pause the publish's pass at its raise of low and run the Poll and the
 // raise between the Seek's cursor write and its next request.
 func TestSeekNotOvertakenByPurge(t *testing.T) {
-	b, _ := start(t, jetstream.Config{Capacity: 5, ReplayWindow: 4})
-	bt := topic(t, b, "t", 1)
-	for range 5 {
-		pub(t, bt, 0, "x")
-	}
-	m := member(t, bt, "g", "m")
-	must(m.Join()).of(t)
-	for off := range int64(3) {
-		poll(t, m, 1)
-		ok, err := m.Ack(0, off)
-		wantBool(t, "Ack", ok, err, true)
-	}
+	b, bt, m := fullPastWindow(t)
 	var (
-		phase             atomic.Int32 // 1: the publish waits at its raise; 2: Seek's write landed
+		phase             atomic.Int32 // 1: the publish waits at its raise
 		atRaise, goRaise  = make(chan struct{}), make(chan struct{})
 		pubDone           = make(chan struct{})
 		pubErr            error
@@ -87,4 +76,25 @@ func TestSeekNotOvertakenByPurge(t *testing.T) {
 	if p := d.Groups[0].Partitions[0]; p.Committed != 0 || !p.InFlight || d.Partitions[0].LogStartOffset != 0 {
 		t.Fatalf("after Seek, Poll and publish: %+v, log start %d; want committed 0 in flight, log start 0", p, d.Partitions[0].LogStartOffset)
 	}
+}
+
+// fullPastWindow returns a backend with topic t of one partition full
+// (capacity 5, records 0 to 4, replay window 4) and member m of group g
+// joined, with records 0 to 2 acked: committed 3, log start 0 (3 − 4 is
+// below it), so a publish evicts record 0 and a Seek back to 0 is in range.
+func fullPastWindow(t *testing.T) (*jetstream.Backend, tributary.BackendTopic, tributary.BackendMember) {
+	t.Helper()
+	b, _ := start(t, jetstream.Config{Capacity: 5, ReplayWindow: 4})
+	bt := topic(t, b, "t", 1)
+	for range 5 {
+		pub(t, bt, 0, "x")
+	}
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	for off := range int64(3) {
+		poll(t, m, 1)
+		ok, err := m.Ack(0, off)
+		wantBool(t, "Ack", ok, err, true)
+	}
+	return b, bt, m
 }
