@@ -1018,6 +1018,7 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 // re-read the group.
 func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *groupVal) (wrote bool, err error) {
 	tok := newIncarnation()
+	var ignore map[string]bool // holds given up on (holdWait)
 	for range maxRetries {
 		lv, lrev, err := b.readLow(t, p)
 		if err != nil {
@@ -1027,8 +1028,17 @@ func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *group
 			return false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", engine.ErrOffsetOutOfRange, t, p, offset, lv.Low, end)
 		}
 		now := time.Now()
+		if lv.held(now.UnixNano(), ignore) {
+			// Another Seek holds the partition: one at a time, so that
+			// the cursors this one's retention-owed check reads are not
+			// moved back by another Seek before its write.
+			if ignore, err = b.holdWait(t, p, ignore); err != nil {
+				return false, err
+			}
+			continue
+		}
 		until := now.Add(b.holdFor())
-		held := lv.withHold(tok, until.UnixNano(), now.UnixNano())
+		held := lv.withHold(tok, until.UnixNano(), now.UnixNano(), ignore)
 		hrev, ok, err := b.put(lowKey(t, p), held, lrev)
 		if err != nil {
 			return false, err // the hold, if written, expires

@@ -189,11 +189,11 @@ func (lv lowVal) held(now int64, ignore map[string]bool) bool {
 }
 
 // withHold returns lv with the hold tok until until added and the holds
-// expired at now dropped, on a copy of its Holds.
-func (lv lowVal) withHold(tok string, until, now int64) lowVal {
+// expired at now or in ignore dropped, on a copy of its Holds.
+func (lv lowVal) withHold(tok string, until, now int64, ignore map[string]bool) lowVal {
 	holds := map[string]int64{tok: until}
 	for x, u := range lv.Holds {
-		if now < u {
+		if now < u && !ignore[x] {
 			holds[x] = u
 		}
 	}
