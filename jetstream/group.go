@@ -42,7 +42,7 @@ func (b *Backend) cursorForIn(s *snapshot, t, g string, gv *groupVal, p int32) (
 		case ok && c.Inc > gv.Inc:
 			return c, rev, errStale
 		case !ok || c.Inc < gv.Inc:
-			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
+			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
 				switch {
 				case ok && cur.Inc > gv.Inc:
 					return *cur, false, errStale
@@ -134,7 +134,7 @@ func (b *Backend) waitPlacer(t, g string, p int32, inc uint64, since *time.Time)
 	*since = time.Time{}
 	b.cfg.Logger.Warn("tributary/jetstream: a placement left the cursor below the log start; moving it up",
 		"topic", t, "group", g, "partition", p, "waited", fallbackWait)
-	_, _, err := b.place(t, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
+	_, _, err := b.place(t, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
 		if !ok || cur.Inc != inc || cur.Committed >= low {
 			return cursorVal{}, false, nil // replaced, deleted or put back meanwhile
 		}
@@ -158,9 +158,8 @@ func (b *Backend) waitPlacer(t, g string, p int32, inc uint64, since *time.Time)
 // incarnation at or below the one a cursor tombstone records is never
 // written: place returns errStale (the caller re-reads the group, now
 // deleted or a newer incarnation).
-func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, low int64, after bool) (cursorVal, bool, error)) (cursorVal, uint64, error) {
+func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error)) (cursorVal, uint64, error) {
 	key := cursorKey(t, g, p)
-	after := false
 	for range maxRetries {
 		lv, lrev, err := b.readLow(t, p)
 		if err != nil {
@@ -171,7 +170,7 @@ func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, lo
 		if err != nil {
 			return c, 0, err
 		}
-		n, write, err := f(&c, ok, lv.Low, after)
+		n, write, err := f(&c, ok, lv.Low)
 		if err != nil {
 			return c, crev, err
 		}
@@ -184,10 +183,8 @@ func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, lo
 			if crev, ok, err = b.put(key, n, crev); err != nil {
 				return n, 0, err
 			} else if !ok {
-				after = false
 				continue
 			}
-			after = true
 		}
 		if _, ok, err = b.put(lowKey(t, p), lv, lrev); err != nil {
 			return n, 0, err
@@ -876,7 +873,7 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 		}
 		err = b.eachGroup(topic, groups, func(g string, gv groupVal) error {
 			for p := old; p < total; p++ {
-				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
+				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
 					if ok && cur.Inc >= gv.Inc && cur.Committed >= low {
 						return *cur, false, nil
 					}
