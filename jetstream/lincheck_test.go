@@ -43,12 +43,13 @@ import (
 //     group, cursor and log start read at one instant (snapshot reads), a
 //     migration that waits for an overtaken placement, and a Seek that
 //     writes its cursor under a hold on the log start (no purge overtakes
-//     the write: TestSeekNotOvertakenByPurge, TestSeeksHeldTogether), 2 of
-//     1000 histories (4 clients × 30 calls, seeds 1000 to 1999) are still
+//     the write: TestSeekNotOvertakenByPurge, TestSeeksHeldTogether), 4 of
+//     3000 histories (4 clients × 30 calls, seeds 1000 to 3999) are still
 //     Illegal under load (a busy loop and other test processes on 2 cores,
-//     2026-12-04: seeds 1635 and 1963), as many as with the Seek that
-//     wrote and then fenced on the log start (2 of 1000: seeds 1471 and
-//     1801; there a Poll could act on a Seek's write that a purge then
+//     2026-12-04: seeds 1635, 1963, 2383, 3603), against 12 of the same
+//     3000 with a Seek that wrote and then fenced on the log start (seeds
+//     1471, 1801, 2015, 2309, 2433, 2445, 2675, 2806, 3190, 3437, 3631,
+//     3663; there a Poll could act on a Seek's write that a purge then
 //     overtook, the Seek answering offset-out-of-range). What the
 //     remaining ones show is not known yet. The cluster reads key by key,
 //     1 to 2 Illegal in 100 with the write-then-fence Seek; not measured
