@@ -58,14 +58,9 @@ func (*unavailableError) Unwrap() error { return tributary.ErrUnavailable }
 // caller's view of the group; re-read the group.
 var errStale = errors.New("stale group view")
 
-// errOvertaken is internal to Seek: a purge removed the sought offset
-// after Seek wrote it, and Seek put the cursor back.
-var errOvertaken = errors.New("seek overtaken by a purge")
-
-// errWaitPlacer is internal to Seek: its overtaken write was replaced by
-// another placement below the log start, whose placer may put this write
-// back; wait and look again.
-var errWaitPlacer = errors.New("waiting for another placer")
+// errHoldShort is internal to Seek: its hold on the log start has less
+// than a request's time left; release it and hold again.
+var errHoldShort = errors.New("seek hold too short")
 
 // maxRetries bounds every compare-and-set loop.
 const maxRetries = 1000

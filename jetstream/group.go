@@ -42,7 +42,7 @@ func (b *Backend) cursorForIn(s *snapshot, t, g string, gv *groupVal, p int32) (
 		case ok && c.Inc > gv.Inc:
 			return c, rev, errStale
 		case !ok || c.Inc < gv.Inc:
-			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
+			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
 				switch {
 				case ok && cur.Inc > gv.Inc:
 					return *cur, false, errStale
@@ -134,7 +134,7 @@ func (b *Backend) waitPlacer(t, g string, p int32, inc uint64, since *time.Time)
 	*since = time.Time{}
 	b.cfg.Logger.Warn("tributary/jetstream: a placement left the cursor below the log start; moving it up",
 		"topic", t, "group", g, "partition", p, "waited", fallbackWait)
-	_, _, err := b.place(t, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
+	_, _, err := b.place(t, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
 		if !ok || cur.Inc != inc || cur.Committed >= low {
 			return cursorVal{}, false, nil // replaced, deleted or put back meanwhile
 		}
@@ -158,9 +158,8 @@ func (b *Backend) waitPlacer(t, g string, p int32, inc uint64, since *time.Time)
 // incarnation at or below the one a cursor tombstone records is never
 // written: place returns errStale (the caller re-reads the group, now
 // deleted or a newer incarnation).
-func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, low int64, after bool) (cursorVal, bool, error)) (cursorVal, uint64, error) {
+func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error)) (cursorVal, uint64, error) {
 	key := cursorKey(t, g, p)
-	after := false
 	for range maxRetries {
 		lv, lrev, err := b.readLow(t, p)
 		if err != nil {
@@ -171,7 +170,7 @@ func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, lo
 		if err != nil {
 			return c, 0, err
 		}
-		n, write, err := f(&c, ok, lv.Low, after)
+		n, write, err := f(&c, ok, lv.Low)
 		if err != nil {
 			return c, crev, err
 		}
@@ -184,10 +183,8 @@ func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, lo
 			if crev, ok, err = b.put(key, n, crev); err != nil {
 				return n, 0, err
 			} else if !ok {
-				after = false
 				continue
 			}
-			after = true
 		}
 		if _, ok, err = b.put(lowKey(t, p), lv, lrev); err != nil {
 			return n, 0, err
@@ -246,6 +243,7 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 	if err != nil {
 		return false, err
 	}
+	var ignore map[string]bool // holds given up on (holdWait)
 	for try := range maxRetries {
 		var (
 			lv    lowVal
@@ -300,7 +298,17 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 				target, mark = lv.Low+1, int64(info.State.LastSeq)
 			}
 		}
+		if target > lv.Low && lv.held(time.Now().UnixNano(), ignore) {
+			// A Seek is under way: its cursor write must not be
+			// overtaken. Wait for it, then read everything again.
+			if ignore, err = b.holdWait(t, p, ignore); err != nil {
+				return false, err
+			}
+			continue
+		}
 		if target > lv.Low {
+			// The holds it read are released, expired or given up on:
+			// the raise drops them.
 			_, ok, err := b.put(lowKey(t, p), lowVal{Low: target, Evict: mark}, lrev)
 			if err != nil {
 				return false, err
@@ -343,6 +351,47 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 		return true, b.purge(t, p, target)
 	}
 	return false, fmt.Errorf("%w: retention of %s/%d", ErrContention, t, p)
+}
+
+// holdFor is how long a Seek's hold on a log start lasts (lowVal.Holds):
+// the fallback wait (the longest a Seek waits under its hold, for a placer
+// in leastCommitted) and two requests (its cursor read and write). A
+// Seek sends its cursor write only with a request's time left on its
+// hold (Seek), so the hold of a Seek that is not dead outlasts its write.
+func (b *Backend) holdFor() time.Duration { return fallbackWait + 2*b.cfg.RequestTimeout }
+
+// holdWait waits until partition p's log start carries no active hold
+// but those in ignore: each released or expired, or holdFor passed since
+// the wait began (a holder whose clock runs ahead of this process's). It
+// returns ignore with the holds still active then added: the caller's
+// raise drops them. Each check is one read of low.
+func (b *Backend) holdWait(t string, p int32, ignore map[string]bool) (map[string]bool, error) {
+	start := time.Now()
+	for d := time.Millisecond; ; time.Sleep(d) {
+		lv, _, err := b.readLow(t, p)
+		if err != nil {
+			return ignore, err
+		}
+		now := time.Now()
+		if !lv.held(now.UnixNano(), ignore) {
+			return ignore, nil
+		}
+		if now.Sub(start) >= b.holdFor() {
+			ignore = maps.Clone(ignore)
+			if ignore == nil {
+				ignore = map[string]bool{}
+			}
+			for tok := range lv.Holds {
+				ignore[tok] = true
+			}
+			b.cfg.Logger.Warn("tributary/jetstream: a Seek's hold on the log start outlasted its bound; raising over it",
+				"topic", t, "partition", p, "waited", now.Sub(start))
+			return ignore, nil
+		}
+		if now.Sub(start) > 50*time.Millisecond {
+			d = 5 * time.Millisecond
+		}
+	}
 }
 
 // partInfo returns partition p's stream info.
@@ -807,46 +856,40 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 		if err != nil {
 			return 0, err
 		}
-		for _, g := range groups {
-			gv, _, ok, err := b.readGroup(topic, g)
-			if err != nil {
-				return 0, err
-			}
-			if !ok {
-				continue
-			}
+		err = b.eachGroup(topic, groups, func(g string, gv groupVal) error {
 			next := gv
 			if _, err := b.owners(topic, g, &next, &gv, total, nil); err != nil {
-				return 0, fmt.Errorf("group %q: %w", g, err)
+				return fmt.Errorf("group %q: %w", g, err)
 			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
 		for p := old; p < total; p++ {
 			if _, err := b.partStream(topic, p); err != nil {
 				return 0, err
 			}
 		}
-		for _, g := range groups {
-			gv, _, ok, err := b.readGroup(topic, g)
-			if err != nil {
-				return 0, err
-			}
-			if !ok {
-				continue
-			}
+		err = b.eachGroup(topic, groups, func(g string, gv groupVal) error {
 			for p := old; p < total; p++ {
-				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64, _ bool) (cursorVal, bool, error) {
+				_, _, err := b.place(topic, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
 					if ok && cur.Inc >= gv.Inc && cur.Committed >= low {
 						return *cur, false, nil
 					}
 					return cursorVal{Inc: gv.Inc, Gen: gv.Gen, Committed: low}, true, nil
 				})
 				if errors.Is(err, errStale) {
-					break // the group was deleted meanwhile
+					return nil // the group was deleted meanwhile
 				}
 				if err != nil {
-					return 0, err
+					return err
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
 		grown := tv
 		grown.Partitions = total
@@ -874,6 +917,24 @@ func (b *Backend) AddPartitions(topic string, count int32) (int32, error) {
 	return 0, fmt.Errorf("%w: adding partitions to %s", ErrContention, topic)
 }
 
+// eachGroup calls f, in order, with each group of topic t named in
+// groups that exists now, as read now (a group deleted meanwhile is
+// skipped), and returns f's first error.
+func (b *Backend) eachGroup(t string, groups []string, f func(g string, gv groupVal) error) error {
+	for _, g := range groups {
+		gv, _, ok, err := b.readGroup(t, g)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := f(g, gv); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // logEnd returns partition p's log end offset: the next offset a publish
 // gets (the stream's last sequence).
 func (b *Backend) logEnd(t string, p int32) (int64, error) {
@@ -886,13 +947,20 @@ func (b *Backend) logEnd(t string, p int32) (int64, error) {
 
 // Seek sets group's committed offset on partition to offset, cancels its
 // in-flight delivery there and resets attempts, then applies retention
-// (SPEC rule 20). The write is fenced against retention like a group
-// creation; if a purge overtakes it the cursor is left at the new log start
-// and Seek reports ErrOffsetOutOfRange. False when the group is absent.
-// Errors, in this order: engine.ErrInvalidArgument (unknown topic, invalid
-// identifier, partition out of range, negative offset);
-// engine.ErrOffsetOutOfRange unless log start <= offset <= log end
-// (nothing changed); ErrUnavailable.
+// (SPEC rule 20). It holds the partition's log start while it writes
+// (package doc, "Seek holds"): it reads low, adds a hold to it by
+// compare-and-set, decides the range against that low, writes the cursor
+// by compare-and-set (the linearization point), then releases the hold;
+// no retention pass raises low while the hold is active, so no purge
+// overtakes the write. A hold of a process that dies expires after
+// holdFor (fallbackWait + 2 × Config.RequestTimeout). False when the
+// group is absent. Errors, in this order: engine.ErrInvalidArgument
+// (unknown topic, invalid identifier, partition out of range, negative
+// offset); engine.ErrOffsetOutOfRange unless log start <= offset <= log
+// end, or when offset is below the log start that the cursor advances
+// already written imply (retention owed; nothing changed either way);
+// ErrUnavailable (true: the cursor was written, the release or the
+// retention pass failed).
 func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool, error) {
 	tv, _, err := b.lookupTopic(topic)
 	if err != nil {
@@ -925,109 +993,129 @@ func (b *Backend) Seek(topic, group string, partition int32, offset int64) (bool
 		if err != nil {
 			return false, err
 		}
-		// written is the cursor this call wrote last, prev the one its
-		// first write replaced. When the fence after a write fails (after),
-		// a purge may have raced it: if it removed the sought offset, the
-		// purge read the cursor before the write (else it could not pass
-		// it), so prev is put back: the Seek reports ErrOffsetOutOfRange
-		// having changed nothing, as if it came after the purge. prev is
-		// at or above the new log start unless it is itself a placement
-		// the purge overtook (another Seek's write, unfenced when this
-		// one read it); then it is put back all the same, for its placer
-		// to undo in turn, and a placer that finds its write replaced by
-		// a write below the log start waits for that undoing
-		// (errWaitPlacer) rather than give up its own, which may stand
-		// (package doc).
-		var written, prev cursorVal
-		wrote, overtaken, waiting := false, false, false
-		var waited time.Time // since when it waits for another placer (waitPlacer)
-	undo:
-		_, _, err = b.place(topic, group, partition, func(cur *cursorVal, ok bool, low int64, after bool) (cursorVal, bool, error) {
-			after = after || waiting // a round after waiting follows this call's write
-			switch {
-			case !ok || cur.Inc != gv.Inc:
-				return *cur, false, errStale
-			case !after || !wrote:
-				if offset < low || offset > end {
-					if overtaken {
-						return *cur, false, errOvertaken
-					}
-					return *cur, false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", engine.ErrOffsetOutOfRange, topic, partition, offset, low, end)
-				}
-				if offset < cur.Committed {
-					// Moving the cursor back: the retention owed by the
-					// cursor advances already written (this cursor's, or
-					// another group's), whose passes may still be
-					// running, counts as done (package doc).
-					least, err := b.leastCommitted(topic, partition, low, nil)
-					if err != nil {
-						return *cur, false, err
-					}
-					if owed := max(low, least-w); least >= 0 && offset < owed {
-						if overtaken {
-							return *cur, false, errOvertaken
-						}
-						return *cur, false, fmt.Errorf("%w: topic %q: partition %d: offset %d below the log start %d (retention owed)", engine.ErrOffsetOutOfRange, topic, partition, offset, owed)
-					}
-				}
-				prev = *cur // what this write replaces (a failed write replaced nothing)
-				wrote, overtaken = true, false
-				written = *cur
-				written.Committed, written.InFlight, written.Attempts, written.DeliveredAt = offset, false, 0, 0
-				return written, true, nil
-			case *cur != written && cur.Committed < low:
-				// Replaced by another placement that the purge overtook,
-				// perhaps made over this write (its prev), which its
-				// placer puts back: wait for it (this write may stand).
-				return *cur, false, errWaitPlacer
-			case *cur != written && offset < low:
-				// Another call replaced this write after a purge passed
-				// it: the purge read the cursors before the write (else
-				// it could not pass offset), so this Seek comes after
-				// the purge, out of range, and its write, already
-				// replaced, changed nothing another call relies on.
-				return *cur, false, errOvertaken
-			case cur.Committed >= low:
-				return *cur, false, nil // stands: fence again
-			case *cur == written && !overtaken:
-				overtaken = true
-				written = prev
-				return written, true, nil
-			case *cur == written && written == prev:
-				// prev put back below low: another placer's overtaken
-				// write, for that placer to undo. Fence again.
-				return *cur, false, nil
-			}
-			// This call's own put-back or move, overtaken again: keep the
-			// cursor at the log start.
-			overtaken = true
-			written = *cur
-			written.Committed, written.InFlight, written.Attempts, written.DeliveredAt = low, false, 0, 0
-			return written, true, nil
-		})
-		if errors.Is(err, errWaitPlacer) {
-			if err = b.waitPlacer(topic, group, partition, gv.Inc, &waited); err != nil {
-				return false, err
-			}
-			waiting = true
-			goto undo
-		}
-		if errors.Is(err, errOvertaken) {
-			err, overtaken = nil, true
-		}
+		wrote, err := b.seekHeld(topic, group, partition, offset, end, w, &gv)
 		if errors.Is(err, errStale) {
 			continue
 		}
 		if err != nil {
-			return false, err
+			return wrote, err
 		}
 		if _, err := b.retain(topic, partition, false); err != nil {
 			return true, err
 		}
-		if overtaken {
-			return false, fmt.Errorf("%w: topic %q: partition %d: offset %d removed by a concurrent purge", engine.ErrOffsetOutOfRange, topic, partition, offset)
-		}
 		return true, nil
 	}
 	return false, fmt.Errorf("%w: seeking %s/%s", ErrContention, topic, group)
+}
+
+// seekHeld is Seek's hold, write and release on partition p, for the
+// group view gv, the log end end read before (a publish only raises it)
+// and the replay window w. wrote reports whether the cursor write took
+// effect. errStale: the cursor belongs to another incarnation than gv's;
+// re-read the group.
+func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *groupVal) (wrote bool, err error) {
+	tok := newIncarnation()
+	var ignore map[string]bool // holds given up on (holdWait)
+	for range maxRetries {
+		lv, lrev, err := b.readLow(t, p)
+		if err != nil {
+			return false, err
+		}
+		if offset < lv.Low || offset > end {
+			return false, fmt.Errorf("%w: topic %q: partition %d: offset %d outside [%d,%d]", engine.ErrOffsetOutOfRange, t, p, offset, lv.Low, end)
+		}
+		now := time.Now()
+		if lv.held(now.UnixNano(), ignore) {
+			// Another Seek holds the partition: one at a time, so that
+			// the cursors this one's retention-owed check reads are not
+			// moved back by another Seek before its write.
+			if ignore, err = b.holdWait(t, p, ignore); err != nil {
+				return false, err
+			}
+			continue
+		}
+		until := now.Add(b.holdFor())
+		held := lv.withHold(tok, until.UnixNano(), now.UnixNano(), ignore)
+		hrev, ok, err := b.put(lowKey(t, p), held, lrev)
+		if err != nil {
+			return false, err // the hold, if written, expires
+		}
+		if !ok {
+			continue // low moved: decide against the new one
+		}
+		wrote, err := b.seekWrite(t, g, p, offset, lv.Low, w, gv, until)
+		if rerr := b.release(t, p, tok, held, hrev); err == nil || errors.Is(err, errHoldShort) && rerr != nil {
+			err = rerr
+		}
+		if errors.Is(err, errHoldShort) {
+			continue // hold again, for a full bound
+		}
+		return wrote, err
+	}
+	return false, fmt.Errorf("%w: holding the log start of %s/%d", ErrContention, t, p)
+}
+
+// seekWrite is Seek's cursor write under its hold on the log start low
+// (which no retention pass raises meanwhile), held until until: it reads
+// group g's cursor on p and writes it at offset by compare-and-set, unless
+// offset is below the log start that the cursor advances already written
+// imply (retention owed: ErrOffsetOutOfRange, nothing written). It sends
+// the write only with a request's time (Config.RequestTimeout) left on the
+// hold, else returns errHoldShort (nothing written). errStale: the cursor
+// is gone or of another incarnation than gv's.
+func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *groupVal, until time.Time) (bool, error) {
+	key := cursorKey(t, g, p)
+	for range maxRetries {
+		var cur cursorVal
+		crev, ok, err := b.get(key, &cur)
+		if err != nil {
+			return false, err
+		}
+		if !ok || cur.Inc != gv.Inc {
+			return false, errStale
+		}
+		if offset < cur.Committed {
+			// Moving the cursor back: the retention owed by the cursor
+			// advances already written (this cursor's, or another
+			// group's), whose passes may still be running or waiting
+			// for this hold, counts as done (package doc).
+			least, err := b.leastCommitted(t, p, low, nil)
+			if err != nil {
+				return false, err
+			}
+			if owed := max(low, least-w); least >= 0 && offset < owed {
+				return false, fmt.Errorf("%w: topic %q: partition %d: offset %d below the log start %d (retention owed)", engine.ErrOffsetOutOfRange, t, p, offset, owed)
+			}
+		}
+		if time.Until(until) < b.cfg.RequestTimeout {
+			return false, errHoldShort
+		}
+		n := cur
+		n.Committed, n.InFlight, n.Attempts, n.DeliveredAt = offset, false, 0, 0
+		if _, ok, err = b.put(key, n, crev); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, fmt.Errorf("%w: seeking cursor %s", ErrContention, key)
+}
+
+// release removes the hold tok from partition p's log start, first by
+// compare-and-set from held at revision rev (the hold as written), then
+// from what it reads. Nothing to do when the hold is gone (a retention
+// pass that gave up on it raised low over it).
+func (b *Backend) release(t string, p int32, tok string, held lowVal, rev uint64) error {
+	lv := held
+	for range maxRetries {
+		if _, ok := lv.Holds[tok]; !ok {
+			return nil
+		}
+		_, ok, err := b.put(lowKey(t, p), lv.withoutHold(tok), rev)
+		if err != nil || ok {
+			return err
+		}
+		if lv, rev, err = b.readLow(t, p); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: releasing the log start of %s/%d", ErrContention, t, p)
 }

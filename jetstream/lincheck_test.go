@@ -40,18 +40,20 @@ import (
 //   - addpartitions: grows every topic to 8 partitions (multi-partition
 //     polls and rebalances, above).
 //   - seek, on the cluster only. On one server it is checked: with the
-//     group, cursor and log start read at one instant (snapshot reads) and
-//     a migration that waits for an overtaken placement, 1 of 380
-//     histories was Illegal under load (2 or 3 test processes in parallel,
-//     2026-12-03; the race below); before them 1 to 2 in 100. The cluster
-//     reads key by key,
-//     where the known race stands: a Seek's cursor write is visible before
-//     its fence; when a purge overtakes it the Seek puts the old cursor back
-//     and reports offset-out-of-range, but a Poll or Ack that read the
-//     write before the purge raised low may already have acted on it (seen:
-//     a Poll delivering the sought offset 0 after a Seek to 2 had returned,
-//     the Seek back to 0 reporting out-of-range; an Ack of an in-flight
-//     record returning false). Fixed so far: an evicting publish's raise of
+//     group, cursor and log start read at one instant (snapshot reads), a
+//     migration that waits for an overtaken placement, and a Seek that
+//     writes its cursor under a hold on the log start (no purge overtakes
+//     the write: TestSeekNotOvertakenByPurge, TestSeeksHeldTogether), 4 of
+//     3000 histories (4 clients × 30 calls, seeds 1000 to 3999) are still
+//     Illegal under load (a busy loop and other test processes on 2 cores,
+//     2026-12-04: seeds 1635, 1963, 2383, 3603), against 12 of the same
+//     3000 with a Seek that wrote and then fenced on the log start (seeds
+//     1471, 1801, 2015, 2309, 2433, 2445, 2675, 2806, 3190, 3437, 3631,
+//     3663; there a Poll could act on a Seek's write that a purge then
+//     overtook, the Seek answering offset-out-of-range). What the
+//     remaining ones show is not known yet. The cluster reads key by key,
+//     1 to 2 Illegal in 100 with the write-then-fence Seek; not measured
+//     with the holds. Fixed so far: an evicting publish's raise of
 //     low seen before its publish landed (a Seek then reported
 //     out-of-range an offset no successful publish had evicted; now readers
 //     wait for the landing, lowVal.Evict); a Seek whose overtaken write

@@ -2,88 +2,76 @@ package jetstream_test
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/jetstream"
 )
 
-// Two Seeks of one cursor that one purge overtakes both leave the cursor
-// where it was: A writes 0 over the committed 3, B then writes 1 over A's
-// write (B's "previous" cursor is A's unfenced write), and a raise of the
-// log start to 2 that read the cursors before A's write passes both. Each
-// reports ErrOffsetOutOfRange, as if after the purge, so the cursor must
-// stay at 3. It used to end at the log start 2 (an Ack lost: seen in the
-// seek mix of the linearizability check as publishes answering full that
-// the committed offset would have let evict): B, finding its previous
-// cursor below the log start, moved the cursor there instead of putting
-// A's write back for A to undo. Both orders of the two undoing rounds:
-// B's before A's, and A's (which then waits for B) before B's.
-func TestSeeksOvertakenTogether(t *testing.T) {
-	for _, bFirst := range []bool{true, false} {
-		t.Run(map[bool]string{true: "replacer undoes first", false: "replaced undoes first"}[bFirst], func(t *testing.T) {
-			b, _ := start(t, jetstream.Config{Capacity: 10, ReplayWindow: 4})
-			bt := topic(t, b, "t", 1)
-			for range 5 {
-				pub(t, bt, 0, "x")
+// Two Seeks of one cursor and an evicting publish whose retention pass
+// read the cursors before both (committed 3, so record 0 looks fully
+// committed): A writes 0 over the committed 3 and, while A still holds
+// the log start, B is called (to 1) and the pass's raise is let go. The
+// raise waits for A's hold, and B for it too (one Seek holds a partition
+// at a time), so both Seeks report true, the cursor ends at B's 1, and
+// the publish, deciding on the cursors as the Seeks left them, either
+// evicts record 0 (after B: log start 1) or finds the partition full
+// (between A and B: log start 0). With Seeks that write first and fence
+// on the log start after, the raise to 1 passes A's write and A reports
+// ErrOffsetOutOfRange although B's Seek, made over A's write, stands.
+func TestSeeksHeldTogether(t *testing.T) {
+	b, bt, m := fullPastWindow(t)
+	var (
+		phase            atomic.Int32 // of the Seeks' cursor writes
+		raising          atomic.Bool
+		atRaise, goRaise = make(chan struct{}), make(chan struct{})
+		pubDone, bDone   = make(chan struct{}), make(chan struct{})
+		pubErr, bErr     error
+		bOK              bool
+	)
+	jetstream.SetLossy(b, func(key string, written bool) bool {
+		switch {
+		case !written && strings.HasPrefix(key, "low.t.") && raising.CompareAndSwap(false, true):
+			close(atRaise) // the publish's pass: cursors read, low not yet raised
+			<-goRaise
+		case written && key == "cursor.t.g.0" && phase.Add(1) == 1: // A's write (0) landed
+			go func() {
+				defer close(bDone)
+				bOK, bErr = b.Seek("t", "g", 0, 1)
+			}()
+			close(goRaise)
+			select { // the raise passes A's write, unless it waits for A
+			case <-pubDone:
+			case <-time.After(500 * time.Millisecond):
 			}
-			m := member(t, bt, "g", "m")
-			must(m.Join()).of(t)
-			for off := range int64(3) {
-				poll(t, m, 1)
-				ok, err := m.Ack(0, off)
-				wantBool(t, "Ack", ok, err, true)
-			}
-			var phase atomic.Int32
-			aWrote, bUndid := make(chan struct{}), make(chan struct{})
-			var bOK atomic.Bool
-			var bErr atomic.Value
-			jetstream.SetLossy(b, func(key string, written bool) bool {
-				if !written || key != "cursor.t.g.0" {
-					return false
-				}
-				switch phase.Add(1) {
-				case 1: // A's write (0) landed, its fence not yet sent
-					go func() {
-						ok, err := b.Seek("t", "g", 0, 1)
-						bOK.Store(ok)
-						bErr.Store([]error{err})
-					}()
-					if bFirst {
-						<-bUndid
-					} else {
-						<-aWrote
-					}
-				case 2: // B's write (1) over A's: a purge that read 3 passes both
-					if err := jetstream.RaiseLowWithoutPurge(b, "t", 0, 2); err != nil {
-						t.Error(err)
-					}
-					close(aWrote)
-					if !bFirst {
-						time.Sleep(100 * time.Millisecond) // A's undoing round first
-					}
-				case 3: // B's undoing write
-					if bFirst {
-						close(bUndid)
-					}
-				}
-				return false
-			})
-			aOK, aErr := b.Seek("t", "g", 0, 0)
-			for bErr.Load() == nil {
-				time.Sleep(time.Millisecond)
-			}
-			jetstream.SetLossy(b, nil)
-			if e := bErr.Load().([]error)[0]; aOK || bOK.Load() || !errors.Is(aErr, engine.ErrOffsetOutOfRange) || !errors.Is(e, engine.ErrOffsetOutOfRange) {
-				t.Fatalf("Seek A to 0 = %v, %v; Seek B to 1 = %v, %v; want both false, offset out of range", aOK, aErr, bOK.Load(), e)
-			}
-			p := must(b.Describe("t")).of(t).Groups[0].Partitions[0]
-			if p.Committed != 3 {
-				t.Fatalf("after both Seeks: %+v, want committed 3 (where it was)", p)
-			}
-			wantRecs(t, poll(t, m, 1), rec{0, 3, "x", 1})
-		})
+		}
+		return false
+	})
+	go func() {
+		defer close(pubDone)
+		_, pubErr = bt.TryPublish(0, engine.Message{Payload: "y"})
+	}()
+	<-atRaise
+	aOK, aErr := b.Seek("t", "g", 0, 0)
+	<-bDone
+	<-pubDone
+	jetstream.SetLossy(b, nil)
+	if aErr != nil || !aOK || bErr != nil || !bOK {
+		t.Fatalf("Seek A to 0 = %v, %v; Seek B to 1 = %v, %v; want both true", aOK, aErr, bOK, bErr)
 	}
+	wantLow := int64(1) // the publish after B evicted record 0
+	if errors.Is(pubErr, tributary.ErrPartitionFull) {
+		wantLow = 0 // the publish between A and B: nothing fully committed
+	} else if pubErr != nil {
+		t.Fatalf("publish = %v, want it to evict record 0 or find the partition full", pubErr)
+	}
+	d := must(b.Describe("t")).of(t)
+	if p := d.Groups[0].Partitions[0]; p.Committed != 1 || p.InFlight || d.Partitions[0].LogStartOffset != wantLow {
+		t.Fatalf("after both Seeks and the publish (%v): %+v, log start %d; want committed 1 (B's), log start %d", pubErr, p, d.Partitions[0].LogStartOffset, wantLow)
+	}
+	wantRecs(t, poll(t, m, 1), rec{0, 1, "x", 1})
 }

@@ -167,10 +167,49 @@ type cursorVal struct {
 // publish that found the partition full raised Low by one (eviction): the
 // raise takes effect in the model's order only with the publish that fills
 // the room it made, so readLow returns it once the log end has passed
-// Evict (package doc).
+// Evict (package doc). Holds are the Seeks under way on the partition:
+// Holds[token] is the instant (the holder's clock, Unix ns) at which a
+// Seek's hold expires; no retention pass raises Low while a hold is
+// active (Backend.Seek, package doc "Seek holds").
 type lowVal struct {
-	Low   int64 `json:"low"`
-	Evict int64 `json:"evict,omitempty"`
+	Low   int64            `json:"low"`
+	Evict int64            `json:"evict,omitempty"`
+	Holds map[string]int64 `json:"holds,omitempty"`
+}
+
+// held reports whether lv has a hold active at now (Unix ns) that is not
+// in ignore (holds a waiter gave up on: holdWait).
+func (lv lowVal) held(now int64, ignore map[string]bool) bool {
+	for tok, until := range lv.Holds {
+		if now < until && !ignore[tok] {
+			return true
+		}
+	}
+	return false
+}
+
+// withHold returns lv with the hold tok until until added and the holds
+// expired at now or in ignore dropped, on a copy of its Holds.
+func (lv lowVal) withHold(tok string, until, now int64, ignore map[string]bool) lowVal {
+	holds := map[string]int64{tok: until}
+	for x, u := range lv.Holds {
+		if now < u && !ignore[x] {
+			holds[x] = u
+		}
+	}
+	lv.Holds = holds
+	return lv
+}
+
+// withoutHold returns lv without the hold tok, on a copy of its Holds.
+func (lv lowVal) withoutHold(tok string) lowVal {
+	holds := maps.Clone(lv.Holds)
+	delete(holds, tok)
+	if len(holds) == 0 {
+		holds = nil
+	}
+	lv.Holds = holds
+	return lv
 }
 
 // seenVal is the value of key seen.<T>.<G>: the last-seen instants

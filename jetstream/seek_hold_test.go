@@ -1,0 +1,100 @@
+package jetstream_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tributary "github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/f91dcac0/tributary/jetstream"
+)
+
+// A Seek's cursor write is its linearization point, and no purge can
+// overtake it: a Poll that delivers from the sought offset after the
+// write, then an evicting publish whose retention pass read the cursors
+// before it (committed 3: record 0 looks fully committed) and now raises
+// the log start, leave Seek reporting true, the Poll's delivery of record
+// 0 standing and the publish finding the partition full (record 0 is in
+// flight, so nothing is fully committed in the model's order: Seek, Poll,
+// publish). A Seek that writes and then fences on the log start lets the
+// raise pass its write and reports ErrOffsetOutOfRange after the Poll
+// acted on the write, which no order explains (the seek mix of the
+// linearizability check, about 1 history in 600 under load). The hooks
+// pause the publish's pass at its raise of low and run the Poll and the
+// raise between the Seek's cursor write and its next request.
+func TestSeekNotOvertakenByPurge(t *testing.T) {
+	b, bt, m := fullPastWindow(t)
+	var (
+		phase             atomic.Int32 // 1: the publish waits at its raise
+		atRaise, goRaise  = make(chan struct{}), make(chan struct{})
+		pubDone           = make(chan struct{})
+		pubErr            error
+		polled            []engine.Record
+		pollErr           error
+		seekWrote, raised atomic.Bool
+	)
+	jetstream.SetLossy(b, func(key string, written bool) bool {
+		switch {
+		case !written && strings.HasPrefix(key, "low.t.") && phase.CompareAndSwap(0, 1):
+			close(atRaise) // the publish's pass: cursors read (committed 3), low not yet raised
+			<-goRaise
+			raised.Store(true)
+		case written && key == "cursor.t.g.0" && phase.Load() == 1 && seekWrote.CompareAndSwap(false, true):
+			polled, pollErr = m.TryPoll(nil, 1) // acts on the Seek's write
+			close(goRaise)
+			select { // the raise overtakes the write, unless it waits for the Seek
+			case <-pubDone:
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		return false
+	})
+	go func() {
+		defer close(pubDone)
+		_, pubErr = bt.TryPublish(0, engine.Message{Payload: "y"})
+	}()
+	<-atRaise
+	ok, seekErr := b.Seek("t", "g", 0, 0)
+	<-pubDone
+	jetstream.SetLossy(b, nil)
+	if !seekWrote.Load() || !raised.Load() {
+		t.Fatalf("hooks: Seek's write seen %v, the raise reached %v", seekWrote.Load(), raised.Load())
+	}
+	if pollErr != nil || len(polled) != 1 || polled[0].Offset != 0 {
+		t.Fatalf("Poll after the Seek's write = %v, %v; want record 0", recs(polled), pollErr)
+	}
+	if seekErr != nil || !ok {
+		t.Fatalf("Seek to 0 = %v, %v, after a Poll delivered from its write; want true", ok, seekErr)
+	}
+	if !errors.Is(pubErr, tributary.ErrPartitionFull) {
+		t.Fatalf("publish = %v, want partition full (record 0 in flight, nothing fully committed)", pubErr)
+	}
+	d := must(b.Describe("t")).of(t)
+	if p := d.Groups[0].Partitions[0]; p.Committed != 0 || !p.InFlight || d.Partitions[0].LogStartOffset != 0 {
+		t.Fatalf("after Seek, Poll and publish: %+v, log start %d; want committed 0 in flight, log start 0", p, d.Partitions[0].LogStartOffset)
+	}
+}
+
+// fullPastWindow returns a backend with topic t of one partition full
+// (capacity 5, records 0 to 4, replay window 4) and member m of group g
+// joined, with records 0 to 2 acked: committed 3, log start 0 (3 − 4 is
+// below it), so a publish evicts record 0 and a Seek back to 0 is in range.
+func fullPastWindow(t *testing.T) (*jetstream.Backend, tributary.BackendTopic, tributary.BackendMember) {
+	t.Helper()
+	b, _ := start(t, jetstream.Config{Capacity: 5, ReplayWindow: 4})
+	bt := topic(t, b, "t", 1)
+	for range 5 {
+		pub(t, bt, 0, "x")
+	}
+	m := member(t, bt, "g", "m")
+	must(m.Join()).of(t)
+	for off := range int64(3) {
+		poll(t, m, 1)
+		ok, err := m.Ack(0, off)
+		wantBool(t, "Ack", ok, err, true)
+	}
+	return b, bt, m
+}
