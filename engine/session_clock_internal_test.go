@@ -216,8 +216,8 @@ func TestPublishExpiresAtItsRecordTime(t *testing.T) {
 // of the exact one. A member that joins then (an exact last-seen instant)
 // is not expired by the next publish, whose coarse reading is ahead: the
 // publish only filters on it and expires at an exact reading. (Expiring at
-// the coarse reading itself, as a first version did, fails here: the
-// member expired 76 µs after its Join.)
+// the coarse reading itself fails here: the member expires 76 µs after
+// its Join.)
 func TestPublishAfterWallClockStepBack(t *testing.T) {
 	const d = 50 * time.Millisecond
 	const step = 80 * time.Millisecond // < wallClockResync
