@@ -180,7 +180,12 @@
 // raise low and reads an active hold waits until it is released (each
 // check a read of low), then reads everything again; one that read low
 // before the hold fails its compare-and-set, as the hold changed low's
-// revision. So low does not move from the hold to the release, and the
+// revision. A pass that reads low and the cursors in one snapshot and
+// finds there an eviction whose publish has not landed reads low again
+// once it has (readLow), and then the cursors too: the snapshot's are
+// older than that low, and a Seek that held, wrote and released in the
+// wait is missing from them while low's revision is the one after its
+// release. So low does not move from the hold to the release, and the
 // write is never below it. One Seek holds a partition at a time (another
 // waits as a retention pass does): the other groups' cursors a Seek back
 // reads for the retention owed are not moved back by another Seek before

@@ -258,6 +258,14 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 			if lv, lrev, err = b.readLowIn(snap, t, p); err != nil {
 				return false, err
 			}
+			if !snap.unchanged(lowKey(t, p), lrev) {
+				// low read again after an eviction's publish landed: the
+				// snapshot's cursors are older than it, and a Seek that
+				// held, wrote and released meanwhile is not in them.
+				// Read them after it (the raise's revision must precede
+				// the cursors it decides on).
+				snap = nil
+			}
 		case !errors.Is(err, errNoSnapshot):
 			return false, err
 		case own != nil && try == 0:
