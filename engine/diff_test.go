@@ -2297,6 +2297,21 @@ func FuzzEngineMatchesModel(f *testing.F) {
 // 64 and 65 bytes, NUL, a control byte, invalid UTF-8). Every result and
 // the whole observable state after every call are compared with the model.
 func TestDiffMemberEdgesMatchModel(t *testing.T) {
+	scripts, configs := memberEdgeSequences()
+	for name, ops := range scripts {
+		for _, cfg := range configs {
+			t.Run(name+"/"+cfg.String(), func(t *testing.T) {
+				if report, _ := compareSequence(t, realEngine, cfg, ops); report != "" {
+					t.Fatal(report)
+				}
+			})
+		}
+	}
+}
+
+// memberEdgeSequences returns TestDiffMemberEdgesMatchModel's sequences, by
+// name, and the configurations each runs under.
+func memberEdgeSequences() (map[string][]op, []diffConfig) {
 	const ms = time.Millisecond
 	c := func(topic string, n int32) op { return op{kind: "Create", topic: topic, n: n} }
 	pub := func(p int32, s string) op { return op{kind: "Publish", topic: "t", partition: p, payload: s} }
@@ -2343,6 +2358,11 @@ func TestDiffMemberEdgesMatchModel(t *testing.T) {
 			handle(call("Rejoin", "g", "a")), poll("g", "a", 64), adv(5 * ms), pp("g", "a", 1),
 			adv(5 * ms), settle("Retry", "g", "a", 0, 0), call("Rejoin", "g", "a"), desc,
 		},
+		"a settle refreshes, whatever it answers": {
+			c("t", 2), pub(0, "a"), pub(1, "b"), call("Join", "g", "a"), poll("g", "a", 64), adv(4 * ms),
+			settle("Retry", "g", "a", 0, 9), desc, adv(4 * ms), settle("Ack", "g", "a", 1, 0), desc,
+			adv(4 * ms), settle("Ack", "g", "a", 1, 0), adv(4 * ms), poll("g", "a", 64), desc,
+		},
 		"a poll that expires the other members, then its own refresh": {
 			c("t", 4), pub(0, "a"), pub(1, "b"), pub(2, "c"), pub(3, "d"), call("Join", "g", "a"),
 			call("Join", "g", "b"), call("Join", "h", "a"), adv(3 * ms), call("Heartbeat", "g", "a"),
@@ -2369,13 +2389,5 @@ func TestDiffMemberEdgesMatchModel(t *testing.T) {
 		{profile: profSession, capacity: 4, session: 5 * ms, sessionSet: true, ackTimeout: 5 * ms, ackSet: true, budget: callBudget},
 		{profile: profSmall, capacity: 4, ackTimeout: 5 * ms, ackSet: true, budget: callBudget},
 	}
-	for name, ops := range scripts {
-		for _, cfg := range configs {
-			t.Run(name+"/"+cfg.String(), func(t *testing.T) {
-				if report, _ := compareSequence(t, realEngine, cfg, ops); report != "" {
-					t.Fatal(report)
-				}
-			})
-		}
-	}
+	return scripts, configs
 }
