@@ -49,7 +49,13 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 
 	var failures []string
 	fmt.Fprintln(stdout, "== worked examples ==")
-	if bad := runExamples(stdout, bs.open); len(bad) > 0 {
+	bad, err := runExamples(stdout, bs.open)
+	if err != nil {
+		// No broker: nothing further can run (an unreachable -nats server).
+		printWrapped(stdout, fmt.Sprintf("audit: FAILED: %s", errText(err)))
+		return exitFailed
+	}
+	if len(bad) > 0 {
 		failures = append(failures, fmt.Sprintf("%d worked-example step(s) mismatched", len(bad)))
 	}
 
@@ -304,8 +310,9 @@ func printWrapped(w io.Writer, text string) {
 // broker from open, writing one line per call to w. Each call is printed
 // as the contract writes it (the engine's API) and made through the
 // Backend interface (exampleBroker). It returns a description of every
-// step whose result differed from the contract (nil when all matched).
-func runExamples(w io.Writer, open openBroker) []string {
+// step whose result differed from the contract (nil when all matched), or
+// the error of a broker open could not make, with the examples before it.
+func runExamples(w io.Writer, open openBroker) ([]string, error) {
 	var bad []string
 
 	// Example 1 (capacity 2): retry redelivers, ack advances; the last two
@@ -313,7 +320,7 @@ func runExamples(w io.Writer, open openBroker) []string {
 	// partition is full again.
 	be, closeB, err := open(2)
 	if err != nil {
-		return []string{fmt.Sprintf("a broker of capacity 2: %v", err)}
+		return nil, fmt.Errorf("a broker of capacity 2: %w", err)
 	}
 	defer closeB()
 	b := newExampleBroker(be)
@@ -339,7 +346,7 @@ func runExamples(w io.Writer, open openBroker) []string {
 	// in-flight delivery there; a keeps its deliveries on 0 and 2.
 	be, closeB2, err := open(4)
 	if err != nil {
-		return append(bad, fmt.Sprintf("a broker of capacity 4: %v", err))
+		return bad, fmt.Errorf("a broker of capacity 4: %w", err)
 	}
 	defer closeB2()
 	b = newExampleBroker(be)
@@ -361,7 +368,7 @@ func runExamples(w io.Writer, open openBroker) []string {
 		{`Ack("events", "g", "b", 1, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "b", 1, 0)) }, "true"},
 		{`Ack("events", "g", "a", 2, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "a", 2, 0)) }, "true"},
 	})...)
-	return bad
+	return bad, nil
 }
 
 // exampleBroker makes the worked examples' calls, named as the contract

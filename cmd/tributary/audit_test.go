@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +42,9 @@ func smallConfig() auditConfig {
 
 func TestWorkedExamplesMatchContract(t *testing.T) {
 	var out bytes.Buffer
-	if bad := runExamples(&out, memoryBrokers(t)); len(bad) > 0 {
-		t.Fatalf("worked examples mismatched: %q\n%s", bad, out.String())
+	bad, err := runExamples(&out, memoryBrokers(t))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("worked examples mismatched: %q, %v\n%s", bad, err, out.String())
 	}
 	if strings.Contains(out.String(), "MISMATCH") {
 		t.Fatalf("output reports a mismatch:\n%s", out.String())
@@ -397,4 +399,36 @@ func TestAuditOnJetStream(t *testing.T) {
 		t.Errorf("stderr not empty:\n%s", errOut.String())
 	}
 	t.Logf("\n%s", out.String())
+}
+
+// TestAuditUnreachableServerFailsFast: -backend jetstream with -nats naming
+// a port nothing listens on exits with status 1 within seconds, its one
+// FAILED line naming the server and why, and runs nothing after the
+// broker it could not open: no worked-example step and no workload.
+func TestAuditUnreachableServerFailsFast(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + ln.Addr().String()
+	ln.Close() // a port that was just free: a connection is refused
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := runAudit([]string{"-backend", "jetstream", "-nats", url, "-seed", "1"}, &out, &errOut)
+	if code != exitFailed {
+		t.Errorf("exit status %d, want %d", code, exitFailed)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v to fail", d)
+	}
+	text := strings.Join(strings.Fields(out.String()), " ")
+	if !strings.Contains(text, "audit: FAILED:") || !strings.Contains(text, url) || !strings.Contains(text, "unavailable") {
+		t.Errorf("stdout does not say the server %s is unavailable:\n%s", url, out.String())
+	}
+	if strings.Contains(text, "== concurrent workload ==") || strings.Contains(text, "Create(") {
+		t.Errorf("the audit went on without a broker:\n%s", out.String())
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("stderr not empty:\n%s", errOut.String())
+	}
 }
