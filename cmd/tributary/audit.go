@@ -29,8 +29,11 @@ import (
 // exit status: exitOK when every check passed,
 // exitFailed when one failed, exitUsage for a bad command line, reported on
 // one line on stderr before any work starts (-h prints the usage on stdout
-// and returns exitOK).
-func runAudit(args []string, stdout, stderr io.Writer) int {
+// and returns exitOK). ctx ending (the program's: SIGINT or SIGTERM) stops
+// the workload as its deadline would; the audit then fails as
+// interrupted, having closed its brokers and what newBrokers started (an
+// embedded server and its store).
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseAuditFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -63,9 +66,13 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "== concurrent workload ==")
 	describeWorkload(stdout, cfg)
 
-	h, err := runWorkload(cfg, bs.open)
+	h, err := runWorkload(ctx, cfg, bs.open)
 	if err != nil {
 		printWrapped(stdout, fmt.Sprintf("audit: FAILED: %v", err))
+		return exitFailed
+	}
+	if ctx.Err() != nil {
+		printWrapped(stdout, fmt.Sprintf("audit: FAILED: interrupted after %v of the workload; its checks were not made", h.Elapsed.Round(time.Millisecond)))
 		return exitFailed
 	}
 	rep := verify(h)
@@ -686,8 +693,9 @@ type member struct {
 // BackendMember per group member for Join, TryPoll, Ack, Retry and Leave.
 // It returns an error only when the broker cannot be set up (open,
 // CreateTopic, OpenTopic or Member fails). Every goroutine it starts has
-// exited when it returns, deadline or not, and the broker is closed.
-func runWorkload(cfg auditConfig, open openBroker) (*history, error) {
+// exited when it returns, deadline or not, and the broker is closed. ctx
+// ending stops the workload as the deadline (cfg.Timeout) does.
+func runWorkload(ctx context.Context, cfg auditConfig, open openBroker) (*history, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -741,7 +749,7 @@ func runWorkload(cfg auditConfig, open openBroker) (*history, error) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 
