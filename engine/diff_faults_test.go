@@ -11,7 +11,9 @@ package engine_test
 //	go test -count=1 -tags tributary_faults -run 'Diff' ./engine/
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,4 +108,56 @@ func TestDiffFindsEveryFault(t *testing.T) {
 		fmt.Fprintf(&table, "%-32s (needs interleaving: not sequential)\n", f)
 	}
 	t.Logf("standard run of %d sequences:\n%s", n, table.String())
+}
+
+// TestDiffMemberEdgesFindLivenessFaults: the targeted sequences on the
+// edges of a member's call (memberEdgeSequences) find each fault of member
+// liveness and of the member's settle, so that they keep their power when
+// the random run's coverage moves.
+func TestDiffMemberEdgesFindLivenessFaults(t *testing.T) {
+	scripts, configs := memberEdgeSequences()
+	for _, f := range []engine.Fault{
+		engine.FaultExpirySkipsRebalance, engine.FaultExpiryStrict, engine.FaultRejoinKeepsDelivery,
+		engine.FaultHeartbeatRejoins, engine.FaultSettleSkipsRefresh, engine.FaultJoinKeepsDeadline,
+		engine.FaultAckSkipsOwner,
+	} {
+		t.Run(f.String(), func(t *testing.T) {
+			for _, ops := range scripts {
+				for _, cfg := range configs {
+					if at, _ := divergence(t, faultyEngine(f), cfg, slices.Clone(ops)); at >= 0 {
+						return
+					}
+				}
+			}
+			t.Errorf("no member-edge sequence finds fault %v", f)
+		})
+	}
+}
+
+// TestParseFault: every fault's name parses back to it; anything else (an
+// empty name, two names at once, another case, surrounding space, a
+// number) is ErrInvalidArgument naming the input, and InjectFault refuses
+// a Fault past the table.
+func TestParseFault(t *testing.T) {
+	all := append(append([]engine.Fault{engine.FaultNone}, engine.Faults()...), engine.SignalFaults()...)
+	for _, f := range all {
+		if got, err := engine.ParseFault(f.String()); err != nil || got != f {
+			t.Errorf("ParseFault(%q) = %v, %v; want %v", f.String(), got, err, f)
+		}
+	}
+	two := engine.FaultAckSkipsOwner.String() + "," + engine.FaultExpiryStrict.String()
+	for _, name := range []string{"", two, strings.ToUpper(engine.FaultAckSkipsOwner.String()), " none", "none ", "0", "fault(1)"} {
+		if f, err := engine.ParseFault(name); !errors.Is(err, engine.ErrInvalidArgument) || f != 0 {
+			t.Errorf("ParseFault(%q) = %v, %v; want 0, ErrInvalidArgument", name, f, err)
+		} else if !strings.Contains(err.Error(), fmt.Sprintf("%q", name)) {
+			t.Errorf("ParseFault(%q): error %q does not quote the name", name, err)
+		}
+	}
+	b, err := engine.New(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.InjectFault(engine.Fault(255)); !errors.Is(err, engine.ErrInvalidArgument) {
+		t.Errorf("InjectFault(255) = %v, want ErrInvalidArgument", err)
+	}
 }

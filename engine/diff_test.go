@@ -189,7 +189,7 @@ type op struct {
 	start   engine.GroupStart // CreateGroupAt: where the group starts (2: invalid)
 	advance time.Duration     // Advance: how far the clock moves
 	sel     byte              // macros: the pattern of messages, retries and re-acks
-	handle  bool              // Heartbeat, Rejoin: through a MemberHandle
+	handle  bool              // Heartbeat, Rejoin, Poll: through a MemberHandle
 
 	// Aims, resolved against the model's state just before the call, so
 	// that successful and interesting calls are common (and stay so while
@@ -232,6 +232,9 @@ func (o op) String() string {
 		}
 		return fmt.Sprintf("PublishMessage(%q, %d, {Key: %q, Headers: %q, Payload: %q, Time: %s})", o.topic, o.partition, o.key, o.headers, o.payload, tm)
 	case "Poll":
+		if o.handle {
+			return fmt.Sprintf("Member(%q, %q, %q).Poll(%d)", o.topic, o.group, o.member, o.n)
+		}
 		return fmt.Sprintf("Poll(%q, %q, %q, %d)", o.topic, o.group, o.member, o.n)
 	case "PollPartition":
 		return fmt.Sprintf("PollPartition(%q, %q, %q, %d)", o.topic, o.group, o.member, o.partition)
@@ -749,7 +752,11 @@ func engineCall(b subject, o op) outcome {
 	case "PublishMessage":
 		out.Int, err = b.PublishMessage(o.topic, o.partition, engine.Message{Key: o.key, Headers: o.headers, Payload: o.payload, Time: o.time})
 	case "Poll":
-		out.Records, err = b.Poll(o.topic, o.group, o.member, o.n)
+		if o.handle {
+			out.Records, err = enginePoll(b, o)
+		} else {
+			out.Records, err = b.Poll(o.topic, o.group, o.member, o.n)
+		}
 	case "PollPartition":
 		out.Records, err = enginePollPartition(b, o)
 	case "Ack":
@@ -821,6 +828,15 @@ func engineRejoin(b subject, o op) ([]int32, error) {
 		return nil, err
 	}
 	return m.Rejoin()
+}
+
+// enginePoll is o, a Poll, through a member handle.
+func enginePoll(b subject, o op) ([]engine.Record, error) {
+	m, err := memberHandle(b, o)
+	if err != nil {
+		return nil, err
+	}
+	return m.Poll(o.n)
 }
 
 // pollPartitionDst is what enginePollPartition hands AppendPollPartition as
@@ -2266,4 +2282,112 @@ func FuzzEngineMatchesModel(f *testing.F) {
 		f.Add(randomSequence(rng, i))
 	}
 	f.Fuzz(checkFuzzInput)
+}
+
+// ---------------------------------------------------------------------------
+// Targeted sequences.
+
+// TestDiffMemberEdgesMatchModel runs hand-written sequences on the edges of
+// a member's call, with and without a session timeout and an ack timeout:
+// a member last seen exactly the timeout before the call (expired) and one
+// nanosecond less (not), every member call on an absent group or member
+// (by name and through a MemberHandle), a member that expired being polled,
+// acked, retried, heartbeated, rejoined and left, a deleted and re-created
+// group, and identifiers at the edges of rule 3 on an absent group (empty,
+// 64 and 65 bytes, NUL, a control byte, invalid UTF-8). Every result and
+// the whole observable state after every call are compared with the model.
+func TestDiffMemberEdgesMatchModel(t *testing.T) {
+	scripts, configs := memberEdgeSequences()
+	for name, ops := range scripts {
+		for _, cfg := range configs {
+			t.Run(name+"/"+cfg.String(), func(t *testing.T) {
+				if report, _ := compareSequence(t, realEngine, cfg, ops); report != "" {
+					t.Fatal(report)
+				}
+			})
+		}
+	}
+}
+
+// memberEdgeSequences returns TestDiffMemberEdgesMatchModel's sequences, by
+// name, and the configurations each runs under.
+func memberEdgeSequences() (map[string][]op, []diffConfig) {
+	const ms = time.Millisecond
+	c := func(topic string, n int32) op { return op{kind: "Create", topic: topic, n: n} }
+	pub := func(p int32, s string) op { return op{kind: "Publish", topic: "t", partition: p, payload: s} }
+	call := func(kind, group, member string) op { return op{kind: kind, topic: "t", group: group, member: member} }
+	poll := func(group, member string, n int32) op {
+		return op{kind: "Poll", topic: "t", group: group, member: member, n: n}
+	}
+	pp := func(group, member string, p int32) op {
+		return op{kind: "PollPartition", topic: "t", group: group, member: member, partition: p}
+	}
+	settle := func(kind, group, member string, p int32, off int64) op {
+		return op{kind: kind, topic: "t", group: group, member: member, partition: p, offset: off}
+	}
+	handle := func(o op) op { o.handle = true; return o }
+	adv := func(d time.Duration) op { return op{kind: "Advance", advance: d} }
+	desc := op{kind: "Describe", topic: "t"}
+	long := strings.Repeat("m", engine.MaxIDLength)
+	absent := func(group, member string) []op {
+		return []op{
+			poll(group, member, 1), handle(poll(group, member, 1)), pp(group, member, 0), settle("Ack", group, member, 0, 0),
+			settle("Retry", group, member, 0, 0), call("Heartbeat", group, member),
+			handle(call("Heartbeat", group, member)), call("Leave", group, member), desc,
+		}
+	}
+	var edgeIDs []op
+	for _, id := range []string{"", long, long + "x", "a\x00", "a\x01b", "\xff", "é", "a b"} {
+		edgeIDs = append(edgeIDs, absent("g", id)...)
+		edgeIDs = append(edgeIDs, absent(id, "m")...)
+		edgeIDs = append(edgeIDs, absent("nog", id)...)
+		edgeIDs = append(edgeIDs, call("Join", id, "m"), call("Rejoin", "g", id), handle(call("Rejoin", id, "m")))
+	}
+	scripts := map[string][]op{
+		"expiry at the exact instant and one nanosecond before": {
+			c("t", 2), pub(0, "a"), pub(1, "b"), call("Join", "g", "a"), call("Join", "g", "b"),
+			poll("g", "a", 64), adv(5*ms - 1), poll("g", "b", 64), desc, adv(1), desc,
+			poll("g", "b", 64), settle("Ack", "g", "a", 0, 0), poll("g", "a", 64), desc,
+			adv(5 * ms), settle("Ack", "g", "b", 1, 0), call("Heartbeat", "g", "b"), desc,
+		},
+		"every call of an expired member": {
+			c("t", 3), pub(0, "a"), pub(1, "b"), pub(2, "c"), call("Join", "g", "a"), call("Join", "g", "b"),
+			poll("g", "a", 64), poll("g", "b", 64), adv(5 * ms), call("Heartbeat", "g", "b"),
+			handle(call("Heartbeat", "g", "a")), poll("g", "a", 64), pp("g", "a", 0),
+			handle(poll("g", "a", 64)), settle("Ack", "g", "a", 0, 0), settle("Retry", "g", "a", 1, 0), call("Leave", "g", "a"),
+			handle(call("Rejoin", "g", "a")), poll("g", "a", 64), adv(5 * ms), pp("g", "a", 1),
+			adv(5 * ms), settle("Retry", "g", "a", 0, 0), call("Rejoin", "g", "a"), desc,
+		},
+		"a settle refreshes, whatever it answers": {
+			c("t", 2), pub(0, "a"), pub(1, "b"), call("Join", "g", "a"), poll("g", "a", 64), adv(4 * ms),
+			settle("Retry", "g", "a", 0, 9), desc, adv(4 * ms), settle("Ack", "g", "a", 1, 0), desc,
+			adv(4 * ms), settle("Ack", "g", "a", 1, 0), adv(4 * ms), poll("g", "a", 64), desc,
+		},
+		"a poll that expires the other members, then its own refresh": {
+			c("t", 4), pub(0, "a"), pub(1, "b"), pub(2, "c"), pub(3, "d"), call("Join", "g", "a"),
+			call("Join", "g", "b"), call("Join", "h", "a"), adv(3 * ms), call("Heartbeat", "g", "a"),
+			adv(2 * ms), handle(poll("g", "a", 64)), poll("h", "a", 64), desc, adv(5*ms - 1), pp("g", "a", 3),
+			adv(1), pp("g", "a", 3), desc,
+		},
+		"an absent group and member, by name and by handle": append(append([]op{
+			c("t", 2), pub(0, "a"), call("Join", "g", "a"), poll("g", "a", 1),
+		}, absent("nog", "a")...), append(absent("g", "zz"),
+			adv(5*ms), poll("nog", "a", 1), desc, call("Join", "g", "b"), adv(5*ms),
+			handle(call("Heartbeat", "nog", "b")), desc)...),
+		"a deleted and re-created group under an expired member": {
+			c("t", 2), pub(0, "a"), call("Join", "g", "a"), poll("g", "a", 1), call("Leave", "g", "a"),
+			op{kind: "DeleteGroup", topic: "t", group: "g"}, poll("g", "a", 1), call("Join", "g", "a"),
+			poll("g", "a", 1), adv(5 * ms), op{kind: "DeleteGroup", topic: "t", group: "g"},
+			poll("g", "a", 1), pp("g", "a", 0), call("Join", "g", "a"), poll("g", "a", 1),
+			handle(call("Rejoin", "g", "a")), handle(poll("g", "a", 1)), adv(5 * ms), handle(poll("g", "a", 1)), desc,
+		},
+		"identifiers at the edges of rule 3": append([]op{c("t", 2), call("Join", "g", "m"), call("Join", "g", long)}, edgeIDs...),
+	}
+	configs := []diffConfig{
+		{profile: profSmall, capacity: 4, budget: callBudget},
+		{profile: profSession, capacity: 4, session: 5 * ms, sessionSet: true, budget: callBudget},
+		{profile: profSession, capacity: 4, session: 5 * ms, sessionSet: true, ackTimeout: 5 * ms, ackSet: true, budget: callBudget},
+		{profile: profSmall, capacity: 4, ackTimeout: 5 * ms, ackSet: true, budget: callBudget},
+	}
+	return scripts, configs
 }

@@ -9,12 +9,15 @@ package engine_test
 // and Retry of a memberless group.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/model"
 )
 
@@ -268,4 +271,112 @@ func TestSettleEmptyMemberOnMemberlessGroup(t *testing.T) {
 		}
 	}
 	h.same(nil, []string{"g"})
+}
+
+// TestMaxMessageBytesBoundary publishes messages whose sizes (key, header
+// keys, header values and payload, in bytes: SPEC rule 15) are counted by
+// hand here, on brokers whose WithMaxMessageBytes is one byte below the
+// size, the size and one above it: engine and model both refuse the first
+// with ErrInvalidArgument, leaving the log as it was, and accept the other
+// two; a record polled back carries the message byte for byte, its headers
+// a copy (nil for nil or empty headers) that neither the publisher's slice
+// nor a change to a polled record reaches.
+func TestMaxMessageBytesBoundary(t *testing.T) {
+	long := strings.Repeat("v", 4096)
+	many := make([]engine.Header, 1000)
+	for i := range many {
+		many[i] = engine.Header{Key: "k", Value: "vv"}
+	}
+	cases := []struct {
+		name string
+		msg  engine.Message
+		size int
+	}{
+		{"payload only", engine.Message{Payload: "abc"}, 3},
+		{"key only", engine.Message{Key: "kk"}, 2},
+		{"nil headers", engine.Message{Key: "k", Headers: nil, Payload: "p"}, 2},
+		{"empty headers", engine.Message{Key: "k", Headers: []engine.Header{}, Payload: "p"}, 2},
+		{"empty header", engine.Message{Headers: []engine.Header{{}}, Payload: "p"}, 1},
+		{"header key and value", engine.Message{Key: "k", Headers: []engine.Header{{Key: "hk", Value: "hvv"}}, Payload: "pp"}, 8},
+		{"multibyte and NUL", engine.Message{Key: "é", Headers: []engine.Header{{Key: "\x00", Value: "\xff"}}, Payload: "日"}, 7},
+		{"a long header value", engine.Message{Headers: []engine.Header{{Key: "h", Value: long}}}, 4097},
+		{"a thousand headers", engine.Message{Headers: many, Payload: "x"}, 3001},
+	}
+	for _, tc := range cases {
+		for _, limit := range []int{tc.size - 1, tc.size, tc.size + 1} {
+			if limit < 1 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/limit %d", tc.name, limit), func(t *testing.T) {
+				e, err := engine.New(4, engine.WithMaxMessageBytes(limit))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m, err := model.New(4, model.WithMaxMessageBytes(limit))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range []interface {
+					Create(string, int32) (bool, error)
+					Join(string, string, string) ([]int32, error)
+				}{e, m} {
+					if _, err := b.Create("t", 1); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := b.Join("t", "g", "m"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				headers := slices.Clone(tc.msg.Headers)
+				msg := tc.msg
+				msg.Headers = headers
+				eoff, eerr := e.PublishMessage("t", 0, msg)
+				mh := make([]model.Header, len(headers))
+				for i, h := range headers {
+					mh[i] = model.Header(h)
+				}
+				if headers == nil {
+					mh = nil
+				}
+				moff, merr := m.PublishMessage("t", 0, model.Message{Key: msg.Key, Headers: mh, Payload: msg.Payload})
+				want := tc.size <= limit
+				if (eerr == nil) != want || (merr == nil) != want || eoff != moff {
+					t.Fatalf("size %d, limit %d: engine (%d, %v), model (%d, %v); want accepted %v", tc.size, limit, eoff, eerr, moff, merr, want)
+				}
+				if !want {
+					if !errors.Is(eerr, engine.ErrInvalidArgument) || !errors.Is(merr, model.ErrInvalidArgument) {
+						t.Fatalf("engine %v, model %v: want ErrInvalidArgument", eerr, merr)
+					}
+					if end, _ := e.LogEndOffset("t", 0); end != 0 {
+						t.Fatalf("refused publish: log end %d, want 0", end)
+					}
+					return
+				}
+				for i := range headers {
+					headers[i].Value += "!" // the publisher's slice, changed after the publish
+				}
+				recs, err := e.Poll("t", "g", "m", 1)
+				if err != nil || len(recs) != 1 {
+					t.Fatalf("Poll: %v, %v", recs, err)
+				}
+				r := recs[0]
+				if r.Key != tc.msg.Key || r.Payload != tc.msg.Payload || !slices.Equal(r.Headers, tc.msg.Headers) {
+					t.Fatalf("record %q %q %q, want %q %q %q", r.Key, r.Payload, r.Headers, tc.msg.Key, tc.msg.Payload, tc.msg.Headers)
+				}
+				if len(tc.msg.Headers) == 0 && r.Headers != nil {
+					t.Fatalf("headers %#v, want nil", r.Headers)
+				}
+				if len(r.Headers) > 0 {
+					r.Headers[0].Key = "changed"
+				}
+				if ok, err := e.Retry("t", "g", "m", 0, 0); !ok || err != nil {
+					t.Fatalf("Retry: %v, %v", ok, err)
+				}
+				again, err := e.Poll("t", "g", "m", 1)
+				if err != nil || len(again) != 1 || !slices.Equal(again[0].Headers, tc.msg.Headers) {
+					t.Fatalf("redelivery %v, %v: headers want %q", again, err, tc.msg.Headers)
+				}
+			})
+		}
+	}
 }

@@ -29,8 +29,11 @@ import (
 // exit status: exitOK when every check passed,
 // exitFailed when one failed, exitUsage for a bad command line, reported on
 // one line on stderr before any work starts (-h prints the usage on stdout
-// and returns exitOK).
-func runAudit(args []string, stdout, stderr io.Writer) int {
+// and returns exitOK). ctx ending (the program's: SIGINT or SIGTERM) stops
+// the workload as its deadline would; the audit then fails as
+// interrupted, having closed its brokers and what newBrokers started (an
+// embedded server and its store).
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseAuditFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -49,7 +52,13 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 
 	var failures []string
 	fmt.Fprintln(stdout, "== worked examples ==")
-	if bad := runExamples(stdout, bs.open); len(bad) > 0 {
+	bad, err := runExamples(stdout, bs.open)
+	if err != nil {
+		// No broker: nothing further can run (an unreachable -nats server).
+		printWrapped(stdout, fmt.Sprintf("audit: FAILED: %s", errText(err)))
+		return exitFailed
+	}
+	if len(bad) > 0 {
 		failures = append(failures, fmt.Sprintf("%d worked-example step(s) mismatched", len(bad)))
 	}
 
@@ -57,9 +66,13 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "== concurrent workload ==")
 	describeWorkload(stdout, cfg)
 
-	h, err := runWorkload(cfg, bs.open)
+	h, err := runWorkload(ctx, cfg, bs.open)
 	if err != nil {
 		printWrapped(stdout, fmt.Sprintf("audit: FAILED: %v", err))
+		return exitFailed
+	}
+	if ctx.Err() != nil {
+		printWrapped(stdout, fmt.Sprintf("audit: FAILED: interrupted after %v of the workload; its checks were not made", h.Elapsed.Round(time.Millisecond)))
 		return exitFailed
 	}
 	rep := verify(h)
@@ -304,8 +317,9 @@ func printWrapped(w io.Writer, text string) {
 // broker from open, writing one line per call to w. Each call is printed
 // as the contract writes it (the engine's API) and made through the
 // Backend interface (exampleBroker). It returns a description of every
-// step whose result differed from the contract (nil when all matched).
-func runExamples(w io.Writer, open openBroker) []string {
+// step whose result differed from the contract (nil when all matched), or
+// the error of a broker open could not make, with the examples before it.
+func runExamples(w io.Writer, open openBroker) ([]string, error) {
 	var bad []string
 
 	// Example 1 (capacity 2): retry redelivers, ack advances; the last two
@@ -313,7 +327,7 @@ func runExamples(w io.Writer, open openBroker) []string {
 	// partition is full again.
 	be, closeB, err := open(2)
 	if err != nil {
-		return []string{fmt.Sprintf("a broker of capacity 2: %v", err)}
+		return nil, fmt.Errorf("a broker of capacity 2: %w", err)
 	}
 	defer closeB()
 	b := newExampleBroker(be)
@@ -339,7 +353,7 @@ func runExamples(w io.Writer, open openBroker) []string {
 	// in-flight delivery there; a keeps its deliveries on 0 and 2.
 	be, closeB2, err := open(4)
 	if err != nil {
-		return append(bad, fmt.Sprintf("a broker of capacity 4: %v", err))
+		return bad, fmt.Errorf("a broker of capacity 4: %w", err)
 	}
 	defer closeB2()
 	b = newExampleBroker(be)
@@ -361,7 +375,7 @@ func runExamples(w io.Writer, open openBroker) []string {
 		{`Ack("events", "g", "b", 1, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "b", 1, 0)) }, "true"},
 		{`Ack("events", "g", "a", 2, 0)`, func() (string, error) { return fmtBool(b.ack(t, grp, "a", 2, 0)) }, "true"},
 	})...)
-	return bad
+	return bad, nil
 }
 
 // exampleBroker makes the worked examples' calls, named as the contract
@@ -679,8 +693,9 @@ type member struct {
 // BackendMember per group member for Join, TryPoll, Ack, Retry and Leave.
 // It returns an error only when the broker cannot be set up (open,
 // CreateTopic, OpenTopic or Member fails). Every goroutine it starts has
-// exited when it returns, deadline or not, and the broker is closed.
-func runWorkload(cfg auditConfig, open openBroker) (*history, error) {
+// exited when it returns, deadline or not, and the broker is closed. ctx
+// ending stops the workload as the deadline (cfg.Timeout) does.
+func runWorkload(ctx context.Context, cfg auditConfig, open openBroker) (*history, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -734,7 +749,7 @@ func runWorkload(cfg auditConfig, open openBroker) (*history, error) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 

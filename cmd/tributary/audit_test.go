@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +44,9 @@ func smallConfig() auditConfig {
 
 func TestWorkedExamplesMatchContract(t *testing.T) {
 	var out bytes.Buffer
-	if bad := runExamples(&out, memoryBrokers(t)); len(bad) > 0 {
-		t.Fatalf("worked examples mismatched: %q\n%s", bad, out.String())
+	bad, err := runExamples(&out, memoryBrokers(t))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("worked examples mismatched: %q, %v\n%s", bad, err, out.String())
 	}
 	if strings.Contains(out.String(), "MISMATCH") {
 		t.Fatalf("output reports a mismatch:\n%s", out.String())
@@ -77,7 +81,7 @@ func TestWorkloadPassesAllChecks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := smallConfig()
 			tt.edit(&cfg)
-			h, err := runWorkload(cfg, memoryBrokers(t))
+			h, err := runWorkload(context.Background(), cfg, memoryBrokers(t))
 			if err != nil {
 				t.Fatalf("runWorkload: %v", err)
 			}
@@ -108,7 +112,7 @@ func TestWorkloadTimesOutInsteadOfHanging(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Records, cfg.Timeout = maxRecordGroups/cfg.Groups, 50*time.Millisecond
 	start := time.Now()
-	h, err := runWorkload(cfg, memoryBrokers(t))
+	h, err := runWorkload(context.Background(), cfg, memoryBrokers(t))
 	if err != nil {
 		t.Fatalf("runWorkload: %v", err)
 	}
@@ -229,13 +233,13 @@ func TestRunAuditCommand(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if code := runAudit(tt.args, &out, &errOut); code != tt.wcode {
+			if code := runAudit(context.Background(), tt.args, &out, &errOut); code != tt.wcode {
 				t.Errorf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wcode, out.String(), errOut.String())
 			}
 			if !strings.Contains(out.String(), tt.wout) {
 				t.Errorf("stdout lacks %q:\n%s", tt.wout, out.String())
 			}
-			if errOut.Len() > 0 {
+			if errOut.String() != "" {
 				t.Errorf("stderr not empty:\n%s", errOut.String())
 			}
 		})
@@ -308,7 +312,7 @@ func TestRunAuditRefusesBadFlags(t *testing.T) {
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if code := runAudit(tt.args, &out, &errOut); code != exitUsage {
+			if code := runAudit(context.Background(), tt.args, &out, &errOut); code != exitUsage {
 				t.Errorf("exit status %d, want %d", code, exitUsage)
 			}
 			if want := "tributary audit: " + tt.wline + "\n"; errOut.String() != want {
@@ -381,7 +385,7 @@ func TestAuditOnJetStream(t *testing.T) {
 	// took 2.3 s, 11 s under the race detector, of the 1m deadline (go1.26,
 	// linux/amd64, 2 shared CPUs, 2026-12-04).
 	args := strings.Fields("-backend jetstream -records 300 -churn 50ms -seed 11")
-	if code := runAudit(args, &out, &errOut); code != exitOK {
+	if code := runAudit(context.Background(), args, &out, &errOut); code != exitOK {
 		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitOK, out.String(), errOut.String())
 	}
 	for _, want := range []string{"backend jetstream, on an embedded NATS server", "is the engine's alone",
@@ -397,4 +401,97 @@ func TestAuditOnJetStream(t *testing.T) {
 		t.Errorf("stderr not empty:\n%s", errOut.String())
 	}
 	t.Logf("\n%s", out.String())
+}
+
+// TestAuditUnreachableServerFailsFast: -backend jetstream with -nats naming
+// a port nothing listens on exits with status 1 within seconds, its one
+// FAILED line naming the server and why, and runs nothing after the
+// broker it could not open: no worked-example step and no workload.
+func TestAuditUnreachableServerFailsFast(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + ln.Addr().String()
+	ln.Close() // a port that was just free: a connection is refused
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := runAudit(context.Background(), []string{"-backend", "jetstream", "-nats", url, "-seed", "1"}, &out, &errOut)
+	if code != exitFailed {
+		t.Errorf("exit status %d, want %d", code, exitFailed)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v to fail", d)
+	}
+	text := strings.Join(strings.Fields(out.String()), " ")
+	if !strings.Contains(text, "audit: FAILED:") || !strings.Contains(text, url) || !strings.Contains(text, "unavailable") {
+		t.Errorf("stdout does not say the server %s is unavailable:\n%s", url, out.String())
+	}
+	if strings.Contains(text, "== concurrent workload ==") || strings.Contains(text, "Create(") {
+		t.Errorf("the audit went on without a broker:\n%s", out.String())
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("stderr not empty:\n%s", errOut.String())
+	}
+}
+
+// TestAuditInterruptedCleansUp: the program's context ending mid-workload
+// (SIGINT) stops the audit within seconds (the memory workload alone takes
+// longer), long before its -timeout, with
+// status 1 and a FAILED line saying it was interrupted; with an embedded
+// JetStream server, the server's store (a directory in the temporary
+// directory) is removed too.
+func TestAuditInterruptedCleansUp(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args string
+	}{
+		{"memory", "-records 1000000 -groups 2 -retry 0.5 -capacity 1 -timeout 1h -seed 5"},
+		{"jetstream", "-backend jetstream -records 100000 -timeout 1h -seed 5"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "jetstream" && testing.Short() {
+				t.Skip("starts a NATS server")
+			}
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			ctx, cancel := context.WithCancel(context.Background())
+			var out, errOut lockedBuffer
+			done := make(chan int)
+			go func() { done <- runAudit(ctx, strings.Fields(tt.args), &out, &errOut) }()
+			// Cancelled once the workload runs: its first line is printed.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				select {
+				case code := <-done:
+					t.Fatalf("ended with status %d before the interrupt:\n%s", code, out.String())
+				default:
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					t.Fatalf("the workload did not start within 30s")
+				}
+				if strings.Contains(out.String(), "== concurrent workload ==") {
+					break
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+			cancel()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the audit went on for 10s after the interrupt")
+			}
+			text := strings.Join(strings.Fields(out.String()), " ")
+			if code != exitFailed || !strings.Contains(text, "audit: FAILED: interrupted") {
+				t.Errorf("exit status %d, want %d, and a FAILED line naming the interrupt:\n%s", code, exitFailed, out.String())
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
+				t.Errorf("left behind in the temporary directory: %q", left)
+			}
+			if errOut.String() != "" {
+				t.Errorf("stderr not empty:\n%s", errOut.String())
+			}
+		})
+	}
 }

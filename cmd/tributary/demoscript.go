@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -15,10 +16,11 @@ const demoScript = "demo.tri"
 // runDemoScript is `tributary demo [audit flags]`: the example script
 // examples/demo.tri with a transcript (its event files read from the
 // embedded copy, so it runs from any directory), then the audit with the
-// flags given. The flags are checked before the script runs.
-func runDemoScript(args []string, stdout, stderr io.Writer) int {
+// flags given, which ctx ends as it ends runAudit. The flags are checked
+// before the script runs.
+func runDemoScript(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := parseAuditFlags(args, io.Discard); err != nil {
-		return runAudit(args, stdout, stderr) // reports the bad flag (or -h), exit 2
+		return runAudit(ctx, args, stdout, stderr) // reports the bad flag (or -h), exit 2
 	}
 	script, err := examples.FS.ReadFile(demoScript)
 	if err != nil {
@@ -31,5 +33,5 @@ func runDemoScript(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	fmt.Fprintln(stdout)
-	return runAudit(args, stdout, stderr)
+	return runAudit(ctx, args, stdout, stderr)
 }

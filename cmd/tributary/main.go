@@ -58,10 +58,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return runServe(ctx, args[1:], stdin, isTerminal(stdin), stdout, stderr)
-	case "demo":
-		return runDemoScript(args[1:], stdout, stderr)
-	case "audit":
-		return runAudit(args[1:], stdout, stderr)
+	case "demo", "audit":
+		// The first SIGINT or SIGTERM stops the audit, which then cleans
+		// up and fails; a second one ends the program at once.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		context.AfterFunc(ctx, stop)
+		if args[0] == "demo" {
+			return runDemoScript(ctx, args[1:], stdout, stderr)
+		}
+		return runAudit(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -101,7 +102,7 @@ func TestOutputFitsLineWidth(t *testing.T) {
 	})
 	t.Run("demo", func(t *testing.T) {
 		var out, errOut bytes.Buffer
-		if code := runDemoScript([]string{"-records", "3000", "-seed", "1"}, &out, &errOut); code != exitOK {
+		if code := runDemoScript(context.Background(), []string{"-records", "3000", "-seed", "1"}, &out, &errOut); code != exitOK {
 			t.Fatalf("tributary demo: exit %d: %s", code, errOut.String())
 		}
 		for _, want := range []string{"== worked examples ==", "== concurrent workload ==", "audit: all checks passed"} {

@@ -27,7 +27,7 @@ var idByte = func() (t [256]bool) {
 	return t
 }()
 
-// Check returns an error wrapping invalid (the caller's
+// CheckID returns an error wrapping invalid (the caller's
 // ErrInvalidArgument) unless id is 1..MaxIDLength bytes of
 // A-Z a-z 0-9 _ -; kind ("topic", "group", "member") names the identifier
 // in the error, which quotes at most MaxIDLength bytes of id. It allocates

@@ -36,6 +36,12 @@ func TestTableFromEnv(t *testing.T) {
 		{None, 0, false},
 		{"acks-twice", 2, false},
 		{"nope", 0, true},
+		{"drops-key,acks-twice", 0, true},
+		{"drops-key acks-twice", 0, true},
+		{" acks-twice", 0, true},
+		{"acks-twice\n", 0, true},
+		{"ACKS-TWICE", 0, true},
+		{"2", 0, true},
 	} {
 		t.Setenv(Env, c.env)
 		got, err := table.FromEnv()

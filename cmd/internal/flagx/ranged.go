@@ -35,9 +35,9 @@ func (e *RangeError) Error() string {
 const maxShown = 64
 
 // Shown returns a command-line value as a message shows it: as typed, or
-// quoted (strconv.Quote) when it is empty or holds spaces or unprintable
-// characters; cut to its first 64 bytes, on a character boundary, and
-// marked "…" when longer.
+// quoted (strconv.Quote) when it is empty or holds spaces, unprintable
+// characters or bytes that are not UTF-8; cut to its first 64 bytes, on a
+// character boundary, and marked "…" when longer.
 func Shown(s string) string {
 	head, more := s, false
 	if len(s) > maxShown {
@@ -47,7 +47,9 @@ func Shown(s string) string {
 		}
 		head, more = s[:n], true
 	}
-	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+	// Bytes that are not UTF-8 decode as U+FFFD, which IsPrint accepts:
+	// they are quoted too, so that no raw byte reaches the terminal.
+	if s == "" || !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
 		head = strconv.Quote(head)
 	}
 	if more {

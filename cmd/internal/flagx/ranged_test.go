@@ -104,7 +104,9 @@ func TestParseKeepsOtherErrors(t *testing.T) {
 }
 
 // TestShownCutsAndQuotes: a plain value shows bare, an empty or spaced one
-// quoted, and a long one cut to 64 bytes on a character boundary.
+// quoted, one with a control byte, NUL, an invisible character or bytes
+// that are not UTF-8 quoted (a terminal never sees them raw), and a long
+// one cut to 64 bytes on a character boundary.
 func TestShownCutsAndQuotes(t *testing.T) {
 	long := strings.Repeat("é", 40) // 80 bytes
 	for _, tt := range []struct{ in, want string }{
@@ -113,6 +115,11 @@ func TestShownCutsAndQuotes(t *testing.T) {
 		{"two words", `"two words"`},
 		{long, strings.Repeat("é", 32) + "…"},
 		{" " + long, `" ` + strings.Repeat("é", 31) + `"…`},
+		{"\xff", `"\xff"`},
+		{"1\xe2\x80", `"1\xe2\x80"`},
+		{"a\x1b[2J", `"a\x1b[2J"`},
+		{"a\x00", `"a\x00"`},
+		{"a\u200b", `"a\u200b"`},
 	} {
 		if got := Shown(tt.in); got != tt.want {
 			t.Errorf("Shown(%q) = %q, want %q", tt.in, got, tt.want)
