@@ -145,14 +145,14 @@ func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
 	fs := flag.NewFlagSet("tributary audit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by the caller, on one line
 	fs.Usage = func() {}
-	flagx.Int(fs, &cfg.Partitions, "partitions", cfg.Partitions, 1, maxPartitions, ranged("`n` partitions of the workload topic", 1, maxPartitions))
-	flagx.Int(fs, &cfg.Capacity, "capacity", cfg.Capacity, 1, maxCapacity, ranged("`n` records retained per partition; small values exercise back-pressure", 1, maxCapacity))
-	flagx.Int(fs, &cfg.Producers, "producers", cfg.Producers, 1, maxProducers, ranged("`n` producer goroutines", 1, maxProducers))
-	flagx.Int(fs, &cfg.Records, "records", cfg.Records, 1, maxRecords, ranged("`n` records published in total across all producers", 1, maxRecords,
-		fmt.Sprintf("records × groups at most %d; -backend jetstream: default %d", maxRecordGroups, jetstreamRecords)))
-	flagx.Int(fs, &cfg.Groups, "groups", cfg.Groups, 1, maxGroups, ranged("`n` consumer groups, each consuming every record", 1, maxGroups))
-	flagx.Int(fs, &cfg.Members, "members", cfg.Members, 1, maxMembers, ranged("`n` member goroutines per group", 1, maxMembers))
-	flagx.Int(fs, &cfg.Batch, "batch", cfg.Batch, 1, maxBatch, ranged("at most `n` records per poll", 1, maxBatch))
+	rangedInt(fs, &cfg.Partitions, "partitions", 1, maxPartitions, "`n` partitions of the workload topic")
+	rangedInt(fs, &cfg.Capacity, "capacity", 1, maxCapacity, "`n` records retained per partition; small values exercise back-pressure")
+	rangedInt(fs, &cfg.Producers, "producers", 1, maxProducers, "`n` producer goroutines")
+	rangedInt(fs, &cfg.Records, "records", 1, maxRecords, "`n` records published in total across all producers",
+		fmt.Sprintf("records × groups at most %d; -backend jetstream: default %d", maxRecordGroups, jetstreamRecords))
+	rangedInt(fs, &cfg.Groups, "groups", 1, maxGroups, "`n` consumer groups, each consuming every record")
+	rangedInt(fs, &cfg.Members, "members", 1, maxMembers, "`n` member goroutines per group")
+	rangedInt(fs, &cfg.Batch, "batch", 1, maxBatch, "at most `n` records per poll")
 	flagx.Float(fs, &cfg.Retry, "retry", cfg.Retry, 0, maxRetry,
 		fmt.Sprintf("`probability` that a delivery is retried instead of acknowledged, in 0..%g", maxRetry))
 	flagx.Duration(fs, &cfg.Churn, "churn", cfg.Churn, minChurn, maxChurn, true,
@@ -200,10 +200,12 @@ func parseAuditFlags(args []string, help io.Writer) (auditConfig, error) {
 	return cfg, cfg.validate()
 }
 
-// ranged is a flag's usage followed by its range lo..hi and the further
-// limits in more: "… (1..64; …)".
-func ranged[T int | int32](usage string, lo, hi T, more ...string) string {
-	return usage + " (" + strings.Join(append([]string{fmt.Sprintf("%d..%d", lo, hi)}, more...), "; ") + ")"
+// rangedInt defines an integer flag of fs on *p (its default: *p's value)
+// that accepts lo..hi (flagx.Int), with usage followed by that range and
+// the further limits in more: "… (1..64; …)", so the range is stated once.
+func rangedInt[T int | int32](fs *flag.FlagSet, p *T, name string, lo, hi T, usage string, more ...string) {
+	usage += " (" + strings.Join(append([]string{fmt.Sprintf("%d..%d", lo, hi)}, more...), "; ") + ")"
+	flagx.Int(fs, p, name, *p, lo, hi, usage)
 }
 
 // ---------------------------------------------------------------------------
