@@ -84,7 +84,15 @@ func TestSeekNotOvertakenByPurge(t *testing.T) {
 // below it), so a publish evicts record 0 and a Seek back to 0 is in range.
 func fullPastWindow(t *testing.T) (*jetstream.Backend, tributary.BackendTopic, tributary.BackendMember) {
 	t.Helper()
-	b, _ := start(t, jetstream.Config{Capacity: 5, ReplayWindow: 4})
+	b, _, bt, m := fullPastWindowOn(t, jetstream.Config{Capacity: 5, ReplayWindow: 4})
+	return b, bt, m
+}
+
+// fullPastWindowOn is fullPastWindow with cfg (Capacity 5, ReplayWindow 4),
+// also returning the embedded server, for a second Backend of it.
+func fullPastWindowOn(t *testing.T, cfg jetstream.Config) (*jetstream.Backend, *jetstream.Server, tributary.BackendTopic, tributary.BackendMember) {
+	t.Helper()
+	b, srv := start(t, cfg)
 	bt := topic(t, b, "t", 1)
 	for range 5 {
 		pub(t, bt, 0, "x")
@@ -96,5 +104,5 @@ func fullPastWindow(t *testing.T) (*jetstream.Backend, tributary.BackendTopic, t
 		ok, err := m.Ack(0, off)
 		wantBool(t, "Ack", ok, err, true)
 	}
-	return b, bt, m
+	return b, srv, bt, m
 }

@@ -29,18 +29,7 @@ import (
 // the Seek has returned.
 func TestSeekNotPassedBySnapshotPass(t *testing.T) {
 	cfg := jetstream.Config{Capacity: 5, ReplayWindow: 4}
-	b, srv := start(t, cfg)
-	bt := topic(t, b, "t", 1)
-	for range 5 {
-		pub(t, bt, 0, "x")
-	}
-	m := member(t, bt, "g", "m")
-	must(m.Join()).of(t)
-	for off := range int64(3) {
-		poll(t, m, 1)
-		ok, err := m.Ack(0, off)
-		wantBool(t, "Ack", ok, err, true)
-	}
+	b, srv, bt, m := fullPastWindowOn(t, cfg)
 	cfg.Server = srv
 	b2, err := jetstream.Open(cfg) // the Seek's process: its own view of landed publishes
 	if err != nil {
