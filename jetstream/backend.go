@@ -202,6 +202,9 @@ type Backend struct {
 	// request (written false: before sending it) or a lost reply (written
 	// true: after the server applied it) when it returns true.
 	lossy func(key string, written bool) bool
+	// reading, nil but in tests, is called before each read of one key
+	// (getTomb): a test runs other calls there, between two reads.
+	reading func(key string)
 }
 
 var _ tributary.Backend = (*Backend)(nil)

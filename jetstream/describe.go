@@ -77,15 +77,20 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 			d.Groups[i].LastSeen = seen
 		}
 	}
+	w, err := b.window(topic)
+	if err != nil {
+		return engine.TopicSnapshot{}, err
+	}
 	s := engine.TopicSnapshot{}
 	if records {
 		s.Records = make([][]engine.Record, n)
 	}
 	for p := range int32(n) {
 		var (
-			lv      lowVal
-			cursors []cursorVal
-			end     int64
+			lv       lowVal
+			cursors  []cursorVal
+			unplaced []bool // no cursor of the group's incarnation yet
+			end      int64
 		)
 		for try := 0; ; try++ {
 			var lrev uint64
@@ -94,7 +99,7 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 				return s, err
 			}
 			cursors = make([]cursorVal, len(groups))
-			unplaced := make([]bool, len(groups)) // placing it would put it at the log end
+			unplaced = make([]bool, len(groups))
 			for i, g := range groups {
 				var c cursorVal
 				_, ok, err := b.get(cursorKey(topic, g.name, p), &c)
@@ -103,8 +108,8 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 				}
 				switch {
 				case !ok || c.Inc != g.gv.Inc:
-					c = cursorVal{Owner: g.gv.owner(p), Committed: lv.Low}
-					unplaced[i] = g.gv.startsLatest(p)
+					c = cursorVal{Owner: g.gv.owner(p)}
+					unplaced[i] = true
 				case c.Gen < g.gv.Gen && (c.Owner != g.gv.owner(p) || c.Gen < g.gv.since(p)):
 					c.Owner, c.InFlight = g.gv.owner(p), false
 				}
@@ -112,11 +117,6 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 			}
 			if end, err = b.logEnd(topic, p); err != nil {
 				return s, err
-			}
-			for i := range cursors {
-				if unplaced[i] {
-					cursors[i].Committed = max(lv.Low, end)
-				}
 			}
 			// low unchanged since the figures began: no record in [low,
 			// end) was purged meanwhile, so end − low <= capacity.
@@ -128,7 +128,29 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 				break
 			}
 		}
-		d.Partitions[p] = engine.PartitionDescription{Partition: p, LogStartOffset: lv.Low, LogEndOffset: end}
+		// The log start with the retention the groups' commits owe
+		// (package doc, "Retention owed"): max(low, M − w), M the least
+		// committed offset of the placed cursors. A cursor not placed
+		// yet is shown where placing it would put it: there, or at the
+		// log end for a group that starts there.
+		start, least := lv.Low, int64(-1)
+		for i, c := range cursors {
+			if !unplaced[i] && (least < 0 || c.Committed < least) {
+				least = c.Committed
+			}
+		}
+		if least >= 0 {
+			start = max(lv.Low, least-w)
+		}
+		for i, g := range groups {
+			if unplaced[i] {
+				cursors[i].Committed = start
+				if g.gv.startsLatest(p) {
+					cursors[i].Committed = max(start, end)
+				}
+			}
+		}
+		d.Partitions[p] = engine.PartitionDescription{Partition: p, LogStartOffset: start, LogEndOffset: end}
 		for i, g := range groups {
 			c := cursors[i]
 			d.Groups[i].Partitions[p] = engine.GroupPartition{
@@ -137,7 +159,7 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 			}
 		}
 		if records {
-			if s.Records[p], err = b.readRange(topic, p, lv.Low, end); err != nil {
+			if s.Records[p], err = b.readRange(topic, p, start, end); err != nil {
 				return s, err
 			}
 		}

@@ -84,7 +84,25 @@
 // low is then above the cursor it read) reads the cursor again: a Seek
 // forward has moved it meanwhile.
 //
-// Retention (rules 13, 21), after an Ack, a Seek or a DeleteGroup: read
+// Settling by the poll's write. An Ack or Retry of a delivery the same
+// Member polled is one request: a compare-and-set of the cursor from the
+// revision the poll's reservation wrote (Member.reserved). It succeeds only
+// if nothing wrote the cursor since, and every change that would refuse
+// the Ack writes it: a migration (the partition moved or its owner left),
+// a Rejoin's cancellation, another handle's settle, a Seek. Two writes
+// that would not otherwise touch the cursor do so for this: a Rejoin
+// writes every cursor its member owns, in flight or not (a stamp: the
+// value unchanged), and a Seek back stamps every other group's cursor of
+// its partition (Seek holds, below). A poll keeps its write for this only
+// when no Rejoin can be missing from it: its cursor was read in the same
+// snapshot as the group, or the group is unchanged after the write (one
+// read more, key by key); and only when low carried no active hold
+// (Member.groupAt). Anything else, or a failed compare-and-set, reads the
+// group, the cursor and low and decides as above.
+//
+// Retention (rules 13, 21), by the calls that need the log start: a
+// publish that finds the partition full, a Seek, a group's placement of a
+// new cursor, a DeleteGroup (an Ack runs none: Retention owed, below): read
 // low (revision q), read every live cursor of the partition, and with M
 // their least committed offset and w the topic's replay window (fixed at
 // topic creation, stored in topic.<T>), if max(low, M − w) exceeds low,
@@ -103,22 +121,6 @@
 // two compare-and-sets on low are serialised, so either the purger saw the
 // new cursor or the placer saw the new low: no cursor is ever below the
 // log start. A Seek holds low instead (Seek holds, below).
-//
-// Deferred purge. An Ack's pass differs in two ways (retainAfterAck). It
-// starts from what the Ack has just read and written, not reading them
-// again: low as read before the Ack's cursor write (revision q) and the
-// Ack's own cursor as written; the other groups' cursors are read as
-// above. That is the pass of the argument below with its reads of low and
-// of that cursor made at those instants, and a raise from q still fails
-// if any raise or placement fence came after them. And it raises low
-// without purging the stream or sending a room notice: the records below
-// low stay in the stream, invisible (Poll, Describe, Snapshot and Seek go
-// by low), until a publish that finds the partition full purges them
-// (its pass finds the stream's first sequence below low and purges,
-// evicting nothing) and publishes again. So an Ack is 6 requests, not 11,
-// and the purge is one request per fill of the partition; a waiting
-// publisher is woken by the Ack's cursor write, and its own retry purges.
-// The stream never holds more than Capacity records either way.
 //
 // Why this holds under concurrency, window or not. Invariant: every live
 // cursor's committed offset is at least low. low only grows, and only by a
@@ -146,14 +148,23 @@
 // committed, as the engine would for the later of the two.
 //
 // Retention owed. The engine applies retention atomically with the call
-// that frees records; here the pass follows the commit, so another call can
-// fall between them. Three places make that gap invisible on one partition:
+// that frees records; here an Ack runs no pass at all (a DeleteGroup's
+// pass follows its commit), so low lags the commits until the next call
+// that needs the log start, and each of those applies or computes what is
+// owed, max(low, M − w) with M read then. That makes the lag invisible on
+// one partition:
 //
-//   - A group creation (CreateGroup, a Join creating the group) runs the
-//     retention pass on each partition before it places the new cursors
-//     there: a DeleteGroup committed before it, its own pass still running,
-//     has its records removed first, so the new group starts at the log
-//     start the engine would give it.
+//   - A placement of a new cursor (a group creation, CreateGroup or a Join
+//     creating the group, or whoever first reads a cursor not placed yet)
+//     runs the retention pass on its partition first (cursorFor): the
+//     commits before it, and a DeleteGroup committed before it whose own
+//     pass is still running, have their records removed first, so the new
+//     group starts at the log start the engine would give it. A commit
+//     after the pass's read is ordered after the placement: the new
+//     cursor holds the log start where the pass left it.
+//   - Describe and Snapshot show the owed log start, computed from the
+//     cursors they show (nothing written), and Snapshot reads the records
+//     from there.
 //   - A Seek that moves a cursor back computes, after reading the cursor
 //     it replaces, the log start the cursor advances already written imply
 //     (max(low, M − w) with M read now, its own cursor included) and
@@ -163,20 +174,28 @@
 //     compare-and-set, so a racing Seek forward of the same group is never
 //     missed; other groups' cursors are read one after another, not at one
 //     instant (rule 14's weakening, below).
-//   - A publish that finds the partition full and whose retention pass
-//     moves nothing still publishes again if the stream has room meanwhile:
-//     another call's pass (an Ack's, say, whose commit a Poll may already
-//     have observed) made room, and the full answer would belong before
-//     that Ack's commit, which it followed.
+//   - A publish that finds the partition full runs the pass with
+//     eviction, which raises low to what the commits owe and purges before
+//     anything is evicted; a waiting publisher wakes on every cursor write
+//     of its partition, an Ack's included. One whose pass moves nothing
+//     still publishes again if the stream has room meanwhile: another
+//     call's pass made room, and the full answer would belong before the
+//     commit that pass applied, which it followed.
 //
 // Seek holds. A Seek's cursor write is its linearization point, and a
 // fence after it would leave a gap: a Poll or Ack could act on the write
 // before a purge overtook it and the Seek undid it. So a Seek reads low
 // (revision r) and compare-and-sets r → the same value with a hold added
 // (lowVal.Holds: a token and an expiry instant), decides the range against
-// that low, reads its cursor and the partition's other cursors (the
-// retention owed), writes its cursor by compare-and-set, and
-// compare-and-sets low again without the hold. A retention pass that would
+// that low, reads its cursor and, for a Seek back, stamps the other
+// groups' cursors of the partition (each written unchanged) and reads them
+// (the retention owed), writes its cursor by compare-and-set, and
+// compare-and-sets low again without the hold. The stamps keep the owed
+// log start fixed until the write: an Ack of another group by its poll's
+// write (Settling by the poll's write, above) fails on the stamp; an Ack
+// that reads low and finds an active hold waits until it is released, as
+// a retention pass does, and then reads everything again; a poll that
+// finds a hold keeps no write for its Ack. A retention pass that would
 // raise low and reads an active hold waits until it is released (each
 // check a read of low), then reads everything again; one that read low
 // before the hold fails its compare-and-set, as the hold changed low's
@@ -223,12 +242,12 @@
 // its raise is waited for at most 2 s.
 //
 // Repair: a process that dies (or loses its connection) after raising low
-// and before purging leaves records below low in the stream, as an Ack's
-// deferred purge does: invisible (Poll, Describe and Snapshot read from
-// low) but using capacity. Every retention pass but an Ack's that does not
-// move low checks the stream's first sequence and purges below low if it
-// is lower; a publish that finds the partition full runs such a pass, so
-// capacity is recovered even when no other call follows.
+// and before purging leaves records below low in the stream: invisible
+// (Poll, Describe and Snapshot read from low or above) but using
+// capacity. Every retention pass that does not move low checks the
+// stream's first sequence and purges below low if it is lower; a publish
+// that finds the partition full runs such a pass, so capacity is
+// recovered even when no other call follows.
 //
 // # Differences from the in-process engine
 //
@@ -263,13 +282,13 @@
 //     0–9999, and a payload type that is not UTF-8 or over 1 KiB.
 //   - Admin calls on an unknown topic return an error wrapping both
 //     engine.ErrInvalidArgument (rule 4) and tributary.ErrUnknownTopic.
-//   - The records below low are purged lazily: an Ack's retention raises
-//     low and leaves the purge to the next publish that finds the partition
-//     full (Deferred purge, above), and a purge interrupted by a crash
-//     after its compare-and-set leaves them too, until the next retention
-//     pass on that partition other than an Ack's (a Seek, a DeleteGroup,
-//     or that publish) purges them. Invisible, but the stream's own
-//     figures (nats stream info) count them.
+//   - Retention is applied lazily: an Ack raises no low and purges
+//     nothing; the records its commit frees stay in the stream until the
+//     next pass on that partition (a publish that finds it full, a Seek, a
+//     placement, a DeleteGroup), and a purge interrupted by a crash after
+//     its compare-and-set leaves them too. Invisible (Describe and
+//     Snapshot show the owed log start), but the stream's own figures
+//     (nats stream info) count them.
 //   - A group's cursors are placed one partition after another after its
 //     creating write, each at the log start at its placement: an eviction
 //     or retention in between can start a new group later than the log
@@ -284,9 +303,7 @@
 //     process that dies holding it delays retention, evictions included,
 //     on that partition by up to holdFor (fallbackWait + 2 ×
 //     Config.RequestTimeout, 12 s by default), and Seeks of one partition
-//     run one at a time. The seek mix of the linearizability check is
-//     still Illegal in 4 histories of 3000 under load on one server (12 of
-//     the same 3000 with a Seek that wrote and then fenced; the
-//     interleaving the holds close is TestSeekNotOvertakenByPurge's); what
-//     the rest show is not known yet: lincheck_test.go.
+//     run one at a time; a Seek back writes every other group's cursor of
+//     the partition once (its stamps). The seek mix of the linearizability
+//     check and what it measures: lincheck_test.go.
 package jetstream

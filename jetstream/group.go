@@ -42,6 +42,13 @@ func (b *Backend) cursorForIn(s *snapshot, t, g string, gv *groupVal, p int32) (
 		case ok && c.Inc > gv.Inc:
 			return c, rev, errStale
 		case !ok || c.Inc < gv.Inc:
+			// A new cursor starts at the log start with the retention
+			// owed applied first: the other groups' commits since the
+			// last pass raised it without writing low (package doc,
+			// "Retention owed").
+			if _, err := b.retain(t, p, false); err != nil {
+				return c, 0, err
+			}
 			c, rev, err = b.place(t, g, p, func(cur *cursorVal, ok bool, low int64) (cursorVal, bool, error) {
 				switch {
 				case ok && cur.Inc > gv.Inc:
@@ -209,46 +216,15 @@ func (b *Backend) place(t, g string, p int32, f func(cur *cursorVal, ok bool, lo
 // retention and a placement, serialise on low's revision, so low never
 // passes a live cursor (package doc).
 func (b *Backend) retain(t string, p int32, evict bool) (freed bool, err error) {
-	return b.retainPass(t, p, evict, nil)
-}
-
-// ackedCursor is what an Ack knows when its retention pass starts: the
-// cursor it has just written (group, incarnation, committed offset) and
-// the log start it read before that write (value and revision).
-type ackedCursor struct {
-	group     string
-	committed int64
-	low       lowVal
-	lowRev    uint64
-}
-
-// retainAfterAck is the retention pass of an Ack that has just committed
-// a: as retain without eviction, but it starts from what the Ack read and
-// wrote instead of reading them again (its cursor as of its write, low as
-// of before it: a raise from that revision succeeds only if no raise or
-// placement fence came between, as if the pass had read them then), and
-// it raises low without purging: the records below the log start stay in
-// the stream, invisible, until a publish that finds the partition full
-// purges them (retain with evict), so the Ack costs a key listing and one
-// compare-and-set of low, not also a purge and a room notice (package
-// doc, "Deferred purge"). A waiting publisher wakes on the Ack's cursor
-// write. freed reports whether it raised low.
-func (b *Backend) retainAfterAck(t string, p int32, a ackedCursor) (freed bool, err error) {
-	return b.retainPass(t, p, false, &a)
-}
-
-// retainPass is retain (own nil) and retainAfterAck (own the Ack's).
-func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (freed bool, err error) {
 	w, err := b.window(t)
 	if err != nil {
 		return false, err
 	}
 	var ignore map[string]bool // holds given up on (holdWait)
-	for try := range maxRetries {
+	for range maxRetries {
 		var (
-			lv    lowVal
-			lrev  uint64
-			first *ackedCursor // the Ack's cursor, on the first round only
+			lv   lowVal
+			lrev uint64
 		)
 		// One snapshot of low and every cursor and group of the topic, or
 		// (no snapshot reads) low and then each cursor and its group.
@@ -268,14 +244,12 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 			}
 		case !errors.Is(err, errNoSnapshot):
 			return false, err
-		case own != nil && try == 0:
-			lv, lrev, first = own.low, own.lowRev, own
 		default:
 			if lv, lrev, err = b.readLow(t, p); err != nil {
 				return false, err
 			}
 		}
-		least, err := b.leastCommittedIn(snap, t, p, lv.Low, first)
+		least, err := b.leastCommittedIn(snap, t, p, lv.Low)
 		if err != nil {
 			return false, err
 		}
@@ -298,8 +272,8 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 					return true, nil // room made meanwhile: publish again
 				}
 				if info.State.FirstSeq <= uint64(lv.Low) {
-					// Records below the log start (an Ack's deferred
-					// purge, or one a crash cut short) hold the room:
+					// Records below the log start (a purge a crash cut
+					// short) hold the room:
 					// purging them makes it, and nothing is evicted.
 					return true, b.purge(t, p, lv.Low)
 				}
@@ -324,13 +298,7 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 			if !ok {
 				continue
 			}
-			if own != nil {
-				return true, nil // purge deferred to a full publish
-			}
 			return true, b.purge(t, p, target)
-		}
-		if own != nil {
-			return false, nil // nothing freed; the repair is a full publish's
 		}
 		// low stays: purge only what an interrupted purge left below it.
 		info, err := b.partInfo(t, p)
@@ -338,7 +306,7 @@ func (b *Backend) retainPass(t string, p int32, evict bool, own *ackedCursor) (f
 			return false, err
 		}
 		if info.State.Msgs < uint64(info.Config.MaxMsgs) {
-			// A concurrent retention (an Ack's, a Seek's) has made room
+			// A concurrent retention (a Seek's, another publish's) has made room
 			// since the caller found p full: report it freed, so that a
 			// publish tries again rather than report a full partition
 			// that no longer is.
@@ -423,16 +391,15 @@ func (b *Backend) partInfo(t string, p int32) (*njs.StreamInfo, error) {
 // is a placement a purge overtook (a Seek's write, about to be put back or
 // moved up by its placer: package doc), not a state of the model, so it
 // waits for the placer and reads that cursor again; after fallbackWait (a
-// placer that died) it counts the cursor as at low. own, if not nil, is an
-// Ack's cursor as it wrote it, used instead of reading it.
-func (b *Backend) leastCommitted(t string, p int32, low int64, own *ackedCursor) (int64, error) {
-	return b.leastCommittedIn(nil, t, p, low, own)
+// placer that died) it counts the cursor as at low.
+func (b *Backend) leastCommitted(t string, p int32, low int64) (int64, error) {
+	return b.leastCommittedIn(nil, t, p, low)
 }
 
 // leastCommittedIn is leastCommitted from the snapshot s of the
 // partition's cursors and the topic's groups (the first read of each; nil:
 // a key listing, then each cursor and group read).
-func (b *Backend) leastCommittedIn(s *snapshot, t string, p int32, low int64, own *ackedCursor) (int64, error) {
+func (b *Backend) leastCommittedIn(s *snapshot, t string, p int32, low int64) (int64, error) {
 	pat := partCursorsKey(t, p)
 	var groups []string
 	if s != nil {
@@ -450,11 +417,6 @@ func (b *Backend) leastCommittedIn(s *snapshot, t string, p int32, low int64, ow
 		var c cursorVal
 		var deadline time.Time
 		live := false
-		if own != nil && g == own.group {
-			// The Ack's own cursor, as it wrote it (live: written on
-			// its group's current incarnation, at or above low).
-			c.Committed, live = own.committed, true
-		}
 		for src := s; !live; src = nil {
 			_, ok, err := b.getIn(src, cursorKey(t, g, p), &c)
 			if err != nil {
@@ -580,17 +542,6 @@ func (b *Backend) rebalance(t, g string, given engine.Assignor, change func(next
 		}
 		if next.Inc == 0 {
 			next.Inc = nrev
-		}
-		for p := range n {
-			if !exists {
-				// A creation first applies retention, so that a
-				// DeleteGroup committed before it, its own retention
-				// still running, cannot leave the new cursor below the
-				// log start it implies (package doc).
-				if _, err := b.retain(t, int32(p), false); err != nil {
-					return next, true, err
-				}
-			}
 		}
 		b.cfg.Logger.Info("tributary/jetstream: group rebalanced", "topic", t, "group", g,
 			"generation", next.Gen, "members", next.Members, "assignor", next.Assignor)
@@ -1073,6 +1024,7 @@ func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *group
 // is gone or of another incarnation than gv's.
 func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *groupVal, until time.Time) (bool, error) {
 	key := cursorKey(t, g, p)
+	stamped := false
 	for range maxRetries {
 		var cur cursorVal
 		crev, ok, err := b.get(key, &cur)
@@ -1085,9 +1037,18 @@ func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *grou
 		if offset < cur.Committed {
 			// Moving the cursor back: the retention owed by the cursor
 			// advances already written (this cursor's, or another
-			// group's), whose passes may still be running or waiting
-			// for this hold, counts as done (package doc).
-			least, err := b.leastCommitted(t, p, low, nil)
+			// group's) counts as done (package doc, "Retention owed").
+			// The other groups' cursors are stamped first, so that no
+			// commit of theirs lands between the read of them and this
+			// write: an Ack's fast path fails on the stamp, and the
+			// slow path waits for the hold.
+			if !stamped {
+				if err := b.stamp(t, g, p); err != nil {
+					return false, err
+				}
+				stamped = true
+			}
+			least, err := b.leastCommitted(t, p, low)
 			if err != nil {
 				return false, err
 			}
@@ -1105,6 +1066,37 @@ func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *grou
 		}
 	}
 	return false, fmt.Errorf("%w: seeking cursor %s", ErrContention, key)
+}
+
+// stamp writes every cursor on partition p of a group other than g
+// unchanged, each by compare-and-set on the revision it reads (one that
+// fails was written after the read: as good as a stamp). A Member's
+// settle fast path compare-and-sets the revision its poll wrote, so after
+// the stamps no commit made without reading low lands until the hold the
+// caller has taken is released (package doc, "Seek holds").
+func (b *Backend) stamp(t, g string, p int32) error {
+	groups, err := b.listKeys(partCursorsKey(t, p), 4)
+	if err != nil {
+		return err
+	}
+	for _, other := range groups {
+		if other == g {
+			continue
+		}
+		key := cursorKey(t, other, p)
+		var c cursorVal
+		rev, ok, err := b.get(key, &c)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // deleted: nobody commits there
+		}
+		if _, _, err := b.put(key, c, rev); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // release removes the hold tok from partition p's log start, first by

@@ -277,31 +277,33 @@ func TestLostReplyOfOwnRejoin(t *testing.T) {
 // reserves a record just after the new one's Rejoin, and the reply of
 // that reservation is lost (ErrUnavailable). The new incarnation's poll
 // through the same Backend must deliver the record so that it can ack it
-// (or leave it for its next poll), and never twice.
+// (or leave it for its next poll), and never twice. Key by key: the old
+// poll reads the group before the Rejoin and the cursor after it (with
+// snapshot reads both are one instant, and the Rejoin's stamp of the
+// cursor fails the old reservation: TestZombieReservationNotAcked).
 func TestUnsureReservationOfOldIncarnation(t *testing.T) {
 	b, _ := start(t, jetstream.Config{})
+	jetstream.SetSnapshots(b, false)
 	bt := topic(t, b, "t", 1)
 	pub(t, bt, 0, "x")
 	old := member(t, bt, "g", "a")
 	must(old.Join()).of(t)
 	nu := member(t, bt, "g", "a")
-	var step atomic.Int32
+	var step atomic.Int32 // 0, 3 while the Rejoin runs, 1 after it, 2 once a reply is lost
 	var rejoinErr error
+	jetstream.SetReading(b, func(key string) {
+		if key == "cursor.t.g.0" && step.CompareAndSwap(0, 3) {
+			_, rejoinErr = nu.Rejoin() // between old's group read and its cursor read
+			step.Store(1)
+		}
+	})
 	jetstream.SetLossy(b, func(key string, written bool) bool {
-		if !strings.HasPrefix(key, "cursor.t.g.") {
-			return false
-		}
-		switch {
-		case !written && step.CompareAndSwap(0, 1):
-			_, rejoinErr = nu.Rejoin() // between old's group read and its cursor write
-			return false
-		case written && step.CompareAndSwap(1, 2):
-			return true // the reservation took effect; its reply is lost
-		}
-		return false
+		// The reservation took effect; its reply is lost.
+		return written && strings.HasPrefix(key, "cursor.t.g.") && step.CompareAndSwap(1, 2)
 	})
 	_, err := old.TryPoll(nil, 1)
 	jetstream.SetLossy(b, nil)
+	jetstream.SetReading(b, nil)
 	if rejoinErr != nil || !errors.Is(err, jetstream.ErrUnavailable) {
 		t.Fatalf("setup: Rejoin %v, old TryPoll %v", rejoinErr, err)
 	}

@@ -163,7 +163,11 @@ func (m *Member) Rejoin() ([]int32, error) {
 }
 
 // cancelDeliveries clears every in-flight delivery to m's member on the
-// partitions it owns, attempts kept.
+// partitions it owns, attempts kept, and writes every other cursor it owns
+// unchanged (a stamp): a reservation a superseded incarnation's poll is
+// making from a snapshot older than the Rejoin then fails its
+// compare-and-set, or lands first and is cancelled here, so none is left
+// for its Ack's fast path (Member.groupAt).
 func (m *Member) cancelDeliveries() error {
 	for range maxRetries {
 		gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
@@ -189,8 +193,9 @@ func (m *Member) cancelDeliveries() error {
 	return fmt.Errorf("%w: rejoining %s/%s", ErrContention, m.t.name, m.group)
 }
 
-// cancelDelivery clears the in-flight delivery to m's member on p, if any.
-// errStale: the group moved on; read it again.
+// cancelDelivery clears the in-flight delivery to m's member on p, if any,
+// else stamps p's cursor (writes it unchanged), unless it is in flight to
+// m's own incarnation. errStale: the group moved on; read it again.
 func (m *Member) cancelDelivery(gv *groupVal, p int32) error {
 	key := cursorKey(m.t.name, m.group, p)
 	for range maxRetries {
@@ -198,7 +203,7 @@ func (m *Member) cancelDelivery(gv *groupVal, p int32) error {
 		if err != nil {
 			return err
 		}
-		if !c.InFlight || c.Owner != m.name || c.MemberInc != "" && c.MemberInc == *m.inc.Load() {
+		if c.Owner != m.name || c.InFlight && c.MemberInc != "" && c.MemberInc == *m.inc.Load() {
 			return nil
 		}
 		// Cancel only while m is still the current incarnation: a
@@ -212,7 +217,9 @@ func (m *Member) cancelDelivery(gv *groupVal, p int32) error {
 			return err
 		}
 		n := c
-		n.InFlight, n.DeliveredAt, n.MemberInc = false, 0, ""
+		if c.InFlight {
+			n.InFlight, n.DeliveredAt, n.MemberInc = false, 0, ""
+		}
 		_, ok, err = m.b.put(key, n, crev)
 		if err != nil || ok {
 			return err

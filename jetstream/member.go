@@ -40,6 +40,22 @@ type Member struct {
 	own   sync.Map                // tokens it wrote or is writing (a reply may be lost)
 	state atomic.Int32            // memberFresh, memberJoined or memberFenced
 	owned atomic.Pointer[[]int32] // the partitions it owned at its last poll: what the next one's snapshot reads
+	// reserved holds, per partition (int32 → reservation), the cursor
+	// this Member's poll wrote when it reserved a record there, with the
+	// revision of that write: what its Ack or Retry compare-and-sets
+	// without reading anything (settle's fast path).
+	reserved sync.Map
+}
+
+// reservation is a cursor as a poll of this Member wrote it, and the
+// revision of that write. It is kept only for a write that no Rejoin and
+// no Seek hold could have come before unseen (pollPartition): any later
+// write of the cursor (a migration, a Rejoin's cancellation or stamp, a
+// Seek's stamp, another handle's settle) changes the revision, and the
+// fast path's compare-and-set then fails and reads everything instead.
+type reservation struct {
+	c   cursorVal
+	rev uint64
 }
 
 // A Member's state: fresh until its first Join or Rejoin, joined after it
@@ -307,7 +323,7 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 		if err != nil && !errors.Is(err, errNoSnapshot) {
 			return out, true, 0, err
 		}
-		gv, _, ok, err := m.b.readGroupIn(snap, m.t.name, m.group)
+		gv, grev, ok, err := m.b.readGroupIn(snap, m.t.name, m.group)
 		if err == nil {
 			err = m.check(&gv, ok)
 		}
@@ -325,7 +341,7 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 			if int32(len(out)-len(dst)) >= max {
 				break
 			}
-			r, got, exp, err := m.pollPartition(snap, &gv, int32(p))
+			r, got, exp, err := m.pollPartition(snap, &gv, grev, int32(p))
 			if errors.Is(err, errStale) {
 				stale = true
 				break
@@ -364,16 +380,20 @@ func (m *Member) noteOwned(gv *groupVal) {
 }
 
 // pollPartition reserves the record at the group's committed offset on p
-// if p is deliverable. exp is the ack-timeout expiry of a delivery that
-// blocks p, else 0.
-func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Record, got bool, exp int64, err error) {
+// if p is deliverable; gv is the group as the poll read it, at revision
+// grev. exp is the ack-timeout expiry of a delivery that blocks p, else 0.
+func (m *Member) pollPartition(s *snapshot, gv *groupVal, grev uint64, p int32) (r engine.Record, got bool, exp int64, err error) {
 	key := cursorKey(m.t.name, m.group, p)
+	m.reserved.Delete(p)
 	var waited time.Time                                  // since when it waits for a placer (waitPlacer)
 	for try := 0; try < maxRetries; try, s = try+1, nil { // a second round reads afresh
 		c, crev, err := m.b.cursorForIn(s, m.t.name, m.group, gv, p)
 		if err != nil || c.Owner != m.name {
 			return r, false, 0, err
 		}
+		// The cursor was read at the group's instant (one snapshot):
+		// see keep, below.
+		atGroup := s.unchanged(key, crev)
 		now := m.b.now().UnixNano()
 		if u, ok := m.b.unsure.Load(key); ok {
 			m.b.unsure.Delete(key)
@@ -435,6 +455,7 @@ func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Rec
 		if err != nil {
 			return r, false, 0, err
 		}
+		held := lv.held(time.Now().UnixNano(), nil)
 		if c.Committed < lv.Low {
 			if err := m.b.waitPlacer(m.t.name, m.group, p, c.Inc, &waited); err != nil {
 				return r, false, 0, err
@@ -458,7 +479,7 @@ func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Rec
 		}
 		n := c
 		n.InFlight, n.Attempts, n.DeliveredAt, n.MemberInc = true, c.Attempts+1, now, gv.Incs[m.name]
-		_, ok, err = m.b.put(key, n, crev)
+		nrev, ok, err := m.b.put(key, n, crev)
 		if err != nil {
 			// The write may have taken effect with its reply lost: the
 			// record would then stay in flight to this member, delivered
@@ -468,11 +489,39 @@ func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32) (r engine.Rec
 			return r, false, 0, err
 		}
 		if ok {
+			if !orphan && !held && (atGroup || m.groupAt(grev)) {
+				m.reserved.Store(p, reservation{c: n, rev: nrev})
+			}
 			r.Attempt = n.Attempts
 			return r, true, 0, nil
 		}
 	}
 	return r, false, 0, fmt.Errorf("%w: polling %s/%s/%d", ErrContention, m.t.name, m.group, p)
+}
+
+// groupAt reports whether the member's group is still at revision rev,
+// by one read; false on any error.
+//
+// Why a reservation is kept only when its cursor was read at the group's
+// instant or the group is unchanged after the write (settle's fast path
+// acts on it without reading the group): a Rejoin elsewhere writes the
+// group (a new incarnation) and then writes every cursor its member owns
+// (cancelDeliveries). A poll whose group and cursor reads were one
+// snapshot read the cursor before that Rejoin's group write if it read
+// the group before it, so its compare-and-set fails if the Rejoin's
+// cursor write came first and is cancelled by it otherwise. A poll that
+// read the cursor after the group (key by key, or a second round) could
+// have read it after the Rejoin's cursor write while holding a group from
+// before the Rejoin, and reserve for a superseded incarnation; a group
+// unchanged after the reservation rules that out. Likewise for a Seek's
+// hold: a poll that saw low without an active hold read the cursor before
+// the Seek's stamps (low is read after the cursor, or at its instant), so
+// the stamp fails its compare-and-set or replaces its reservation's
+// revision; one that saw a hold keeps nothing, and its Ack waits for the
+// hold (settle).
+func (m *Member) groupAt(rev uint64) bool {
+	_, now, ok, err := m.b.readGroup(m.t.name, m.group)
+	return err == nil && ok && now == rev
 }
 
 // unsureReservation is a cursor write of a poll whose outcome is unknown:
@@ -552,15 +601,18 @@ func (m *Member) notJoined() error {
 }
 
 // Ack commits the in-flight delivery (partition, offset) of this member
-// (SPEC rule 11): the committed offset advances, attempts reset, then
-// retention runs on the partition (retainAfterAck: low is raised at once,
-// the records below it purged by the next publish that finds the
-// partition full; package doc, "Deferred purge"). False, nothing changed,
-// unless the member owns partition in the group's current generation and
-// exactly that offset is in flight there (a partition that moved since the
-// delivery was migrated, which cancelled it). Errors: engine.ErrInvalidArgument
-// (partition out of range, negative offset), ErrUnavailable. A retention
-// failure after the commit is not reported: the next Ack retries it.
+// (SPEC rule 11): the committed offset advances and attempts reset. False,
+// nothing changed, unless the member owns partition and exactly that
+// offset is in flight there to this incarnation (a partition that moved
+// since the delivery was migrated, which cancelled it). A delivery this
+// Member polled is settled by one compare-and-set on the cursor as its
+// poll wrote it; anything else, or a cursor written since, reads the
+// group, the cursor and the log start first (settle). Retention (rule 13)
+// is owed, not run: the records the commit frees are removed by the next
+// call that reads the log start (package doc, "Retention owed").
+// Errors: engine.ErrInvalidArgument (partition out of range, negative
+// offset), an error wrapping tributary.ErrFenced once m is superseded,
+// ErrUnavailable.
 func (m *Member) Ack(partition int32, offset int64) (bool, error) {
 	return m.settle(partition, offset, true)
 }
@@ -578,11 +630,38 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 	if offset < 0 {
 		return false, invalid("negative offset %d", offset)
 	}
+	if m.state.Load() == memberFenced {
+		return false, m.fencedErr()
+	}
 	key := cursorKey(m.t.name, m.group, partition)
-	var waited time.Time // since when it waits for a placer (waitPlacer)
+	if v, ok := m.reserved.LoadAndDelete(partition); ok {
+		// The fast path: the cursor as this Member's poll wrote it. If
+		// nothing wrote it since (the compare-and-set succeeds), the
+		// delivery is still in flight to this incarnation and the
+		// partition still the member's: a migration, a Rejoin, a Seek's
+		// stamp or another handle's settle would have written it
+		// (reservation).
+		if r := v.(reservation); r.c.Committed == offset {
+			n := r.c
+			n.InFlight, n.DeliveredAt = false, 0
+			if commit {
+				n.Committed, n.Attempts = r.c.Committed+1, 0
+			}
+			_, ok, err := m.b.put(key, n, r.rev)
+			if err != nil || ok {
+				return ok, err
+			}
+		}
+	}
+	var (
+		waited time.Time       // since when it waits for a placer (waitPlacer)
+		ignore map[string]bool // holds given up on (holdWait)
+	)
 	for range maxRetries {
 		// The group, the cursor and low in one snapshot read where the
-		// state stream takes them (batch.go), else one after another.
+		// state stream takes them (batch.go), else one after another,
+		// low after the cursor (a Seek's hold is seen by any read of
+		// the cursor after its stamp).
 		snap, err := m.b.read(groupKey(m.t.name, m.group), key, lowKey(m.t.name, partition))
 		if err != nil && !errors.Is(err, errNoSnapshot) {
 			return false, err
@@ -607,7 +686,7 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		if !snap.unchanged(key, crev) {
 			snap = nil // cursorFor wrote the cursor: low is read after it
 		}
-		lv, lrev, err := m.b.readLowIn(snap, m.t.name, partition)
+		lv, _, err := m.b.readLowIn(snap, m.t.name, partition)
 		if err != nil {
 			return false, err
 		}
@@ -620,6 +699,16 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		if c.Owner != m.name || !c.InFlight || c.Committed != offset || c.MemberInc != "" && c.MemberInc != gv.Incs[m.name] {
 			return false, nil // not in flight to this incarnation
 		}
+		if commit && lv.held(time.Now().UnixNano(), ignore) {
+			// A Seek back is deciding its range from the committed
+			// offsets it read after its stamps: a commit now could raise
+			// the log start it owes past its offset. Wait for it, then
+			// read everything again (package doc, "Seek holds").
+			if ignore, err = m.b.holdWait(m.t.name, partition, ignore); err != nil {
+				return false, err
+			}
+			continue
+		}
 		n := c
 		n.InFlight, n.DeliveredAt = false, 0
 		if commit {
@@ -631,10 +720,6 @@ func (m *Member) settle(partition int32, offset int64, commit bool) (bool, error
 		}
 		if !ok {
 			continue
-		}
-		if commit {
-			a := ackedCursor{group: m.group, committed: n.Committed, low: lv, lowRev: lrev}
-			m.b.retainAfterAck(m.t.name, partition, a) //nolint:errcheck // documented: the next retention or full publish repairs it
 		}
 		return true, nil
 	}

@@ -490,3 +490,78 @@ func TestRejoinVsAdmin(t *testing.T) {
 	}
 	t.Logf("partitions %v, %d records consumed; members %v", parts, got, d.Groups[0].Members)
 }
+
+// A poll of a superseded incarnation that reads the group before a Rejoin
+// elsewhere and reserves a record after it is not acked: its Ack (the
+// fast path acts on the cursor its poll wrote, reading nothing) is
+// refused, and the current incarnation takes the record again. With
+// snapshot reads the zombie's poll is paused at its reservation write
+// (its group and cursor read at one instant before the Rejoin): the
+// Rejoin's stamp of the cursor fails that write. Key by key it is paused
+// between its read of the group and its read of the cursor: the
+// reservation lands after the Rejoin, and the poll keeps it for no fast
+// Ack because the group moved since it read it (Member.groupAt).
+func TestZombieReservationNotAcked(t *testing.T) {
+	for _, snapshots := range []bool{true, false} {
+		name := "snapshots"
+		if !snapshots {
+			name = "key-by-key"
+		}
+		t.Run(name, func(t *testing.T) {
+			b1, b2, _ := twoBackends(t, jetstream.Config{})
+			jetstream.SetSnapshots(b1, snapshots)
+			bt1 := topic(t, b1, "t", 1)
+			pub(t, bt1, 0, "x")
+			bt2, _, err := b2.OpenTopic("t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			zombie := member(t, bt1, "g", "a")
+			must(zombie.Join()).of(t)
+			current := member(t, bt2, "g", "a")
+			var fired atomic.Bool
+			rejoin := func() {
+				if fired.CompareAndSwap(false, true) {
+					if _, err := current.Rejoin(); err != nil {
+						t.Errorf("Rejoin: %v", err)
+					}
+				}
+			}
+			if snapshots {
+				jetstream.SetLossy(b1, func(key string, written bool) bool {
+					if !written && key == "cursor.t.g.0" {
+						rejoin()
+					}
+					return false
+				})
+			} else {
+				jetstream.SetReading(b1, func(key string) {
+					if key == "cursor.t.g.0" {
+						rejoin()
+					}
+				})
+			}
+			rs, pollErr := zombie.TryPoll(nil, 1)
+			jetstream.SetLossy(b1, nil)
+			jetstream.SetReading(b1, nil)
+			if !fired.Load() {
+				t.Fatal("hook: the Rejoin did not run inside the zombie's poll")
+			}
+			if len(rs) == 1 {
+				ok, err := zombie.Ack(0, rs[0].Offset)
+				if ok {
+					t.Fatalf("the superseded incarnation's Ack of its reservation made after the Rejoin = true (poll error %v)", pollErr)
+				}
+				if err != nil && !errors.Is(err, tributary.ErrFenced) {
+					t.Fatalf("the superseded incarnation's Ack = %v, want false or ErrFenced", err)
+				}
+			}
+			got := poll(t, current, 1)
+			if len(got) != 1 || got[0].Off != 0 {
+				t.Fatalf("the current incarnation's poll = %v, want record 0", got)
+			}
+			ok, err := current.Ack(0, 0)
+			wantBool(t, "the current incarnation's Ack", ok, err, true)
+		})
+	}
+}

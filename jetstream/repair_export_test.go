@@ -47,3 +47,8 @@ func StreamState(b *Backend, t string, p int32) (first, msgs uint64, err error) 
 // sending) or its reply (written true, asked after the server applied the
 // write). nil restores normal writes. Set it before the calls it affects.
 func SetLossy(b *Backend, f func(key string, written bool) bool) { b.lossy = f }
+
+// SetReading makes b call f before each read of one state key (key by
+// key, not a snapshot read); nil removes it. Set it before the calls it
+// affects.
+func SetReading(b *Backend, f func(key string)) { b.reading = f }

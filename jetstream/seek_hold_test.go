@@ -106,3 +106,84 @@ func fullPastWindowOn(t *testing.T, cfg jetstream.Config) (*jetstream.Backend, *
 	}
 	return b, srv, bt, m
 }
+
+// A Seek back decides its range from the other groups' committed offsets
+// it reads under its hold; an Ack of another group settles by one
+// compare-and-set of the cursor its poll wrote, reading nothing. The
+// Seek's stamps (every other group's cursor on the partition written
+// unchanged before those reads) make such an Ack fail its
+// compare-and-set and wait for the hold, so it cannot commit between the
+// Seek's reads and its write: else a Describe between that commit and the
+// Seek's write shows the log start past the Seek's offset, and the Seek
+// then succeeds and moves the log start back. Here group a has committed
+// 2 and holds record 2 in flight, group b has committed 5 (log start 2,
+// no window); b seeks back to 2 and, at its cursor write, a's Ack of 2 is
+// sent and given 300 ms.
+func TestSeekBackNotPassedByFastAck(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 10})
+	bt := topic(t, b, "t", 1)
+	for range 5 {
+		pub(t, bt, 0, "x")
+	}
+	ma, mb := member(t, bt, "a", "m"), member(t, bt, "b", "m")
+	must(ma.Join()).of(t)
+	must(mb.Join()).of(t)
+	for off := range int64(5) {
+		poll(t, mb, 1)
+		ok, err := mb.Ack(0, off)
+		wantBool(t, "b's Ack", ok, err, true)
+		if off < 3 {
+			poll(t, ma, 1)
+			if off < 2 {
+				ok, err := ma.Ack(0, off)
+				wantBool(t, "a's Ack", ok, err, true)
+			}
+		}
+	}
+	if d := must(b.Describe("t")).of(t); d.Partitions[0].LogStartOffset != 2 {
+		t.Fatalf("set-up: log start %d, want 2", d.Partitions[0].LogStartOffset)
+	}
+	var (
+		once     atomic.Bool
+		ackDone  = make(chan struct{})
+		ackOK    bool
+		ackErr   error
+		during   = int64(-1) // the log start a Describe showed after a's Ack returned, before b's write
+		seekSeen atomic.Bool
+	)
+	jetstream.SetLossy(b, func(key string, written bool) bool {
+		if !written && key == "cursor.t.b.0" && once.CompareAndSwap(false, true) {
+			seekSeen.Store(true)
+			go func() {
+				defer close(ackDone)
+				ackOK, ackErr = ma.Ack(0, 2)
+			}()
+			select {
+			case <-ackDone:
+				if d, err := b.Describe("t"); err == nil {
+					during = d.Partitions[0].LogStartOffset
+				}
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+		return false
+	})
+	ok, err := b.Seek("t", "b", 0, 2)
+	<-ackDone
+	jetstream.SetLossy(b, nil)
+	if !seekSeen.Load() {
+		t.Fatal("hook: the Seek's cursor write was not seen")
+	}
+	wantBool(t, "a's Ack of 2", ackOK, ackErr, true)
+	d := must(b.Describe("t")).of(t)
+	start := d.Partitions[0].LogStartOffset
+	if during >= 0 && ok && err == nil && during > 2 {
+		t.Fatalf("Seek of b to 2 = true after a Describe (a's Ack of 2 returned) showed the log start at %d; the log start is now %d", during, start)
+	}
+	if err != nil || !ok {
+		t.Fatalf("Seek of b to 2 = %v, %v; want true (the log start was 2 when it began)", ok, err)
+	}
+	if ca, cb := d.Groups[0].Partitions[0].Committed, d.Groups[1].Partitions[0].Committed; ca != 3 || cb != 2 || start != 2 {
+		t.Fatalf("after the Seek and the Ack: a committed %d, b %d, log start %d; want 3, 2, 2", ca, cb, start)
+	}
+}

@@ -259,6 +259,9 @@ func (b *Backend) getIn(s *snapshot, key string, v any) (rev uint64, ok bool, er
 // getTomb is get that also returns, for a deleted cursor, the incarnation
 // its tombstone records (0: none recorded, or the key is not deleted).
 func (b *Backend) getTomb(key string, v any) (rev uint64, ok bool, dead uint64, err error) {
+	if h := b.reading; h != nil {
+		h(key)
+	}
 	ctx, cancel := b.ctx()
 	defer cancel()
 	m, err := b.state.GetLastMsgForSubject(ctx, b.stateSubject(key))
