@@ -164,6 +164,8 @@ type Backend struct {
 	// wake-up arrives: fallbackWait; fixed at Open (a test may lengthen
 	// it, to show that the wake-ups alone suffice).
 	roomWait time.Duration
+	// pollWait is roomWait for a blocked Poll.
+	pollWait time.Duration
 
 	// mu guards assignors (topic/group → the user assignor this process
 	// gave the group, registered once its CreateGroup or SetAssignor
@@ -255,6 +257,7 @@ func Open(cfg Config) (*Backend, error) {
 		now:       cfg.Clock,
 		closed:    make(chan struct{}),
 		roomWait:  fallbackWait,
+		pollWait:  fallbackWait,
 		assignors: map[string]userAssignor{},
 		pending:   map[string][]*userAssignor{},
 		streams:   map[string]njs.Stream{},

@@ -543,12 +543,15 @@ func (u unsureReservation) matches(member string, c cursorVal) bool {
 
 // Poll is TryPoll that, when nothing is deliverable, waits and polls again
 // until it has at least one record. It waits without busy polling: on core
-// NATS subscriptions to the topic's record subjects and the group's state
-// keys (a publish, an ack, a Retry, a rebalance or a Seek wakes it), on a
-// timer for the earliest ack-timeout expiry, and at most fallbackWait (a
-// reconnect may lose a wake-up). It returns ctx.Err() when ctx ends, and
-// tributary.ErrClosed when stop or the Backend closes or the member is not
-// in its group. Other errors: as TryPoll.
+// NATS subscriptions to the record subjects and cursor keys of the
+// partitions the member owns and to its group's key (a publish there, an
+// Ack, a Retry or a Seek there, a rebalance wakes it, not a publish to or
+// an Ack on another member's partition), on a timer for the earliest
+// ack-timeout expiry, and at most fallbackWait (2 s: a reconnect may lose
+// a wake-up). When its assignment changes it subscribes again. It returns
+// ctx.Err() when ctx ends, and tributary.ErrClosed when stop or the
+// Backend closes or the member is not in its group. Other errors: as
+// TryPoll.
 func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Record, max int32) ([]engine.Record, error) {
 	if err := checkMax(max); err != nil {
 		return dst, err
@@ -561,40 +564,69 @@ func (m *Member) Poll(ctx context.Context, stop <-chan struct{}, dst []engine.Re
 	if !joined {
 		return out, m.notJoined()
 	}
-	if err := ctx.Err(); err != nil {
-		return out, err // the requests are not bound by ctx: stop between them
-	}
 	b := m.b
-	return block(ctx, stop, b, []string{
-		b.sp + ".rec." + m.t.name + ".*",
-		b.stateSubject(groupKey(m.t.name, m.group)),
-		b.stateSubject(groupCursorsKey(m.t.name, m.group)),
-	}, out, func() ([]engine.Record, time.Duration, bool, error) {
+	for {
 		if err := ctx.Err(); err != nil {
-			return dst, 0, true, err
+			return out, err // the requests are not bound by ctx: stop between them
 		}
-		out, joined, expiry, err := m.poll(dst, max, -1)
-		if err != nil || len(out) > n {
-			return out, 0, true, err
-		}
-		if !joined {
-			return out, 0, true, m.notJoined()
-		}
-		wait := fallbackWait
-		if expiry > 0 {
-			wait = min(wait, time.Duration(expiry-b.now().UnixNano()))
-			if wait < time.Millisecond {
-				wait = time.Millisecond
+		owned := m.owned.Load()
+		out, err = block(ctx, stop, b, m.wakeSubjects(owned), out, func() ([]engine.Record, time.Duration, bool, error) {
+			if err := ctx.Err(); err != nil {
+				return dst, 0, true, err
 			}
+			out, joined, expiry, err := m.poll(dst, max, -1)
+			if err != nil || len(out) > n {
+				return out, 0, true, err
+			}
+			if !joined {
+				return out, 0, true, m.notJoined()
+			}
+			if m.owned.Load() != owned {
+				return out, 0, true, errReassigned
+			}
+			wait := b.pollWait
+			if expiry > 0 {
+				wait = min(wait, time.Duration(expiry-b.now().UnixNano()))
+				if wait < time.Millisecond {
+					wait = time.Millisecond
+				}
+			}
+			return out, wait, false, nil
+		}, func(backendClosed bool) error {
+			if backendClosed {
+				return fmt.Errorf("%w: backend closed", tributary.ErrClosed)
+			}
+			return tributary.ErrClosed
+		})
+		if !errors.Is(err, errReassigned) {
+			return out, err
 		}
-		return out, wait, false, nil
-	}, func(backendClosed bool) error {
-		if backendClosed {
-			return fmt.Errorf("%w: backend closed", tributary.ErrClosed)
-		}
-		return tributary.ErrClosed
-	})
+	}
 }
+
+// errReassigned: a blocked Poll's member owns other partitions than it
+// subscribed for; it subscribes again.
+var errReassigned = errors.New("assignment changed")
+
+// wakeSubjects are the subjects a blocked Poll of a member owning owned
+// (nil: not known yet) waits on: its group's key, and the record subjects
+// and cursor keys of owned, or of every partition past wakeWildcard
+// partitions (one subscription each rather than two per partition).
+func (m *Member) wakeSubjects(owned *[]int32) []string {
+	b, t := m.b, m.t.name
+	subjects := []string{b.stateSubject(groupKey(t, m.group))}
+	if owned == nil || len(*owned) > wakeWildcard {
+		return append(subjects, b.sp+".rec."+t+".*", b.stateSubject(groupCursorsKey(t, m.group)))
+	}
+	for _, p := range *owned {
+		subjects = append(subjects, b.partSubject(t, p), b.stateSubject(cursorKey(t, m.group, p)))
+	}
+	return subjects
+}
+
+// wakeWildcard is the most partitions for which a blocked Poll subscribes
+// to each partition's subjects rather than to the topic's wildcards.
+const wakeWildcard = 8
 
 func (m *Member) notJoined() error {
 	return fmt.Errorf("%w: member %q is not in group %q of topic %q", tributary.ErrClosed, m.name, m.group, m.t.name)
