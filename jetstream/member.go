@@ -334,6 +334,7 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 			m.noteOwned(&gv)
 		}
 		stale := false
+		var later []kept // reservations kept once the group is found unchanged
 		for p, o := range gv.Owners {
 			if o != m.name || only >= 0 && int32(p) != only {
 				continue
@@ -341,13 +342,14 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 			if int32(len(out)-len(dst)) >= max {
 				break
 			}
-			r, got, exp, err := m.pollPartition(snap, &gv, grev, int32(p))
+			r, got, exp, err := m.pollPartition(snap, &gv, int32(p), &later)
 			if errors.Is(err, errStale) {
 				stale = true
 				break
 			}
 			if err != nil {
 				if len(out) > len(dst) {
+					m.keep(later, grev)
 					return out, true, 0, nil // reserved: the caller's (TryPoll)
 				}
 				return out, true, 0, err
@@ -359,11 +361,29 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 				expiry = exp
 			}
 		}
+		m.keep(later, grev)
 		if !stale || len(out) > len(dst) {
 			return out, true, expiry, nil
 		}
 	}
 	return out, true, 0, fmt.Errorf("%w: polling %s/%s", ErrContention, m.t.name, m.group)
+}
+
+// kept is a reservation a poll made on partition p, for settle's fast path.
+type kept struct {
+	p   int32
+	res reservation
+}
+
+// keep stores the reservations in later once the group is found still at
+// revision grev, the revision the poll read it at (groupAt: one read for
+// all of them).
+func (m *Member) keep(later []kept, grev uint64) {
+	if len(later) > 0 && m.groupAt(grev) {
+		for _, k := range later {
+			m.reserved.Store(k.p, k.res)
+		}
+	}
 }
 
 // noteOwned records the partitions gv gives the member, if they changed.
@@ -380,9 +400,11 @@ func (m *Member) noteOwned(gv *groupVal) {
 }
 
 // pollPartition reserves the record at the group's committed offset on p
-// if p is deliverable; gv is the group as the poll read it, at revision
-// grev. exp is the ack-timeout expiry of a delivery that blocks p, else 0.
-func (m *Member) pollPartition(s *snapshot, gv *groupVal, grev uint64, p int32) (r engine.Record, got bool, exp int64, err error) {
+// if p is deliverable; gv is the group as the poll read it. A reservation settle's fast path may use
+// is stored now when its cursor was read at the group's instant, else
+// appended to later, for keep. exp is the ack-timeout expiry of a
+// delivery that blocks p, else 0.
+func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32, later *[]kept) (r engine.Record, got bool, exp int64, err error) {
 	key := cursorKey(m.t.name, m.group, p)
 	m.reserved.Delete(p)
 	var waited time.Time                                  // since when it waits for a placer (waitPlacer)
@@ -489,8 +511,12 @@ func (m *Member) pollPartition(s *snapshot, gv *groupVal, grev uint64, p int32) 
 			return r, false, 0, err
 		}
 		if ok {
-			if !orphan && !held && (atGroup || m.groupAt(grev)) {
-				m.reserved.Store(p, reservation{c: n, rev: nrev})
+			switch res := (reservation{c: n, rev: nrev}); {
+			case orphan || held:
+			case atGroup:
+				m.reserved.Store(p, res)
+			default:
+				*later = append(*later, kept{p, res})
 			}
 			r.Attempt = n.Attempts
 			return r, true, 0, nil

@@ -1,6 +1,7 @@
 package jetstream_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -158,5 +159,59 @@ func requestsPerCall(t *testing.T, snapshots bool, maxSend, maxPoll, maxAck, max
 		rounds, total, steady, rounds, float64(total)/rounds, rereads, took.Round(time.Millisecond))
 	if most := int(took/time.Second) + 1; rereads > most {
 		t.Errorf("the partition count was read again %d times in %v, more than once a second (%d)", rereads, took, most)
+	}
+}
+
+// TestRequestsPerRecord counts the requests per delivered record of a
+// steady drain of a 16-partition topic on one server (snapshot reads),
+// counted with nats.Conn.Stats while 8 records wait on each partition:
+// with one member owning all 16 partitions (TryPoll(16): one snapshot,
+// then a read and a reservation per record; an Ack each) and with 16
+// members owning one each (TryPoll(1) and Ack). Raw JetStream's durable
+// pull consumers make 2 (a fetch and an ack: TestRawRequestsPerRoundTrip);
+// the goal here is at most 4.
+func TestRequestsPerRecord(t *testing.T) {
+	for _, n := range []int{1, 16} {
+		t.Run(fmt.Sprintf("members=%d", n), func(t *testing.T) {
+			b, _ := start(t, jetstream.Config{Capacity: 64})
+			bt := topic(t, b, "t", 16)
+			for p := range int32(16) {
+				for range 8 {
+					pub(t, bt, p, "x")
+				}
+			}
+			members := make([]tributary.BackendMember, n)
+			for i := range members {
+				members[i] = member(t, bt, "g", fmt.Sprintf("m%d", i))
+				must(members[i].Join()).of(t)
+			}
+			for _, m := range members {
+				if got := len(m.Assignment()); got != 16/n {
+					t.Fatalf("set-up: a member owns %d partitions, want %d", got, 16/n)
+				}
+			}
+			before, delivered := jetstream.Requests(b), 0
+			for round := 0; delivered < 16*8 && round < 1000; round++ {
+				for _, m := range members {
+					rs, err := m.TryPoll(nil, int32(16/n))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range rs {
+						ok, err := m.Ack(r.Partition, r.Offset)
+						wantBool(t, "Ack", ok, err, true)
+					}
+					delivered += len(rs)
+				}
+			}
+			if delivered != 16*8 {
+				t.Fatalf("delivered %d records, want %d", delivered, 16*8)
+			}
+			per := float64(jetstream.Requests(b)-before) / float64(delivered)
+			t.Logf("%d members: %.2f requests per delivered record", n, per)
+			if per > 4 {
+				t.Errorf("%d members: %.2f requests per delivered record, more than 4", n, per)
+			}
+		})
 	}
 }
