@@ -268,12 +268,14 @@ func (b *Backend) getTomb(key string, v any) (rev uint64, ok bool, dead uint64, 
 	if err != nil {
 		return 0, false, 0, b.fail(fmt.Errorf("reading %s: %w", key, err))
 	}
-	return decodeState(key, m.Sequence, m.Data, v)
+	return decodeState(&b.groups, key, m.Sequence, m.Data, v)
 }
 
-// decodeState decodes key's message (revision rev, value data) into v, as
-// getTomb returns it.
-func decodeState(key string, rev uint64, data []byte, v any) (uint64, bool, uint64, error) {
+// decodeState decodes key's message (revision rev, value data) into v, a
+// pointer to a zero value, as getTomb returns it. A group value (v a
+// *groupVal) is decoded through gc (nil: none), which skips encoding/json
+// for a value it decoded before.
+func decodeState(gc *groupCache, key string, rev uint64, data []byte, v any) (uint64, bool, uint64, error) {
 	if isTombstone(data) {
 		var t cursorTomb
 		if err := json.Unmarshal(data, &t); err != nil {
@@ -281,7 +283,13 @@ func decodeState(key string, rev uint64, data []byte, v any) (uint64, bool, uint
 		}
 		return rev, false, t.Inc, nil
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	var err error
+	if gv, ok := v.(*groupVal); ok {
+		err = gc.decode(key, data, gv)
+	} else {
+		err = json.Unmarshal(data, v)
+	}
+	if err != nil {
 		return 0, false, 0, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
 	}
 	return rev, true, 0, nil
