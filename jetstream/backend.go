@@ -187,8 +187,9 @@ type Backend struct {
 	snapshots atomic.Bool
 	snaps     snapReplies
 
-	// groups caches the group values decoded last (statecache.go).
-	groups groupCache
+	// cache holds the state values decoded or written last
+	// (statecache.go).
+	cache stateCache
 
 	// landed caches, per partition stream name, the highest pending
 	// eviction's log end (lowVal.Evict) known to have been published past:

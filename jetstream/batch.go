@@ -26,7 +26,7 @@ import (
 type snapshot struct {
 	covers []string              // the keys and patterns read
 	vals   map[string]stateEntry // key → its message; absent: never written
-	groups *groupCache           // the reader's: decodes its group values
+	cache  *stateCache           // the reader's: decodes its values
 }
 
 // stateEntry is one key's message in a snapshot: its revision and value.
@@ -63,7 +63,7 @@ func (b *Backend) read(keys ...string) (*snapshot, error) {
 	if err != nil {
 		return nil, b.fail(fmt.Errorf("reading %v: %w", keys, err))
 	}
-	s := &snapshot{covers: keys, vals: make(map[string]stateEntry, len(keys)), groups: &b.groups}
+	s := &snapshot{covers: keys, vals: make(map[string]stateEntry, len(keys)), cache: &b.cache}
 	prefix := b.stateSubject("")
 	for _, m := range msgs {
 		switch status := m.Header.Get("Status"); status {
@@ -187,7 +187,7 @@ func (s *snapshot) get(key string, v any) (rev uint64, ok, covered bool, err err
 	if !found {
 		return 0, false, true, nil
 	}
-	rev, ok, _, err = decodeState(s.groups, key, e.rev, e.data, v)
+	rev, ok, _, err = decodeState(s.cache, key, e.rev, e.data, v)
 	return rev, ok, true, err
 }
 
