@@ -189,6 +189,10 @@ type Backend struct {
 	snapshots atomic.Bool
 	snaps     snapReplies
 
+	// cache holds the state values decoded or written last
+	// (statecache.go).
+	cache stateCache
+
 	// landed caches, per partition stream name, the highest pending
 	// eviction's log end (lowVal.Evict) known to have been published past:
 	// log ends only grow, so it stays landed (readLow).

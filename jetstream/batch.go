@@ -26,6 +26,7 @@ import (
 type snapshot struct {
 	covers []string              // the keys and patterns read
 	vals   map[string]stateEntry // key → its message; absent: never written
+	cache  *stateCache           // the reader's: decodes its values
 }
 
 // stateEntry is one key's message in a snapshot: its revision and value.
@@ -45,24 +46,15 @@ func (b *Backend) read(keys ...string) (*snapshot, error) {
 	if !b.snapshots.Load() {
 		return nil, errNoSnapshot
 	}
-	subjects := make([]string, len(keys))
-	for i, k := range keys {
-		subjects[i] = b.stateSubject(k)
-	}
 	// No batch size: the server answers every key or, past its limit of
 	// 1,024, refuses with 413 (a batch size would cut the answer short
 	// and leave the keys beyond it looking never written).
-	req, err := json.Marshal(struct {
-		MultiLast []string `json:"multi_last"`
-	}{subjects})
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := b.snaps.request(b, "$JS.API.DIRECT.GET."+b.cfg.Prefix+"_STATE", req)
+	req := b.multiLast(keys)
+	msgs, err := b.snaps.request(b, "$JS.API.DIRECT.GET."+b.cfg.Prefix+"_STATE", req, len(keys))
 	if err != nil {
 		return nil, b.fail(fmt.Errorf("reading %v: %w", keys, err))
 	}
-	s := &snapshot{covers: keys, vals: make(map[string]stateEntry, len(keys))}
+	s := &snapshot{covers: keys, vals: make(map[string]stateEntry, len(keys)), cache: &b.cache}
 	prefix := b.stateSubject("")
 	for _, m := range msgs {
 		switch status := m.Header.Get("Status"); status {
@@ -99,6 +91,46 @@ func (b *Backend) read(keys ...string) (*snapshot, error) {
 	return nil, fmt.Errorf("tributary/jetstream: snapshot answer of %d messages without its end", len(msgs))
 }
 
+// multiLast returns the request of a snapshot read of keys: the bytes
+// json.Marshal gives {"multi_last":[subject, ...]} (the keys' subjects),
+// built without reflection and without a string per subject.
+func (b *Backend) multiLast(keys []string) []byte {
+	head := b.stateSubject("")
+	n := len(`{"multi_last":[]}`)
+	for _, k := range keys {
+		n += len(head) + len(k) + 3 // quotes and comma
+	}
+	req := make([]byte, 0, n)
+	req = append(req, `{"multi_last":[`...)
+	for i, k := range keys {
+		if i > 0 {
+			req = append(req, ',')
+		}
+		if plainJSON(head) && plainJSON(k) {
+			req = append(req, '"')
+			req = append(req, head...)
+			req = append(req, k...)
+			req = append(req, '"')
+			continue
+		}
+		q, _ := json.Marshal(head + k) // a string always encodes
+		req = append(req, q...)
+	}
+	return append(req, "]}"...)
+}
+
+// plainJSON reports whether json.Marshal writes s between quotes as it
+// is: printable ASCII other than the characters it escapes (" \ < > &).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x80, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
 // snapReplies routes the answers of snapshot reads: one subscription per
 // Backend, on a wildcard inbox made at the first read, each read's answer
 // on a subject of its own under it. An answer is several messages (one
@@ -122,8 +154,9 @@ type snapWait struct {
 }
 
 // request sends req to subject and returns the answer's messages, its end
-// included, or ctx's error (the Backend's RequestTimeout).
-func (r *snapReplies) request(b *Backend, subject string, req []byte) ([]*nats.Msg, error) {
+// included, or ctx's error (the Backend's RequestTimeout). n is the
+// number of messages expected before the end (a capacity hint).
+func (r *snapReplies) request(b *Backend, subject string, req []byte, n int) ([]*nats.Msg, error) {
 	r.once.Do(func() {
 		r.prefix = b.nc.NewRespInbox() + "."
 		r.waiting = map[string]*snapWait{}
@@ -132,7 +165,7 @@ func (r *snapReplies) request(b *Backend, subject string, req []byte) ([]*nats.M
 	if r.err != nil {
 		return nil, r.err
 	}
-	w := &snapWait{done: make(chan struct{})}
+	w := &snapWait{msgs: make([]*nats.Msg, 0, n+1), done: make(chan struct{})}
 	r.mu.Lock()
 	r.next++
 	token := strconv.FormatUint(r.next, 36)
@@ -186,7 +219,7 @@ func (s *snapshot) get(key string, v any) (rev uint64, ok, covered bool, err err
 	if !found {
 		return 0, false, true, nil
 	}
-	rev, ok, _, err = decodeState(key, e.rev, e.data, v)
+	rev, ok, _, err = decodeState(s.cache, key, e.rev, e.data, v)
 	return rev, ok, true, err
 }
 

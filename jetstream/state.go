@@ -271,12 +271,13 @@ func (b *Backend) getTomb(key string, v any) (rev uint64, ok bool, dead uint64, 
 	if err != nil {
 		return 0, false, 0, b.fail(fmt.Errorf("reading %s: %w", key, err))
 	}
-	return decodeState(key, m.Sequence, m.Data, v)
+	return decodeState(&b.cache, key, m.Sequence, m.Data, v)
 }
 
 // decodeState decodes key's message (revision rev, value data) into v, as
-// getTomb returns it.
-func decodeState(key string, rev uint64, data []byte, v any) (uint64, bool, uint64, error) {
+// getTomb returns it, through sc (nil: none), which skips encoding/json
+// for a value it decoded or wrote before (statecache.go).
+func decodeState(sc *stateCache, key string, rev uint64, data []byte, v any) (uint64, bool, uint64, error) {
 	if isTombstone(data) {
 		var t cursorTomb
 		if err := json.Unmarshal(data, &t); err != nil {
@@ -284,7 +285,7 @@ func decodeState(key string, rev uint64, data []byte, v any) (uint64, bool, uint
 		}
 		return rev, false, t.Inc, nil
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := sc.decode(key, data, v); err != nil {
 		return 0, false, 0, fmt.Errorf("tributary/jetstream: corrupt state %s: %w", key, err)
 	}
 	return rev, true, 0, nil
@@ -311,6 +312,7 @@ func (b *Backend) put(key string, v any, rev uint64) (newRev uint64, ok bool, er
 		if h := b.lossy; h != nil && h(key, true) {
 			return 0, false, b.fail(fmt.Errorf("writing %s: reply: %w", key, context.DeadlineExceeded))
 		}
+		b.cache.wrote(key, data, v)
 		return ack.Sequence, true, nil
 	case code == njs.JSErrCodeStreamWrongLastSequence || code == njs.JSErrCodeStreamWrongLastSequenceConstant:
 		return 0, false, nil
