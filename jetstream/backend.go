@@ -240,6 +240,13 @@ func Open(cfg Config) (*Backend, error) {
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			cfg.Logger.Info("tributary/jetstream: connection back", "prefix", cfg.Prefix, "url", nc.ConnectedUrlRedacted())
 		}),
+		// A connection nats.go gives up on (an error from the server it
+		// does not reconnect after) is closed for good: every later call
+		// returns tributary.ErrClosed. Say why. (NoCallbacksAfterClientClose:
+		// not called for Close.)
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			cfg.Logger.Error("tributary/jetstream: connection closed by the client library; the Backend is closed", "prefix", cfg.Prefix, "error", nc.LastError())
+		}),
 	}
 	url := cfg.URL
 	if cfg.Server != nil {
