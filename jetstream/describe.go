@@ -16,8 +16,9 @@ import (
 // partitions and groups; each partition's figures are read log start, then
 // cursors, then log end, and read again if the log start moved meanwhile,
 // so lag is never negative, no committed offset is below the log start and
-// end − start never exceeds the capacity. A cursor behind its group's
-// generation is shown as helping would leave it, and one not yet placed
+// end − start never exceeds the capacity. A cursor that its group's last
+// rebalance moved and that is not migrated yet is migrated first (one
+// write, as any call that meets it helps); one not yet placed is shown
 // where placing it would put it (nothing is written). The
 // result is the caller's. Errors: engine.ErrInvalidArgument
 // (unknown topic, invalid identifier), ErrUnavailable.
@@ -111,7 +112,20 @@ func (b *Backend) snapshot(topic string, records bool) (engine.TopicSnapshot, er
 					c = cursorVal{Owner: g.gv.owner(p)}
 					unplaced[i] = true
 				case c.Gen < g.gv.Gen && (c.Owner != g.gv.owner(p) || c.Gen < g.gv.since(p)):
-					c.Owner, c.InFlight = g.gv.owner(p), false
+					// A migration not written yet (its rebalance still
+					// running, or its process gone): written here, as
+					// any call that meets it does (cursorFor), so that
+					// no Ack of the old owner by its poll's write lands
+					// after this shows the partition moved.
+					n, _, err := b.cursorFor(topic, g.name, &g.gv, p)
+					switch {
+					case err == nil:
+						c = n
+					case errors.Is(err, errStale): // a newer rebalance: shown as it leaves it
+						c.Owner, c.InFlight = g.gv.owner(p), false
+					default:
+						return s, err
+					}
 				}
 				cursors[i] = c
 			}

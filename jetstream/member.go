@@ -257,7 +257,20 @@ func (m *Member) Assignment() []int32 {
 	if err != nil || !ok {
 		return []int32{}
 	}
+	m.dropMoved(&gv)
 	return owned(&gv, m.name)
+}
+
+// dropMoved forgets the reservations of partitions gv does not give the
+// member (settle's fast path): once this Member has seen a partition
+// moved, its Ack there reads the group, as before the move it need not.
+func (m *Member) dropMoved(gv *groupVal) {
+	m.reserved.Range(func(k, _ any) bool {
+		if gv.owner(k.(int32)) != m.name {
+			m.reserved.Delete(k)
+		}
+		return true
+	})
 }
 
 // checkMax returns engine.ErrInvalidArgument unless max is 1..64.
@@ -333,6 +346,7 @@ func (m *Member) poll(dst []engine.Record, max, only int32) (out []engine.Record
 		if only < 0 {
 			m.noteOwned(&gv)
 		}
+		m.dropMoved(&gv)
 		stale := false
 		var later []kept // reservations kept once the group is found unchanged
 		for p, o := range gv.Owners {
