@@ -1069,11 +1069,15 @@ func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *grou
 }
 
 // stamp writes every cursor on partition p of a group other than g
-// unchanged, each by compare-and-set on the revision it reads (one that
-// fails was written after the read: as good as a stamp). A Member's
-// settle fast path compare-and-sets the revision its poll wrote, so after
-// the stamps no commit made without reading low lands until the hold the
-// caller has taken is released (package doc, "Seek holds").
+// unchanged, each by compare-and-set on the revision it reads, read and
+// written again until one lands. A Member's settle fast path
+// compare-and-sets the revision its poll wrote, so after the stamps no
+// commit made without reading low lands until the hold the caller has
+// taken is released (package doc, "Seek holds"). A stamp that fails is not
+// as good as one that lands: the write that failed it may be a poll's
+// reservation, made from a cursor and a low read before the hold, whose
+// revision is then the one its Ack compare-and-sets. Errors: ErrContention
+// after maxRetries failed stamps of one cursor, ErrUnavailable.
 func (b *Backend) stamp(t, g string, p int32) error {
 	groups, err := b.listKeys(partCursorsKey(t, p), 4)
 	if err != nil {
@@ -1083,20 +1087,28 @@ func (b *Backend) stamp(t, g string, p int32) error {
 		if other == g {
 			continue
 		}
-		key := cursorKey(t, other, p)
-		var c cursorVal
-		rev, ok, err := b.get(key, &c)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue // deleted: nobody commits there
-		}
-		if _, _, err := b.put(key, c, rev); err != nil {
+		if err := b.stampCursor(cursorKey(t, other, p)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stampCursor writes the cursor at key unchanged by compare-and-set on the
+// revision it reads, reading again until a write lands; nothing for a
+// deleted cursor (nobody commits there).
+func (b *Backend) stampCursor(key string) error {
+	for range maxRetries {
+		var c cursorVal
+		rev, ok, err := b.get(key, &c)
+		if err != nil || !ok {
+			return err
+		}
+		if _, ok, err := b.put(key, c, rev); err != nil || ok {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: stamping cursor %s", ErrContention, key)
 }
 
 // release removes the hold tok from partition p's log start, first by
