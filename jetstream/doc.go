@@ -188,11 +188,15 @@
 // (revision r) and compare-and-sets r → the same value with a hold added
 // (lowVal.Holds: a token and an expiry instant), decides the range against
 // that low, reads its cursor and, for a Seek back, stamps the other
-// groups' cursors of the partition (each written unchanged) and reads them
-// (the retention owed), writes its cursor by compare-and-set, and
-// compare-and-sets low again without the hold. The stamps keep the owed
-// log start fixed until the write: an Ack of another group by its poll's
-// write (Settling by the poll's write, above) fails on the stamp; an Ack
+// groups' cursors of the partition (each written unchanged, read and
+// written again until a write lands) and reads them (the retention owed),
+// writes its cursor by compare-and-set, and compare-and-sets low again
+// without the hold. The stamps keep the owed log start fixed until the
+// write: an Ack of another group by its poll's write (Settling by the
+// poll's write, above) fails on the stamp; a stamp that failed is sent
+// again because the write that failed it may be such a poll's, made from
+// a low read before the hold, whose revision would otherwise stay the
+// cursor's last; an Ack
 // that reads low and finds an active hold waits until it is released, as
 // a retention pass does, and then reads everything again; a poll that
 // finds a hold keeps no write for its Ack. A retention pass that would
