@@ -170,10 +170,15 @@
 //     (max(low, M − w) with M read now, its own cursor included) and
 //     reports ErrOffsetOutOfRange below it, even if their passes have not
 //     run yet (their writes came first, so did their retention in the
-//     engine's order). Its own cursor is read and replaced by one
-//     compare-and-set, so a racing Seek forward of the same group is never
-//     missed; other groups' cursors are read one after another, not at one
-//     instant (rule 14's weakening, below).
+//     engine's order). Its write lowers M, so before it the Seek raises
+//     low to that log start (by compare-and-set from the revision read
+//     before the cursors, as a pass does; the pass after the Seek purges):
+//     else the owed log start would move back with the write and the
+//     records below it, removed in the engine's order, come back. Its own
+//     cursor is read and replaced by one compare-and-set, so a racing Seek
+//     forward of the same group is never missed; other groups' cursors are
+//     read one after another, not at one instant (rule 14's weakening,
+//     below).
 //   - A publish that finds the partition full runs the pass with
 //     eviction, which raises low to what the commits owe and purges before
 //     anything is evicted; a waiting publisher wakes on every cursor write
