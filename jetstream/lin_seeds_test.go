@@ -58,7 +58,7 @@ func TestLinSeeds(t *testing.T) {
 				if res.Topic != "" {
 					sub = h.Topic(res.Topic)
 				}
-				t.Errorf("%v: %s on topic %q\n%s", h.Workload, res.Verdict, res.Topic, dumpHistory(sub))
+				t.Errorf("mix %s, seed %d, %v: %s on topic %q\n%s", mix, seed, h.Workload, res.Verdict, res.Topic, dumpHistory(sub))
 			}
 		}
 		t.Logf("mix %s, seeds %d-%d: %d histories not Ok, in %v", mix, lo, hi, bad, time.Since(start))
