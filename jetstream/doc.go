@@ -172,8 +172,9 @@
 //     run yet (their writes came first, so did their retention in the
 //     engine's order). Its write lowers M, so before it the Seek raises
 //     low to that log start (by compare-and-set from the revision read
-//     before the cursors, as a pass does; the pass after the Seek purges):
-//     else the owed log start would move back with the write and the
+//     before the cursors, as a pass does; the records below it stay until
+//     a publish that finds the partition full purges them): else the
+//     owed log start would move back with the write and the
 //     records below it, removed in the engine's order, come back. Its own
 //     cursor is read and replaced by one compare-and-set, so a racing Seek
 //     forward of the same group is never missed; other groups' cursors are

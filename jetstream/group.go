@@ -1066,10 +1066,11 @@ func (b *Backend) seekWrite(t, g string, p int32, offset int64, held lowVal, hre
 			}
 			if owed > lv.Low {
 				// Raised from the revision read before the cursors, as
-				// a retention pass raises it (the records stay until
-				// the pass after the Seek purges them): a placement
-				// that fenced meanwhile fails it, and the cursors are
-				// read again.
+				// a retention pass raises it, without a purge (the
+				// records below stay in the stream, invisible, until a
+				// publish that finds the partition full purges them): a
+				// placement that fenced meanwhile fails it, and the
+				// cursors are read again.
 				raised := lv
 				raised.Low = owed
 				nrev, ok, err := b.put(lowKey(t, p), raised, lrev)
