@@ -174,12 +174,11 @@
 //     low to that log start (by compare-and-set from the revision read
 //     before the cursors, as a pass does; the records below it stay until
 //     a publish that finds the partition full purges them): else the
-//     owed log start would move back with the write and the
-//     records below it, removed in the engine's order, come back. Its own
-//     cursor is read and replaced by one compare-and-set, so a racing Seek
-//     forward of the same group is never missed; other groups' cursors are
-//     read one after another, not at one instant (rule 14's weakening,
-//     below).
+//     owed log start would move back with the write and the records below
+//     it, removed in the engine's order, come back. Its own cursor is read
+//     and replaced by one compare-and-set, so a racing Seek forward of the
+//     same group is never missed; other groups' cursors are read one after
+//     another, not at one instant (rule 14's weakening, below).
 //   - A publish that finds the partition full runs the pass with
 //     eviction, which raises low to what the commits owe and purges before
 //     anything is evicted; a waiting publisher wakes on every cursor write
