@@ -213,8 +213,9 @@
 // once it has (readLow), and then the cursors too: the snapshot's are
 // older than that low, and a Seek that held, wrote and released in the
 // wait is missing from them while low's revision is the one after its
-// release. So low does not move from the hold to the release, and the
-// write is never below it. One Seek holds a partition at a time (another
+// release. So from the hold to the release low moves only by the holder's
+// own raise to the owed log start (Retention owed, above), which is at
+// most its offset, and the write is never below it. One Seek holds a partition at a time (another
 // waits as a retention pass does): the other groups' cursors a Seek back
 // reads for the retention owed are not moved back by another Seek before
 // its write. A hold expires holdFor after it was taken (fallbackWait + 2 ×
