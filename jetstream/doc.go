@@ -170,10 +170,15 @@
 //     (max(low, M − w) with M read now, its own cursor included) and
 //     reports ErrOffsetOutOfRange below it, even if their passes have not
 //     run yet (their writes came first, so did their retention in the
-//     engine's order). Its own cursor is read and replaced by one
-//     compare-and-set, so a racing Seek forward of the same group is never
-//     missed; other groups' cursors are read one after another, not at one
-//     instant (rule 14's weakening, below).
+//     engine's order). Its write lowers M, so before it the Seek raises
+//     low to that log start (by compare-and-set from the revision read
+//     before the cursors, as a pass does; the records below it stay until
+//     a publish that finds the partition full purges them): else the
+//     owed log start would move back with the write and the records below
+//     it, removed in the engine's order, come back. Its own cursor is read
+//     and replaced by one compare-and-set, so a racing Seek forward of the
+//     same group is never missed; other groups' cursors are read one after
+//     another, not at one instant (rule 14's weakening, below).
 //   - A publish that finds the partition full runs the pass with
 //     eviction, which raises low to what the commits owe and purges before
 //     anything is evicted; a waiting publisher wakes on every cursor write
@@ -188,11 +193,15 @@
 // (revision r) and compare-and-sets r → the same value with a hold added
 // (lowVal.Holds: a token and an expiry instant), decides the range against
 // that low, reads its cursor and, for a Seek back, stamps the other
-// groups' cursors of the partition (each written unchanged) and reads them
-// (the retention owed), writes its cursor by compare-and-set, and
-// compare-and-sets low again without the hold. The stamps keep the owed
-// log start fixed until the write: an Ack of another group by its poll's
-// write (Settling by the poll's write, above) fails on the stamp; an Ack
+// groups' cursors of the partition (each written unchanged, read and
+// written again until a write lands) and reads them (the retention owed),
+// writes its cursor by compare-and-set, and compare-and-sets low again
+// without the hold. The stamps keep the owed log start fixed until the
+// write: an Ack of another group by its poll's write (Settling by the
+// poll's write, above) fails on the stamp; a stamp that failed is sent
+// again because the write that failed it may be such a poll's, made from
+// a low read before the hold, whose revision would otherwise stay the
+// cursor's last; an Ack
 // that reads low and finds an active hold waits until it is released, as
 // a retention pass does, and then reads everything again; a poll that
 // finds a hold keeps no write for its Ack. A retention pass that would
@@ -204,8 +213,9 @@
 // once it has (readLow), and then the cursors too: the snapshot's are
 // older than that low, and a Seek that held, wrote and released in the
 // wait is missing from them while low's revision is the one after its
-// release. So low does not move from the hold to the release, and the
-// write is never below it. One Seek holds a partition at a time (another
+// release. So from the hold to the release low moves only by the holder's
+// own raise to the owed log start (Retention owed, above), which is at
+// most its offset, and the write is never below it. One Seek holds a partition at a time (another
 // waits as a retention pass does): the other groups' cursors a Seek back
 // reads for the retention owed are not moved back by another Seek before
 // its write. A hold expires holdFor after it was taken (fallbackWait + 2 ×

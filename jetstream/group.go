@@ -1002,7 +1002,7 @@ func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *group
 		if !ok {
 			continue // low moved: decide against the new one
 		}
-		wrote, err := b.seekWrite(t, g, p, offset, lv.Low, w, gv, until)
+		wrote, err := b.seekWrite(t, g, p, offset, held, hrev, w, gv, until)
 		if rerr := b.release(t, p, tok, held, hrev); err == nil || errors.Is(err, errHoldShort) && rerr != nil {
 			err = rerr
 		}
@@ -1014,17 +1014,22 @@ func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *group
 	return false, fmt.Errorf("%w: holding the log start of %s/%d", ErrContention, t, p)
 }
 
-// seekWrite is Seek's cursor write under its hold on the log start low
-// (which no retention pass raises meanwhile), held until until: it reads
-// group g's cursor on p and writes it at offset by compare-and-set, unless
-// offset is below the log start that the cursor advances already written
-// imply (retention owed: ErrOffsetOutOfRange, nothing written). It sends
-// the write only with a request's time (Config.RequestTimeout) left on the
-// hold, else returns errHoldShort (nothing written). errStale: the cursor
-// is gone or of another incarnation than gv's.
-func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *groupVal, until time.Time) (bool, error) {
+// seekWrite is Seek's cursor write under its hold on the log start (held,
+// as the hold wrote it at revision hrev; no retention pass raises it
+// meanwhile), held until until: it reads group g's cursor on p and writes
+// it at offset by compare-and-set, unless offset is below the log start
+// that the cursor advances already written imply (retention owed:
+// ErrOffsetOutOfRange, nothing written). A write back first raises low to
+// that owed log start (holds kept), since the write lowers the least
+// committed offset the owed log start is computed from: left owed, the
+// records below it would come back (package doc, "Retention owed"). It
+// sends the write only with a request's time (Config.RequestTimeout) left
+// on the hold, else returns errHoldShort (nothing written). errStale: the
+// cursor is gone or of another incarnation than gv's.
+func (b *Backend) seekWrite(t, g string, p int32, offset int64, held lowVal, hrev uint64, w int64, gv *groupVal, until time.Time) (bool, error) {
 	key := cursorKey(t, g, p)
 	stamped := false
+	lv, lrev := held, hrev // low as last written or read: the cursors are read after it
 	for range maxRetries {
 		var cur cursorVal
 		crev, ok, err := b.get(key, &cur)
@@ -1048,12 +1053,37 @@ func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *grou
 				}
 				stamped = true
 			}
-			least, err := b.leastCommitted(t, p, low)
+			least, err := b.leastCommitted(t, p, lv.Low)
 			if err != nil {
 				return false, err
 			}
-			if owed := max(low, least-w); least >= 0 && offset < owed {
+			owed := lv.Low
+			if least >= 0 {
+				owed = max(lv.Low, least-w)
+			}
+			if offset < owed {
 				return false, fmt.Errorf("%w: topic %q: partition %d: offset %d below the log start %d (retention owed)", engine.ErrOffsetOutOfRange, t, p, offset, owed)
+			}
+			if owed > lv.Low {
+				// Raised from the revision read before the cursors, as
+				// a retention pass raises it, without a purge (the
+				// records below stay in the stream, invisible, until a
+				// publish that finds the partition full purges them): a
+				// placement that fenced meanwhile fails it, and the
+				// cursors are read again.
+				raised := lv
+				raised.Low = owed
+				nrev, ok, err := b.put(lowKey(t, p), raised, lrev)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					if lv, lrev, err = b.readLow(t, p); err != nil {
+						return false, err
+					}
+					continue
+				}
+				lv, lrev = raised, nrev
 			}
 		}
 		if time.Until(until) < b.cfg.RequestTimeout {
@@ -1069,11 +1099,15 @@ func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *grou
 }
 
 // stamp writes every cursor on partition p of a group other than g
-// unchanged, each by compare-and-set on the revision it reads (one that
-// fails was written after the read: as good as a stamp). A Member's
-// settle fast path compare-and-sets the revision its poll wrote, so after
-// the stamps no commit made without reading low lands until the hold the
-// caller has taken is released (package doc, "Seek holds").
+// unchanged, each by compare-and-set on the revision it reads, read and
+// written again until one lands. A Member's settle fast path
+// compare-and-sets the revision its poll wrote, so after the stamps no
+// commit made without reading low lands until the hold the caller has
+// taken is released (package doc, "Seek holds"). A stamp that fails is not
+// as good as one that lands: the write that failed it may be a poll's
+// reservation, made from a cursor and a low read before the hold, whose
+// revision is then the one its Ack compare-and-sets. Errors: ErrContention
+// after maxRetries failed stamps of one cursor, ErrUnavailable.
 func (b *Backend) stamp(t, g string, p int32) error {
 	groups, err := b.listKeys(partCursorsKey(t, p), 4)
 	if err != nil {
@@ -1083,20 +1117,28 @@ func (b *Backend) stamp(t, g string, p int32) error {
 		if other == g {
 			continue
 		}
-		key := cursorKey(t, other, p)
-		var c cursorVal
-		rev, ok, err := b.get(key, &c)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue // deleted: nobody commits there
-		}
-		if _, _, err := b.put(key, c, rev); err != nil {
+		if err := b.stampCursor(cursorKey(t, other, p)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stampCursor writes the cursor at key unchanged by compare-and-set on the
+// revision it reads, reading again until a write lands; nothing for a
+// deleted cursor (nobody commits there).
+func (b *Backend) stampCursor(key string) error {
+	for range maxRetries {
+		var c cursorVal
+		rev, ok, err := b.get(key, &c)
+		if err != nil || !ok {
+			return err
+		}
+		if _, ok, err := b.put(key, c, rev); err != nil || ok {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: stamping cursor %s", ErrContention, key)
 }
 
 // release removes the hold tok from partition p's log start, first by

@@ -556,9 +556,10 @@ func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32, later *[]kept
 // unchanged after the reservation rules that out. Likewise for a Seek's
 // hold: a poll that saw low without an active hold read the cursor before
 // the Seek's stamps (low is read after the cursor, or at its instant), so
-// the stamp fails its compare-and-set or replaces its reservation's
-// revision; one that saw a hold keeps nothing, and its Ack waits for the
-// hold (settle).
+// the stamp replaces its reservation's revision (a stamp whose
+// compare-and-set the reservation failed reads the cursor again and
+// writes it: Backend.stamp); one that saw a hold keeps nothing, and its
+// Ack waits for the hold (settle).
 func (m *Member) groupAt(rev uint64) bool {
 	_, now, ok, err := m.b.readGroup(m.t.name, m.group)
 	return err == nil && ok && now == rev

@@ -187,3 +187,128 @@ func TestSeekBackNotPassedByFastAck(t *testing.T) {
 		t.Fatalf("after the Seek and the Ack: a committed %d, b %d, log start %d; want 3, 2, 2", ca, cb, start)
 	}
 }
+
+// A Seek back's stamp of another group's cursor is written by
+// compare-and-set on the revision it read; a reservation by a poll that
+// read that cursor and low before the Seek's hold can land between the
+// stamp's read and its write. That reservation is its poll's write, kept
+// for a fast Ack (the poll saw no hold), and its revision is the cursor's
+// last: unless the stamp reads the cursor again and writes it, the Ack's
+// compare-and-set succeeds under the hold, between the Seek's read of
+// the committed offsets and its write, and a Describe there shows the log
+// start past the Seek's offset, which the Seek then moves back. Here
+// group a has committed 2, group b 5 (log start 2, no window); a's poll
+// of record 2 is paused at its reservation write, b's Seek back to 2
+// runs until its stamp of a's cursor has read it, the reservation lands,
+// the stamp is sent; at b's cursor write a's Ack of 2 is sent and given
+// 300 ms.
+func TestSeekStampNotPassedByReservation(t *testing.T) {
+	for _, snapshots := range []bool{true, false} {
+		name := "snapshots"
+		if !snapshots {
+			name = "key-by-key"
+		}
+		t.Run(name, func(t *testing.T) {
+			b, _ := start(t, jetstream.Config{Capacity: 10})
+			jetstream.SetSnapshots(b, snapshots)
+			bt := topic(t, b, "t", 1)
+			for range 5 {
+				pub(t, bt, 0, "x")
+			}
+			ma, mb := member(t, bt, "a", "m"), member(t, bt, "b", "m")
+			must(ma.Join()).of(t)
+			must(mb.Join()).of(t)
+			for off := range int64(5) {
+				poll(t, mb, 1)
+				ok, err := mb.Ack(0, off)
+				wantBool(t, "b's Ack", ok, err, true)
+				if off < 2 {
+					poll(t, ma, 1)
+					ok, err := ma.Ack(0, off)
+					wantBool(t, "a's Ack", ok, err, true)
+				}
+			}
+			if d := must(b.Describe("t")).of(t); d.Partitions[0].LogStartOffset != 2 {
+				t.Fatalf("set-up: log start %d, want 2", d.Partitions[0].LogStartOffset)
+			}
+			var (
+				aWrites    atomic.Int32 // writes of a's cursor seen: 1 the poll's, 2 the stamp's
+				atPoll     = make(chan struct{})
+				stampRead  = make(chan struct{})
+				pollDone   = make(chan struct{})
+				seekDone   = make(chan struct{})
+				bWrite     atomic.Bool
+				ackDone    = make(chan struct{})
+				ackOK      bool
+				ackErr     error
+				during     = int64(-1) // the log start a Describe showed after a's Ack returned, before b's write
+				seekOK     bool
+				seekErr    error
+				polled     []engine.Record
+				pollErr    error
+				ackStarted atomic.Bool
+			)
+			jetstream.SetLossy(b, func(key string, written bool) bool {
+				switch {
+				case written:
+				case key == "cursor.t.a.0":
+					switch aWrites.Add(1) {
+					case 1: // a's reservation: cursor and low read, no hold
+						close(atPoll)
+						<-stampRead
+					case 2: // b's stamp of a's cursor: read before the reservation landed
+						close(stampRead)
+						<-pollDone
+					}
+				case key == "cursor.t.b.0" && bWrite.CompareAndSwap(false, true):
+					ackStarted.Store(true)
+					go func() {
+						defer close(ackDone)
+						ackOK, ackErr = ma.Ack(0, 2)
+					}()
+					select {
+					case <-ackDone:
+						if d, err := b.Describe("t"); err == nil {
+							during = d.Partitions[0].LogStartOffset
+						}
+					case <-time.After(300 * time.Millisecond):
+					}
+				}
+				return false
+			})
+			go func() {
+				defer close(pollDone)
+				polled, pollErr = ma.TryPoll(nil, 1)
+			}()
+			<-atPoll
+			go func() {
+				defer close(seekDone)
+				seekOK, seekErr = b.Seek("t", "b", 0, 2)
+			}()
+			<-seekDone
+			<-pollDone
+			if ackStarted.Load() {
+				<-ackDone
+			}
+			jetstream.SetLossy(b, nil)
+			if pollErr != nil || len(polled) != 1 || polled[0].Offset != 2 {
+				t.Fatalf("a's poll = %v, %v; want record 2", recs(polled), pollErr)
+			}
+			if aWrites.Load() < 2 || !ackStarted.Load() {
+				t.Fatalf("hook: %d writes of a's cursor, b's cursor write seen %v; want the poll's, the stamp's, and b's write", aWrites.Load(), ackStarted.Load())
+			}
+			wantBool(t, "a's Ack of 2", ackOK, ackErr, true)
+			d := must(b.Describe("t")).of(t)
+			start := d.Partitions[0].LogStartOffset
+			if seekErr == nil && seekOK && during > 2 {
+				t.Fatalf("Seek of b to 2 = true after a Describe (a's Ack of 2 returned) showed the log start at %d; the log start is now %d", during, start)
+			}
+			if seekErr != nil || !seekOK {
+				t.Fatalf("Seek of b to 2 = %v, %v; want true (the log start was 2 when it began)", seekOK, seekErr)
+			}
+			if ca, cb := d.Groups[0].Partitions[0].Committed, d.Groups[1].Partitions[0].Committed; ca != 3 || cb != 2 || start != 2 {
+				t.Fatalf("after the Seek and the Ack: a committed %d, b %d, log start %d; want 3, 2, 2", ca, cb, start)
+			}
+		})
+	}
+}
