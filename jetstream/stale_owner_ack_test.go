@@ -2,7 +2,6 @@ package jetstream_test
 
 import (
 	"errors"
-	"os"
 	"sync/atomic"
 	"testing"
 
@@ -14,20 +13,16 @@ import (
 // A rebalance commits at its group write and migrates the moved
 // partitions' cursors after it; an Ack by the poll's write (settle's fast
 // path) reads no group, so between the commit and the migration of its
-// partition the old owner's Ack of a delivery there succeeds, after a
-// Describe (and the new owner's Assignment) already showed the partition
-// moved and nothing in flight on it: no order of the calls explains that
-// Describe followed by that Ack. The slow path reads the group first, finds
-// the cursor behind it, migrates it (helping) and refuses. Two ways into
-// the window: inside a Join (its migration write of partition 1 paused
-// while Describe and the Ack run), and after a Join whose migration writes
-// were lost (it returned ErrUnavailable; its process may as well have died
-// there). This is a gap of the fast path, not fixed: the test runs only
-// with TRIBUTARY_JS_KNOWN_GAPS=1, and fails there.
+// partition the old owner's Ack of a delivery there would succeed. A
+// Describe that shows the partition moved writes the migration first
+// (helping, as a Poll of the new owner does), so the old owner's Ack after
+// it fails its compare-and-set, reads the group and is refused: no order
+// of the calls would explain that Describe followed by a successful Ack.
+// Two ways into the window: inside a Join (its migration write of
+// partition 1 paused while Describe and the Ack run), and after a Join
+// whose migration writes were lost (it returned ErrUnavailable; its
+// process may as well have died there).
 func TestStaleOwnerFastAckAfterCommit(t *testing.T) {
-	if os.Getenv("TRIBUTARY_JS_KNOWN_GAPS") != "1" {
-		t.Skip("set TRIBUTARY_JS_KNOWN_GAPS=1: a known gap of the Ack fast path")
-	}
 	for _, failed := range []bool{false, true} {
 		name := "inside-join"
 		if failed {
@@ -89,14 +84,10 @@ func TestStaleOwnerFastAckAfterCommit(t *testing.T) {
 
 // RemoveMember is a rebalance too: after one whose migration write was
 // lost (it returned ErrUnavailable, the member removed), a Describe shows
-// the member gone and its partition owned by nobody, and the removed
-// member's Ack by its poll's write still succeeds (the slow path reads
-// the group and is refused). A gap of the fast path, not fixed: only with
-// TRIBUTARY_JS_KNOWN_GAPS=1, and it fails there.
+// the member gone and its partition owned by nobody, having written the
+// migration, so the removed member's Ack of its delivery there is
+// refused.
 func TestRemovedMemberFastAck(t *testing.T) {
-	if os.Getenv("TRIBUTARY_JS_KNOWN_GAPS") != "1" {
-		t.Skip("set TRIBUTARY_JS_KNOWN_GAPS=1: a known gap of the Ack fast path")
-	}
 	b, _ := start(t, jetstream.Config{Capacity: 10})
 	bt := topic(t, b, "t", 1)
 	pub(t, bt, 0, "x")
@@ -119,5 +110,45 @@ func TestRemovedMemberFastAck(t *testing.T) {
 	}
 	if ok, err := m.Ack(0, 0); ok {
 		t.Fatalf("the removed member's Ack of (0, 0) after a Describe showed it gone = true, %v; want false or ErrFenced", err)
+	}
+}
+
+// The old owner's own view: a Member that reads its assignment (or polls)
+// and finds a partition moved forgets its reservation there, so its Ack of
+// that delivery reads the group and is refused, although the rebalance's
+// migration write is paused (inside b's Join) and nothing else helped.
+func TestStaleOwnerAckAfterItsAssignment(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 10})
+	bt := topic(t, b, "t", 2)
+	pub(t, bt, 0, "x")
+	pub(t, bt, 1, "y")
+	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
+	must(ma.Join()).of(t)
+	if got := poll(t, ma, 2); len(got) != 2 {
+		t.Fatalf("a's poll = %v, want records of partitions 0 and 1", got)
+	}
+	var (
+		fired  atomic.Bool
+		seen   []int32
+		ackOK  bool
+		ackErr error
+	)
+	jetstream.SetLossy(b, func(key string, written bool) bool {
+		if !written && key == "cursor.t.g.1" && fired.CompareAndSwap(false, true) {
+			seen = ma.Assignment()
+			ackOK, ackErr = ma.Ack(1, 0)
+		}
+		return false
+	})
+	_, joinErr := mb.Join()
+	jetstream.SetLossy(b, nil)
+	if joinErr != nil || !fired.Load() {
+		t.Fatalf("b's Join = %v, hook fired %v", joinErr, fired.Load())
+	}
+	if len(seen) != 1 || seen[0] != 0 {
+		t.Fatalf("set-up: a's Assignment inside b's Join = %v, want [0]", seen)
+	}
+	if ackOK {
+		t.Fatalf("a's Ack of (1, 0) after its Assignment showed partition 1 moved = true, %v; want false", ackErr)
 	}
 }
