@@ -252,13 +252,31 @@ func owned(gv *groupVal, m string) []int32 {
 
 // Assignment returns the member's partitions now, ascending, in a new
 // slice; empty when the server cannot be reached.
+//
+// It also writes any migration still pending on those partitions (a
+// rebalance that gave them to the member and has not written, or will not
+// write, their cursors: helping, as a poll does), so that once it shows a
+// partition as the member's, the old owner's Ack by its poll's write there
+// fails. With snapshot reads the group and the member's cursors are one
+// request; key by key, one more per partition.
 func (m *Member) Assignment() []int32 {
-	gv, _, ok, err := m.b.readGroup(m.t.name, m.group)
+	t, g := m.t.name, m.group
+	snap, err := m.b.read(groupKey(t, g), groupCursorsKey(t, g))
+	if err != nil && !errors.Is(err, errNoSnapshot) {
+		return []int32{}
+	}
+	gv, _, ok, err := m.b.readGroupIn(snap, t, g)
 	if err != nil || !ok {
 		return []int32{}
 	}
 	m.dropMoved(&gv)
-	return owned(&gv, m.name)
+	mine := owned(&gv, m.name)
+	for _, p := range mine {
+		if _, _, err := m.b.cursorForIn(snap, t, g, &gv, p); err != nil && !errors.Is(err, errStale) {
+			break // the assignment stands; the next call helps again
+		}
+	}
+	return mine
 }
 
 // dropMoved forgets the reservations of partitions gv does not give the

@@ -152,3 +152,34 @@ func TestStaleOwnerAckAfterItsAssignment(t *testing.T) {
 		t.Fatalf("a's Ack of (1, 0) after its Assignment showed partition 1 moved = true, %v; want false", ackErr)
 	}
 }
+
+// The new owner's view: after a Join whose migration writes were lost
+// (ErrUnavailable), b's Assignment shows partition 1 as b's, having
+// written the migration it found pending (helping), so a's Ack of its
+// delivery there is refused.
+func TestStaleOwnerFastAckAfterAssignment(t *testing.T) {
+	b, _ := start(t, jetstream.Config{Capacity: 10})
+	bt := topic(t, b, "t", 2)
+	pub(t, bt, 0, "x")
+	pub(t, bt, 1, "y")
+	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
+	must(ma.Join()).of(t)
+	if got := poll(t, ma, 2); len(got) != 2 {
+		t.Fatalf("a's poll = %v, want records of partitions 0 and 1", got)
+	}
+	jetstream.SetLossy(b, func(key string, written bool) bool {
+		return !written && (key == "cursor.t.g.0" || key == "cursor.t.g.1")
+	})
+	_, err := mb.Join()
+	jetstream.SetLossy(b, nil)
+	if !errors.Is(err, tributary.ErrUnavailable) {
+		t.Fatalf("b's Join with its migration writes lost = %v, want ErrUnavailable", err)
+	}
+	asg := mb.Assignment()
+	if len(asg) != 1 || asg[0] != 1 {
+		t.Fatalf("set-up: b's Assignment = %v, want [1]", asg)
+	}
+	if ok, err := ma.Ack(1, 0); ok || err != nil {
+		t.Fatalf("a's Ack of (1, 0) after b's Assignment showed [1] = %v, %v; want false", ok, err)
+	}
+}
