@@ -59,7 +59,8 @@ func (*unavailableError) Unwrap() error { return tributary.ErrUnavailable }
 var errStale = errors.New("stale group view")
 
 // errHoldShort is internal to Seek: its hold on the log start has less
-// than a request's time left; release it and hold again.
+// than a request's time left, or low moved under it; release it and hold
+// again.
 var errHoldShort = errors.New("seek hold too short")
 
 // maxRetries bounds every compare-and-set loop.

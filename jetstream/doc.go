@@ -159,10 +159,14 @@
 //     (max(low, M − w) with M read now, its own cursor included) and
 //     reports ErrOffsetOutOfRange below it, even if their passes have not
 //     run yet (their writes came first, so did their retention in the
-//     engine's order). Its own cursor is read and replaced by one
-//     compare-and-set, so a racing Seek forward of the same group is never
-//     missed; other groups' cursors are read one after another, not at one
-//     instant (rule 14's weakening, below).
+//     engine's order). When that log start is above low, it raises low to
+//     it (by compare-and-set under its hold, below) before its cursor
+//     write: the write lowers M, and would hide the raise owed from the
+//     passes still to run and from a later Seek back (a Seek forward, a
+//     Seek back within what it owes, then one below it). Its own cursor is
+//     read and replaced by one compare-and-set, so a racing Seek forward of
+//     the same group is never missed; other groups' cursors are read one
+//     after another, not at one instant (rule 14's weakening, below).
 //   - A publish that finds the partition full and whose retention pass
 //     moves nothing still publishes again if the stream has room meanwhile:
 //     another call's pass (an Ack's, say, whose commit a Poll may already
@@ -195,7 +199,8 @@
 // with a request's time left on its hold, else it releases and holds
 // again, so only a dead (or partitioned) holder's hold expires; a waiter
 // that has waited holdFor itself raises over the holds it read. A Seek
-// costs one request more than a write and a fence (the release).
+// costs one request more than a write and a fence (the release), and a
+// Seek back that raises the log start owed one more (the raise).
 //
 // A group creation's placement that a purge overtook (its fence failed and
 // low has passed it) is moved up to the new log start by its placer. While

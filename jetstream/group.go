@@ -1051,7 +1051,7 @@ func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *group
 		if !ok {
 			continue // low moved: decide against the new one
 		}
-		wrote, err := b.seekWrite(t, g, p, offset, lv.Low, w, gv, until)
+		wrote, err := b.seekWrite(t, g, p, offset, &held, &hrev, w, gv, until)
 		if rerr := b.release(t, p, tok, held, hrev); err == nil || errors.Is(err, errHoldShort) && rerr != nil {
 			err = rerr
 		}
@@ -1063,15 +1063,21 @@ func (b *Backend) seekHeld(t, g string, p int32, offset, end, w int64, gv *group
 	return false, fmt.Errorf("%w: holding the log start of %s/%d", ErrContention, t, p)
 }
 
-// seekWrite is Seek's cursor write under its hold on the log start low
-// (which no retention pass raises meanwhile), held until until: it reads
-// group g's cursor on p and writes it at offset by compare-and-set, unless
-// offset is below the log start that the cursor advances already written
-// imply (retention owed: ErrOffsetOutOfRange, nothing written). It sends
-// the write only with a request's time (Config.RequestTimeout) left on the
-// hold, else returns errHoldShort (nothing written). errStale: the cursor
-// is gone or of another incarnation than gv's.
-func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *groupVal, until time.Time) (bool, error) {
+// seekWrite is Seek's cursor write under its hold on the log start: held
+// is low's value with the hold (no retention pass raises it meanwhile) and
+// *hrev its revision, held until until. It reads group g's cursor on p and
+// writes it at offset by compare-and-set, unless offset is below the log
+// start that the cursor advances already written imply (retention owed:
+// ErrOffsetOutOfRange, nothing written). A Seek back that finds retention
+// owed above held.Low raises low to it first, hold kept (*held and *hrev
+// updated): its own write lowers the least committed offset, which would
+// hide the owed raise from the passes still to run and from the next
+// Seek back. It sends the cursor write only with a request's time
+// (Config.RequestTimeout) left on the hold, else returns errHoldShort
+// (nothing written); errHoldShort too when low moved under the hold (a
+// waiter raised over it). errStale: the cursor is gone or of another
+// incarnation than gv's.
+func (b *Backend) seekWrite(t, g string, p int32, offset int64, held *lowVal, hrev *uint64, w int64, gv *groupVal, until time.Time) (bool, error) {
 	key := cursorKey(t, g, p)
 	for range maxRetries {
 		var cur cursorVal
@@ -1087,12 +1093,28 @@ func (b *Backend) seekWrite(t, g string, p int32, offset, low, w int64, gv *grou
 			// advances already written (this cursor's, or another
 			// group's), whose passes may still be running or waiting
 			// for this hold, counts as done (package doc).
-			least, err := b.leastCommitted(t, p, low, nil)
+			least, err := b.leastCommitted(t, p, held.Low, nil)
 			if err != nil {
 				return false, err
 			}
-			if owed := max(low, least-w); least >= 0 && offset < owed {
+			owed := max(held.Low, least-w)
+			if least >= 0 && offset < owed {
 				return false, fmt.Errorf("%w: topic %q: partition %d: offset %d below the log start %d (retention owed)", engine.ErrOffsetOutOfRange, t, p, offset, owed)
+			}
+			if least >= 0 && owed > held.Low {
+				if time.Until(until) < b.cfg.RequestTimeout {
+					return false, errHoldShort
+				}
+				raised := *held
+				raised.Low, raised.Evict = owed, 0
+				rev, ok, err := b.put(lowKey(t, p), raised, *hrev)
+				if err != nil {
+					return false, err
+				}
+				if !ok {
+					return false, errHoldShort
+				}
+				*held, *hrev = raised, rev
 			}
 		}
 		if time.Until(until) < b.cfg.RequestTimeout {
