@@ -48,30 +48,30 @@ import (
 // the retention owed before its write (TestSeekBackKeepsOwedRetention).
 // Measured with TestLinSeekRate under load (a busy loop or other test
 // processes on the 2-core VM, AMD EPYC, 2026-12-04), 4 clients:
-//   - One server (snapshot reads), 30 calls, without the Seek back's
-//     raise: 0 of 1000 histories Illegal (seeds 2000 to 2999). Without
-//     the re-read too, 1 of those 1000 (seed 2646, not traced) and 4 of
-//     3000 (seeds 1000 to 3999: 1635, 1963, 2383, 3603; 3603 traced to
-//     the re-read's case); with a Seek that wrote and then fenced on
-//     the log start instead of holding it, 12 of the 3000 (a Poll could
-//     act on a Seek's write that a purge then overtook, the Seek
-//     answering offset-out-of-range). Seeds 1000 to 1999 and 3000 to
-//     3999 are not rerun with the re-read, and no seeds on one server
-//     with the Seek back's raise but TestLinSingle's 3.
+//   - One server (snapshot reads), 30 calls: 0 of 600 histories Illegal
+//     (seeds 2000 to 2599). Without the Seek back's raise, 0 of 1000
+//     (seeds 2000 to 2999); without the re-read too, 1 of those 1000
+//     (seed 2646, not traced) and 4 of 3000 (seeds 1000 to 3999: 1635,
+//     1963, 2383, 3603; 3603 traced to the re-read's case); with a Seek
+//     that wrote and then fenced on the log start instead of holding
+//     it, 12 of the 3000 (a Poll could act on a Seek's write that a
+//     purge then overtook, the Seek answering offset-out-of-range).
+//     Seeds 1000 to 1999 and 3000 to 3999 are not rerun with the
+//     re-read.
 //   - 3 nodes, Replicas 3 (every state key read by its own request, no
-//     snapshot reads), about 2 s a history: 0 of 200 Illegal (seeds 300
-//     to 499 with 30 calls). Without the Seek back's raise of the log
-//     start owed (seekWrite), 1 of 500 (seeds 0 to 299 with 25 calls:
-//     none; 300 to 499 with 30: seed 338). Seed 338 is a Seek forward
-//     of g0 to 4 with g1 at 4 (log start 2 in the model's order) whose
-//     pass had not raised low yet, a Seek of g0 back to 2 (within what
-//     was owed) and one back to 0, which, with the least committed
-//     offset 2 after the first one's write, found nothing owed and
-//     answered true (TestSeekBackKeepsOwedRetention); it can happen on
-//     one server too. With the write-then-fence Seek, 1 to 2 in 100.
-//     Not known: a rate below about 1 in 70 (0 of 200 bounds it there
-//     at 95%), and what the single-server seeds Illegal without the
-//     re-read (1635, 1963, 2383, 2646) would show on the cluster.
+//     snapshot reads), about 2 s a history: 0 of 500 Illegal (seeds 0
+//     to 299 with 25 calls, 300 to 499 with 30). Without the Seek
+//     back's raise of the log start owed (seekWrite), 1 of the same 500
+//     (seed 338). Seed 338 is a Seek forward of g0 to 4 with g1 at 4
+//     (log start 2 in the model's order) whose pass had not raised low
+//     yet, a Seek of g0 back to 2 (within what was owed) and one back
+//     to 0, which, with the least committed offset 2 after the first
+//     one's write, found nothing owed and answered true
+//     (TestSeekBackKeepsOwedRetention); it can happen on one server
+//     too. With the write-then-fence Seek, 1 to 2 in 100. Not known: a
+//     rate below about 1 in 170 (0 of 500 bounds it there at 95%), and
+//     what the single-server seeds Illegal without the re-read (1635,
+//     1963, 2383, 2646) would show on the cluster.
 //
 // Fixed so far: an evicting publish's raise of low seen before its
 // publish landed (a Seek then reported out-of-range an offset no
