@@ -15,11 +15,15 @@ import (
 
 // TestLinSeeds checks the mixes named in TRIBUTARY_JS_MIXES (comma
 // separated; default: linMixes) over the seeds TRIBUTARY_JS_SEEDS names
-// ("lo-hi", inclusive) on one embedded server, with checkMixes' workload
-// (2 topics, 4 clients, 30 calls each, 1 partition), and reports every
-// history that is not Ok rather than stopping at the first; only when
+// ("lo-hi", inclusive), with checkMixes' workload (2 topics, 4 clients,
+// TRIBUTARY_JS_OPS calls each, default 30, 1 partition), on one embedded
+// server or, with TRIBUTARY_JS_CLUSTER=1, on a 3-node cluster with
+// Replicas 3, and reports every history that is not Ok (its mix and seed)
+// rather than stopping at the first; with TRIBUTARY_JS_DUMP=dir it also
+// writes each such history to dir/<mix>-<seed>.txt. Only when
 // TRIBUTARY_JS_SEEDS is set (about 0.7 s a history under -race on two
-// cores). Example: TRIBUTARY_JS_SEEDS=0-299 TRIBUTARY_JS_MIXES=seek,window.
+// cores, 2 s on the cluster). Example: TRIBUTARY_JS_SEEDS=0-299
+// TRIBUTARY_JS_MIXES=seek,window.
 func TestLinSeeds(t *testing.T) {
 	spec := os.Getenv("TRIBUTARY_JS_SEEDS")
 	if spec == "" {
@@ -33,19 +37,37 @@ func TestLinSeeds(t *testing.T) {
 	if s := os.Getenv("TRIBUTARY_JS_MIXES"); s != "" {
 		mixes = strings.Split(s, ",")
 	}
-	srv, err := jetstream.StartServer(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	ops := 30
+	if v := os.Getenv("TRIBUTARY_JS_OPS"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d", &ops); err != nil || ops < 1 {
+			t.Fatalf("TRIBUTARY_JS_OPS=%q: want a positive count (%v)", v, err)
+		}
 	}
-	defer srv.Shutdown()
+	var srv *jetstream.Server
+	urls, replicas := "", 1
+	if os.Getenv("TRIBUTARY_JS_CLUSTER") == "1" {
+		cl, err := jetstream.StartCluster(3, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Shutdown()
+		urls, replicas = strings.Join(cl.URLs(), ","), 3
+	} else {
+		var err error
+		if srv, err = jetstream.StartServer(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Shutdown()
+	}
+	dump := os.Getenv("TRIBUTARY_JS_DUMP")
 	for _, mix := range mixes {
 		start, bad := time.Now(), 0
 		for seed := lo; seed <= hi; seed++ {
-			w, err := porcupine.Workload{Seed: seed, Mix: mix, Topics: 2, Clients: 4, OpsPerClient: 30, Partitions: 1}.Resolve()
+			w, err := porcupine.Workload{Seed: seed, Mix: mix, Topics: 2, Clients: 4, OpsPerClient: ops, Partitions: 1}.Resolve()
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := linBackend(t, srv, "", 1, w)
+			b := linBackend(t, srv, urls, replicas, w)
 			h, err := porcupine.RunOn(w, porcupine.BackendTarget(b))
 			b.Close()
 			if err != nil {
@@ -58,7 +80,13 @@ func TestLinSeeds(t *testing.T) {
 				if res.Topic != "" {
 					sub = h.Topic(res.Topic)
 				}
-				t.Errorf("mix %s, seed %d, %v: %s on topic %q\n%s", mix, seed, h.Workload, res.Verdict, res.Topic, dumpHistory(sub))
+				text := fmt.Sprintf("mix %s, seed %d, %v: %s on topic %q\n%s", mix, seed, h.Workload, res.Verdict, res.Topic, dumpHistory(sub))
+				t.Error(text)
+				if dump != "" {
+					if err := os.WriteFile(fmt.Sprintf("%s/%s-%d.txt", dump, mix, seed), []byte(text), 0o644); err != nil {
+						t.Error(err)
+					}
+				}
 			}
 		}
 		t.Logf("mix %s, seeds %d-%d: %d histories not Ok, in %v", mix, lo, hi, bad, time.Since(start))
