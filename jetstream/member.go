@@ -432,10 +432,10 @@ func (m *Member) noteOwned(gv *groupVal) {
 }
 
 // pollPartition reserves the record at the group's committed offset on p
-// if p is deliverable; gv is the group as the poll read it. A reservation settle's fast path may use
-// is stored now when its cursor was read at the group's instant, else
-// appended to later, for keep. exp is the ack-timeout expiry of a
-// delivery that blocks p, else 0.
+// if p is deliverable; gv is the group as the poll read it. The
+// reservation, for settle's fast path, is stored now when its cursor was
+// read at the group's instant, else appended to later, for keep. exp is
+// the ack-timeout expiry of a delivery that blocks p, else 0.
 func (m *Member) pollPartition(s *snapshot, gv *groupVal, p int32, later *[]kept) (r engine.Record, got bool, exp int64, err error) {
 	key := cursorKey(m.t.name, m.group, p)
 	m.reserved.Delete(p)
