@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	porc "github.com/anishathalye/porcupine"
-
 	"github.com/f91dcac0/tributary/jetstream"
-	"github.com/f91dcac0/tributary/porcupine"
 )
 
 // TestLinSeeds checks the mixes named in TRIBUTARY_JS_MIXES (comma
@@ -63,24 +60,8 @@ func TestLinSeeds(t *testing.T) {
 	for _, mix := range mixes {
 		start, bad := time.Now(), 0
 		for seed := lo; seed <= hi; seed++ {
-			w, err := porcupine.Workload{Seed: seed, Mix: mix, Topics: 2, Clients: 4, OpsPerClient: ops, Partitions: 1}.Resolve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b := linBackend(t, srv, urls, replicas, w)
-			h, err := porcupine.RunOn(w, porcupine.BackendTarget(b))
-			b.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			h = withoutDescribe(h)
-			if res := porcupine.Check(h, 30*time.Second); res.Verdict != porc.Ok {
+			if _, text := linHistory(t, srv, urls, replicas, mix, seed, 4, ops); text != "" {
 				bad++
-				sub := h
-				if res.Topic != "" {
-					sub = h.Topic(res.Topic)
-				}
-				text := fmt.Sprintf("mix %s, seed %d, %v: %s on topic %q\n%s", mix, seed, h.Workload, res.Verdict, res.Topic, dumpHistory(sub))
 				t.Error(text)
 				if dump != "" {
 					if err := os.WriteFile(fmt.Sprintf("%s/%s-%d.txt", dump, mix, seed), []byte(text), 0o644); err != nil {

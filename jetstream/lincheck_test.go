@@ -144,33 +144,46 @@ func checkMixes(t *testing.T, srv *jetstream.Server, urls string, replicas int, 
 		t.Run(mix, func(t *testing.T) {
 			start, n := time.Now(), 0
 			for seed := range uint64(seeds) {
-				w, err := porcupine.Workload{Seed: seed, Mix: mix, Topics: 2, Clients: clients, OpsPerClient: ops, Partitions: 1}.Resolve()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if w.Options.TestClock {
-					t.Fatalf("mix %s needs a test clock", mix)
-				}
-				b := linBackend(t, srv, urls, replicas, w)
-				h, err := porcupine.RunOn(w, porcupine.BackendTarget(b))
-				b.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				h = withoutDescribe(h)
+				h, bad := linHistory(t, srv, urls, replicas, mix, seed, clients, ops)
 				n += len(h.Ops)
-				res := porcupine.Check(h, 30*time.Second)
-				if res.Verdict != porc.Ok {
-					sub := h
-					if res.Topic != "" {
-						sub = h.Topic(res.Topic)
-					}
-					t.Fatalf("%v: %s on topic %q\n%s", h.Workload, res.Verdict, res.Topic, dumpHistory(sub))
+				if bad != "" {
+					t.Fatal(bad)
 				}
 			}
 			t.Logf("%d histories, %d calls, Ok, in %v", seeds, n, time.Since(start))
 		})
 	}
+}
+
+// linHistory records the history of mix and seed (2 topics of 1
+// partition, clients × ops calls) on a fresh backend of the server or
+// cluster, drops its Describe calls and checks it: bad is "" when it is
+// Ok, else the verdict and the history (or its topic's) one call a line.
+func linHistory(t *testing.T, srv *jetstream.Server, urls string, replicas int, mix string, seed uint64, clients, ops int) (h porcupine.History, bad string) {
+	t.Helper()
+	w, err := porcupine.Workload{Seed: seed, Mix: mix, Topics: 2, Clients: clients, OpsPerClient: ops, Partitions: 1}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Options.TestClock {
+		t.Fatalf("mix %s needs a test clock", mix)
+	}
+	b := linBackend(t, srv, urls, replicas, w)
+	h, err = porcupine.RunOn(w, porcupine.BackendTarget(b))
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = withoutDescribe(h)
+	res := porcupine.Check(h, 30*time.Second)
+	if res.Verdict == porc.Ok {
+		return h, ""
+	}
+	sub := h
+	if res.Topic != "" {
+		sub = h.Topic(res.Topic)
+	}
+	return h, fmt.Sprintf("mix %s, seed %d, %v: %s on topic %q\n%s", mix, seed, h.Workload, res.Verdict, res.Topic, dumpHistory(sub))
 }
 
 // TestLinSingle checks the mixes on one embedded server.

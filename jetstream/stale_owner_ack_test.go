@@ -29,15 +29,7 @@ func TestStaleOwnerFastAckAfterCommit(t *testing.T) {
 			name = "after-failed-join"
 		}
 		t.Run(name, func(t *testing.T) {
-			b, _ := start(t, jetstream.Config{Capacity: 10})
-			bt := topic(t, b, "t", 2)
-			pub(t, bt, 0, "x")
-			pub(t, bt, 1, "y")
-			ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
-			must(ma.Join()).of(t)
-			if got := poll(t, ma, 2); len(got) != 2 {
-				t.Fatalf("a's poll = %v, want records of partitions 0 and 1", got)
-			}
+			b, ma, mb := aHoldsBoth(t)
 			var (
 				fired    atomic.Bool
 				shown    engine.GroupPartition // partition 1 as a Describe showed it before a's Ack
@@ -118,15 +110,7 @@ func TestRemovedMemberFastAck(t *testing.T) {
 // that delivery reads the group and is refused, although the rebalance's
 // migration write is paused (inside b's Join) and nothing else helped.
 func TestStaleOwnerAckAfterItsAssignment(t *testing.T) {
-	b, _ := start(t, jetstream.Config{Capacity: 10})
-	bt := topic(t, b, "t", 2)
-	pub(t, bt, 0, "x")
-	pub(t, bt, 1, "y")
-	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
-	must(ma.Join()).of(t)
-	if got := poll(t, ma, 2); len(got) != 2 {
-		t.Fatalf("a's poll = %v, want records of partitions 0 and 1", got)
-	}
+	b, ma, mb := aHoldsBoth(t)
 	var (
 		fired  atomic.Bool
 		seen   []int32
@@ -158,15 +142,7 @@ func TestStaleOwnerAckAfterItsAssignment(t *testing.T) {
 // written the migration it found pending (helping), so a's Ack of its
 // delivery there is refused.
 func TestStaleOwnerFastAckAfterAssignment(t *testing.T) {
-	b, _ := start(t, jetstream.Config{Capacity: 10})
-	bt := topic(t, b, "t", 2)
-	pub(t, bt, 0, "x")
-	pub(t, bt, 1, "y")
-	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
-	must(ma.Join()).of(t)
-	if got := poll(t, ma, 2); len(got) != 2 {
-		t.Fatalf("a's poll = %v, want records of partitions 0 and 1", got)
-	}
+	b, ma, mb := aHoldsBoth(t)
 	jetstream.SetLossy(b, func(key string, written bool) bool {
 		return !written && (key == "cursor.t.g.0" || key == "cursor.t.g.1")
 	})
@@ -182,4 +158,21 @@ func TestStaleOwnerFastAckAfterAssignment(t *testing.T) {
 	if ok, err := ma.Ack(1, 0); ok || err != nil {
 		t.Fatalf("a's Ack of (1, 0) after b's Assignment showed [1] = %v, %v; want false", ok, err)
 	}
+}
+
+// aHoldsBoth starts a backend with topic t of 2 partitions, one record on
+// each, member a of group g owning both and holding both records in
+// flight (polled by its poll's write), and member b of g not joined yet.
+func aHoldsBoth(t *testing.T) (*jetstream.Backend, tributary.BackendMember, tributary.BackendMember) {
+	t.Helper()
+	b, _ := start(t, jetstream.Config{Capacity: 10})
+	bt := topic(t, b, "t", 2)
+	pub(t, bt, 0, "x")
+	pub(t, bt, 1, "y")
+	ma, mb := member(t, bt, "g", "a"), member(t, bt, "g", "b")
+	must(ma.Join()).of(t)
+	if got := poll(t, ma, 2); len(got) != 2 {
+		t.Fatalf("a's poll = %v, want records of partitions 0 and 1", got)
+	}
+	return b, ma, mb
 }
