@@ -258,7 +258,10 @@ func owned(gv *groupVal, m string) []int32 {
 // write, their cursors: helping, as a poll does), so that once it shows a
 // partition as the member's, the old owner's Ack by its poll's write there
 // fails. With snapshot reads the group and the member's cursors are one
-// request; key by key, one more per partition.
+// request; key by key it reads the cursors of only the partitions the
+// group's last rebalance gave the member (one request each: a rebalance
+// that commits brings every cursor up to it, so an older migration is
+// pending only when every later rebalance failed too).
 func (m *Member) Assignment() []int32 {
 	t, g := m.t.name, m.group
 	snap, err := m.b.read(groupKey(t, g), groupCursorsKey(t, g))
@@ -272,6 +275,9 @@ func (m *Member) Assignment() []int32 {
 	m.dropMoved(&gv)
 	mine := owned(&gv, m.name)
 	for _, p := range mine {
+		if snap == nil && gv.since(p) != gv.Gen {
+			continue
+		}
 		if _, _, err := m.b.cursorForIn(snap, t, g, &gv, p); err != nil && !errors.Is(err, errStale) {
 			break // the assignment stands; the next call helps again
 		}
