@@ -98,7 +98,12 @@
 // snapshot as the group, or the group is unchanged after the write (one
 // read more, key by key); and only when low carried no active hold
 // (Member.groupAt). Anything else, or a failed compare-and-set, reads the
-// group, the cursor and low and decides as above.
+// group, the cursor and low and decides as above. A rebalance's move of a
+// partition takes effect for this path at its migration, so every call
+// that shows a move writes the migration first if it is still pending: a
+// Poll of the new owner (helping), a Describe, the new owner's Assignment;
+// and a Member that has seen its partition moved (its own poll or
+// Assignment) forgets its write there.
 //
 // Retention (rules 13, 21), by the calls that need the log start: a
 // publish that finds the partition full, a Seek, a group's placement of a
@@ -163,24 +168,25 @@
 //     after the pass's read is ordered after the placement: the new
 //     cursor holds the log start where the pass left it.
 //   - Describe and Snapshot show the owed log start, computed from the
-//     cursors they show (nothing written), and Snapshot reads the records
+//     cursors they show (they write nothing but a pending migration they
+//     show: Settling by the poll's write), and Snapshot reads the records
 //     from there.
 //   - A Seek that moves a cursor back computes, after reading the cursor
 //     it replaces, the log start the cursor advances already written imply
 //     (max(low, M − w) with M read now, its own cursor included) and
 //     reports ErrOffsetOutOfRange below it, even if their passes have not
 //     run yet (their writes came first, so did their retention in the
-//     engine's order). Its write lowers M, so before it the Seek raises
-//     low to that log start (by compare-and-set from the revision read
-//     before the cursors, as a pass does; the records below it stay until
-//     a publish that finds the partition full purges them): else the
-//     owed log start would move back with the write and the records below
-//     it, removed in the engine's order, come back (also to a later Seek
-//     back: a Seek forward, a Seek back within what it owes, then one
-//     below it). Its own cursor is read
-//     and replaced by one compare-and-set, so a racing Seek forward of the
-//     same group is never missed; other groups' cursors are read one after
-//     another, not at one instant (rule 14's weakening, below).
+//     engine's order). Its write lowers M, so before it the Seek raises low
+//     to that log start (by compare-and-set from the revision read before
+//     the cursors, as a pass does; the records below it stay until a
+//     publish that finds the partition full purges them): else the owed log
+//     start would move back with the write and the records below it,
+//     removed in the engine's order, come back (also to a later Seek back:
+//     a Seek forward, a Seek back within what it owes, then one below it).
+//     Its own cursor is read and replaced by one compare-and-set, so a
+//     racing Seek forward of the same group is never missed; other groups'
+//     cursors are read one after another, not at one instant (rule 14's
+//     weakening, below).
 //   - A publish that finds the partition full runs the pass with
 //     eviction, which raises low to what the commits owe and purges before
 //     anything is evicted; a waiting publisher wakes on every cursor write
@@ -189,45 +195,44 @@
 //     call's pass made room, and the full answer would belong before the
 //     commit that pass applied, which it followed.
 //
-// Seek holds. A Seek's cursor write is its linearization point, and a
-// fence after it would leave a gap: a Poll or Ack could act on the write
-// before a purge overtook it and the Seek undid it. So a Seek reads low
-// (revision r) and compare-and-sets r → the same value with a hold added
-// (lowVal.Holds: a token and an expiry instant), decides the range against
-// that low, reads its cursor and, for a Seek back, stamps the other
-// groups' cursors of the partition (each written unchanged, read and
-// written again until a write lands) and reads them (the retention owed),
-// writes its cursor by compare-and-set, and compare-and-sets low again
-// without the hold. The stamps keep the owed log start fixed until the
-// write: an Ack of another group by its poll's write (Settling by the
-// poll's write, above) fails on the stamp; a stamp that failed is sent
-// again because the write that failed it may be such a poll's, made from
-// a low read before the hold, whose revision would otherwise stay the
-// cursor's last; an Ack
-// that reads low and finds an active hold waits until it is released, as
-// a retention pass does, and then reads everything again; a poll that
-// finds a hold keeps no write for its Ack. A retention pass that would
-// raise low and reads an active hold waits until it is released (each
-// check a read of low), then reads everything again; one that read low
-// before the hold fails its compare-and-set, as the hold changed low's
-// revision. A pass that reads low and the cursors in one snapshot and
-// finds there an eviction whose publish has not landed reads low again
-// once it has (readLow), and then the cursors too: the snapshot's are
-// older than that low, and a Seek that held, wrote and released in the
-// wait is missing from them while low's revision is the one after its
-// release. So from the hold to the release low moves only by the holder's
-// own raise to the owed log start (Retention owed, above), which is at
-// most its offset, and the write is never below it. One Seek holds a partition at a time (another
-// waits as a retention pass does): the other groups' cursors a Seek back
-// reads for the retention owed are not moved back by another Seek before
-// its write. A hold expires holdFor after it was taken (fallbackWait + 2 ×
+// Seek holds. A Seek's cursor write is its linearization point, and a fence
+// after it would leave a gap: a Poll or Ack could act on the write before a
+// purge overtook it and the Seek undid it. So a Seek reads low (revision r)
+// and compare-and-sets r → the same value with a hold added (lowVal.Holds:
+// a token and an expiry instant), decides the range against that low, reads
+// its cursor and, for a Seek back, stamps the other groups' cursors of the
+// partition (each written unchanged, read and written again until a write
+// lands) and reads them (the retention owed), writes its cursor by
+// compare-and-set, and compare-and-sets low again without the hold. The
+// stamps keep the owed log start fixed until the write: an Ack of another
+// group by its poll's write (Settling by the poll's write, above) fails on
+// the stamp; a stamp that failed is sent again because the write that
+// failed it may be such a poll's, made from a low read before the hold,
+// whose revision would otherwise stay the cursor's last; an Ack that reads
+// low and finds an active hold waits until it is released, as a retention
+// pass does, and then reads everything again; a poll that finds a hold
+// keeps no write for its Ack. A retention pass that would raise low and
+// reads an active hold waits until it is released (each check a read of
+// low), then reads everything again; one that read low before the hold
+// fails its compare-and-set, as the hold changed low's revision. A pass
+// that reads low and the cursors in one snapshot and finds there an
+// eviction whose publish has not landed reads low again once it has
+// (readLow), and then the cursors too: the snapshot's are older than that
+// low, and a Seek that held, wrote and released in the wait is missing from
+// them while low's revision is the one after its release. So from the hold
+// to the release low moves only by the holder's own raise to the owed log
+// start (Retention owed, above), which is at most its offset, and the write
+// is never below it. One Seek holds a partition at a time (another waits as
+// a retention pass does): the other groups' cursors a Seek back reads for
+// the retention owed are not moved back by another Seek before its write. A
+// hold expires holdFor after it was taken (fallbackWait + 2 ×
 // Config.RequestTimeout, by the holder's clock: processes sharing a
 // partition must agree on the time); a Seek sends its cursor write only
-// with a request's time left on its hold, else it releases and holds
-// again, so only a dead (or partitioned) holder's hold expires; a waiter
-// that has waited holdFor itself raises over the holds it read. A Seek
-// costs one request more than a write and a fence (the release), and a
-// Seek back that raises the log start owed one more (the raise).
+// with a request's time left on its hold, else it releases and holds again,
+// so only a dead (or partitioned) holder's hold expires; a waiter that has
+// waited holdFor itself raises over the holds it read. A Seek costs one
+// request more than a write and a fence (the release), and a Seek back that
+// raises the log start owed one more (the raise).
 //
 // A group creation's placement that a purge overtook (its fence failed and
 // low has passed it) is moved up to the new log start by its placer. While
