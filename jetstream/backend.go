@@ -496,15 +496,18 @@ func (b *Backend) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), b.cfg.RequestTimeout)
 }
 
-// fail maps a NATS error: a closed Backend gives tributary.ErrClosed, any
-// other failure ErrUnavailable, both wrapping err.
+// fail maps a NATS error: a closed Backend or connection gives
+// tributary.ErrClosed, any other failure ErrUnavailable, both wrapping err.
 func (b *Backend) fail(err error) error {
 	select {
 	case <-b.closed:
 		return fmt.Errorf("%w: backend: %w", tributary.ErrClosed, err)
 	default:
 	}
-	if errors.Is(err, nats.ErrConnectionClosed) {
+	// nats.go also answers ErrConnectionClosed for a flush or request cut
+	// short by a disconnect (FlushTimeout's pending pong, during a
+	// reconnect): closed only if the connection is.
+	if errors.Is(err, nats.ErrConnectionClosed) && (b.nc == nil || b.nc.IsClosed()) {
 		return fmt.Errorf("%w: backend: %w", tributary.ErrClosed, err)
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)

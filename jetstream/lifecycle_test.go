@@ -19,6 +19,7 @@ import (
 	tributary "github.com/f91dcac0/tributary"
 	"github.com/f91dcac0/tributary/engine"
 	"github.com/f91dcac0/tributary/jetstream"
+	"github.com/nats-io/nats.go"
 )
 
 func TestUnreachable(t *testing.T) {
@@ -364,5 +365,22 @@ func TestCloseAndShutdownDuringReads(t *testing.T) {
 			}
 			b.Close()
 		})
+	}
+}
+
+// nats.go answers ErrConnectionClosed also for a flush cut short by a
+// disconnect (a blocked Poll's or Publish's subscribe-and-flush during a
+// server restart: TestRestartSnapshots's producers saw a Publish fail
+// ErrClosed so, about once in 60 runs): on an open Backend it is
+// ErrUnavailable (the caller tries again), and only once the Backend is
+// closed ErrClosed.
+func TestConnectionClosedErrorWhileOpen(t *testing.T) {
+	b, _ := start(t, jetstream.Config{})
+	if err := jetstream.Fail(b, nats.ErrConnectionClosed); !errors.Is(err, jetstream.ErrUnavailable) || errors.Is(err, tributary.ErrClosed) {
+		t.Fatalf("ErrConnectionClosed on an open Backend = %v, want ErrUnavailable, not ErrClosed", err)
+	}
+	b.Close()
+	if err := jetstream.Fail(b, nats.ErrConnectionClosed); !errors.Is(err, tributary.ErrClosed) {
+		t.Fatalf("ErrConnectionClosed on a closed Backend = %v, want ErrClosed", err)
 	}
 }

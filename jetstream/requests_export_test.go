@@ -22,3 +22,6 @@ func CountReadAt(b *Backend, t string) int64 {
 	}
 	return c.checked.Load()
 }
+
+// Fail is b.fail: how b classifies a NATS error.
+func Fail(b *Backend, err error) error { return b.fail(err) }
