@@ -144,44 +144,75 @@ func TestSeekBackNotPassedByFastAck(t *testing.T) {
 		t.Fatalf("set-up: log start %d, want 2", d.Partitions[0].LogStartOffset)
 	}
 	var (
-		once     atomic.Bool
-		ackDone  = make(chan struct{})
-		ackOK    bool
-		ackErr   error
-		during   = int64(-1) // the log start a Describe showed after a's Ack returned, before b's write
-		seekSeen atomic.Bool
+		once atomic.Bool
+		ack  = newAckAtSeekWrite()
 	)
 	jetstream.SetLossy(b, func(key string, written bool) bool {
 		if !written && key == "cursor.t.b.0" && once.CompareAndSwap(false, true) {
-			seekSeen.Store(true)
-			go func() {
-				defer close(ackDone)
-				ackOK, ackErr = ma.Ack(0, 2)
-			}()
-			select {
-			case <-ackDone:
-				if d, err := b.Describe("t"); err == nil {
-					during = d.Partitions[0].LogStartOffset
-				}
-			case <-time.After(300 * time.Millisecond):
-			}
+			ack.run(b, ma)
 		}
 		return false
 	})
 	ok, err := b.Seek("t", "b", 0, 2)
-	<-ackDone
+	ack.wait()
 	jetstream.SetLossy(b, nil)
-	if !seekSeen.Load() {
+	if !ack.started.Load() {
 		t.Fatal("hook: the Seek's cursor write was not seen")
 	}
-	wantBool(t, "a's Ack of 2", ackOK, ackErr, true)
+	ack.check(t, b, ok, err)
+}
+
+// ackAtSeekWrite is a's Ack of offset 2 sent at b's Seek's cursor write
+// (run, from a SetLossy hook) and given 300 ms there; if it returns in
+// time, a Describe records the log start it leaves (during).
+type ackAtSeekWrite struct {
+	started atomic.Bool
+	done    chan struct{}
+	ok      bool
+	err     error
+	during  int64 // -1: no Describe between the Ack's return and the Seek's write
+}
+
+func newAckAtSeekWrite() *ackAtSeekWrite {
+	return &ackAtSeekWrite{done: make(chan struct{}), during: -1}
+}
+
+func (a *ackAtSeekWrite) run(b *jetstream.Backend, ma tributary.BackendMember) {
+	a.started.Store(true)
+	go func() {
+		defer close(a.done)
+		a.ok, a.err = ma.Ack(0, 2)
+	}()
+	select {
+	case <-a.done:
+		if d, err := b.Describe("t"); err == nil {
+			a.during = d.Partitions[0].LogStartOffset
+		}
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// wait waits for the Ack, if run sent it.
+func (a *ackAtSeekWrite) wait() {
+	if a.started.Load() {
+		<-a.done
+	}
+}
+
+// check checks, after wait, the Ack and the outcome of b's Seek to 2
+// (seekOK, seekErr) beside it: the Seek succeeds (the log start was 2
+// when it began), not after a Describe showed the log start past 2, and
+// leaves a committed 3, b 2 and the log start 2.
+func (a *ackAtSeekWrite) check(t *testing.T, b *jetstream.Backend, seekOK bool, seekErr error) {
+	t.Helper()
+	wantBool(t, "a's Ack of 2", a.ok, a.err, true)
 	d := must(b.Describe("t")).of(t)
 	start := d.Partitions[0].LogStartOffset
-	if during >= 0 && ok && err == nil && during > 2 {
-		t.Fatalf("Seek of b to 2 = true after a Describe (a's Ack of 2 returned) showed the log start at %d; the log start is now %d", during, start)
+	if seekErr == nil && seekOK && a.during > 2 {
+		t.Fatalf("Seek of b to 2 = true after a Describe (a's Ack of 2 returned) showed the log start at %d; the log start is now %d", a.during, start)
 	}
-	if err != nil || !ok {
-		t.Fatalf("Seek of b to 2 = %v, %v; want true (the log start was 2 when it began)", ok, err)
+	if seekErr != nil || !seekOK {
+		t.Fatalf("Seek of b to 2 = %v, %v; want true (the log start was 2 when it began)", seekOK, seekErr)
 	}
 	if ca, cb := d.Groups[0].Partitions[0].Committed, d.Groups[1].Partitions[0].Committed; ca != 3 || cb != 2 || start != 2 {
 		t.Fatalf("after the Seek and the Ack: a committed %d, b %d, log start %d; want 3, 2, 2", ca, cb, start)
@@ -232,21 +263,17 @@ func TestSeekStampNotPassedByReservation(t *testing.T) {
 				t.Fatalf("set-up: log start %d, want 2", d.Partitions[0].LogStartOffset)
 			}
 			var (
-				aWrites    atomic.Int32 // writes of a's cursor seen: 1 the poll's, 2 the stamp's
-				atPoll     = make(chan struct{})
-				stampRead  = make(chan struct{})
-				pollDone   = make(chan struct{})
-				seekDone   = make(chan struct{})
-				bWrite     atomic.Bool
-				ackDone    = make(chan struct{})
-				ackOK      bool
-				ackErr     error
-				during     = int64(-1) // the log start a Describe showed after a's Ack returned, before b's write
-				seekOK     bool
-				seekErr    error
-				polled     []engine.Record
-				pollErr    error
-				ackStarted atomic.Bool
+				aWrites   atomic.Int32 // writes of a's cursor seen: 1 the poll's, 2 the stamp's
+				atPoll    = make(chan struct{})
+				stampRead = make(chan struct{})
+				pollDone  = make(chan struct{})
+				seekDone  = make(chan struct{})
+				bWrite    atomic.Bool
+				ack       = newAckAtSeekWrite()
+				seekOK    bool
+				seekErr   error
+				polled    []engine.Record
+				pollErr   error
 			)
 			jetstream.SetLossy(b, func(key string, written bool) bool {
 				switch {
@@ -261,18 +288,7 @@ func TestSeekStampNotPassedByReservation(t *testing.T) {
 						<-pollDone
 					}
 				case key == "cursor.t.b.0" && bWrite.CompareAndSwap(false, true):
-					ackStarted.Store(true)
-					go func() {
-						defer close(ackDone)
-						ackOK, ackErr = ma.Ack(0, 2)
-					}()
-					select {
-					case <-ackDone:
-						if d, err := b.Describe("t"); err == nil {
-							during = d.Partitions[0].LogStartOffset
-						}
-					case <-time.After(300 * time.Millisecond):
-					}
+					ack.run(b, ma)
 				}
 				return false
 			})
@@ -287,28 +303,15 @@ func TestSeekStampNotPassedByReservation(t *testing.T) {
 			}()
 			<-seekDone
 			<-pollDone
-			if ackStarted.Load() {
-				<-ackDone
-			}
+			ack.wait()
 			jetstream.SetLossy(b, nil)
 			if pollErr != nil || len(polled) != 1 || polled[0].Offset != 2 {
 				t.Fatalf("a's poll = %v, %v; want record 2", recs(polled), pollErr)
 			}
-			if aWrites.Load() < 2 || !ackStarted.Load() {
-				t.Fatalf("hook: %d writes of a's cursor, b's cursor write seen %v; want the poll's, the stamp's, and b's write", aWrites.Load(), ackStarted.Load())
+			if aWrites.Load() < 2 || !ack.started.Load() {
+				t.Fatalf("hook: %d writes of a's cursor, b's cursor write seen %v; want the poll's, the stamp's, and b's write", aWrites.Load(), ack.started.Load())
 			}
-			wantBool(t, "a's Ack of 2", ackOK, ackErr, true)
-			d := must(b.Describe("t")).of(t)
-			start := d.Partitions[0].LogStartOffset
-			if seekErr == nil && seekOK && during > 2 {
-				t.Fatalf("Seek of b to 2 = true after a Describe (a's Ack of 2 returned) showed the log start at %d; the log start is now %d", during, start)
-			}
-			if seekErr != nil || !seekOK {
-				t.Fatalf("Seek of b to 2 = %v, %v; want true (the log start was 2 when it began)", seekOK, seekErr)
-			}
-			if ca, cb := d.Groups[0].Partitions[0].Committed, d.Groups[1].Partitions[0].Committed; ca != 3 || cb != 2 || start != 2 {
-				t.Fatalf("after the Seek and the Ack: a committed %d, b %d, log start %d; want 3, 2, 2", ca, cb, start)
-			}
+			ack.check(t, b, seekOK, seekErr)
 		})
 	}
 }
