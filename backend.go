@@ -336,3 +336,31 @@ func (s clockStamped) publishStamped(ctx context.Context, stop <-chan struct{}, 
 	off, err := s.bt.Publish(ctx, stop, partition, m)
 	return off, m.Time, err
 }
+
+// OffsetReader is what a Backend may add for readers by offset, as Kafka's
+// Fetch and ListOffsets (the kafka module): reads that reserve nothing,
+// commit nothing and change no group. The engine backend implements it
+// under each partition's lock; a backend without it is read through
+// Snapshot, which copies the whole topic.
+type OffsetReader interface {
+	// LogOffsets returns partition's log start offset (its oldest retained
+	// record, or the log end when it retains none) and log end offset (the
+	// offset the next publish gets), of one instant. Errors:
+	// ErrInvalidArgument (unknown topic, invalid identifier, partition
+	// outside [0, partitions)), ErrUnavailable.
+	LogOffsets(topic string, partition int32) (logStart, logEnd int64, err error)
+	// ReadAt appends to dst copies of up to max (0..capacity) retained
+	// records of partition from offset on, in offset order (Attempt 0,
+	// headers copied), and returns them with the log start and end offsets
+	// of the same instant; offset == log end appends nothing. dst stays the
+	// caller's. Errors: ErrInvalidArgument (as LogOffsets, and max outside
+	// 0..capacity); ErrOffsetOutOfRange, with the log offsets, when offset
+	// is outside [log start, log end] (nothing appended); ErrUnavailable.
+	ReadAt(dst []engine.Record, topic string, partition int32, offset int64, max int32) (recs []engine.Record, logStart, logEnd int64, err error)
+	// Appended returns a channel closed by the next successful publish to
+	// topic (any partition) or AddPartitions of it: take it, read, then
+	// block on it, and no record appended after the read is missed.
+	// Errors: ErrInvalidArgument (unknown topic, invalid identifier),
+	// ErrUnavailable.
+	Appended(topic string) (<-chan struct{}, error)
+}

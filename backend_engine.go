@@ -424,3 +424,19 @@ var _ pollCounter = (*engineMember)(nil)
 func (m *engineMember) pollStats() (polls, waits, wakeups int64) {
 	return m.polls.Load(), m.stats.waits.Load(), m.stats.wakeups.Load()
 }
+
+// LogOffsets is OffsetReader's, the engine's log offsets under the
+// partition lock.
+func (e *engineBackend) LogOffsets(topic string, partition int32) (int64, int64, error) {
+	return e.b.LogOffsets(topic, partition)
+}
+
+// ReadAt is OffsetReader's: engine.Broker.ReadAt.
+func (e *engineBackend) ReadAt(dst []engine.Record, topic string, partition int32, offset int64, max int32) ([]engine.Record, int64, int64, error) {
+	return e.b.ReadAt(dst, topic, partition, offset, max)
+}
+
+var _ OffsetReader = (*engineBackend)(nil)
+
+// Appended is OffsetReader's: engine.Broker.Appended.
+func (e *engineBackend) Appended(topic string) (<-chan struct{}, error) { return e.b.Appended(topic) }

@@ -37,6 +37,13 @@ func (b *Broker) LogEndOffset(topicName string, partition int32) (int64, error) 
 	return end, err
 }
 
+// LogOffsets returns partition of topic's log start and end offsets (as
+// LogStartOffset and LogEndOffset) of one instant, under the partition
+// lock. Errors as LogStartOffset.
+func (b *Broker) LogOffsets(topicName string, partition int32) (start, end int64, err error) {
+	return b.logOffsets(topicName, partition)
+}
+
 func (b *Broker) logOffsets(topicName string, partition int32) (start, end int64, err error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
@@ -110,4 +117,56 @@ func (b *Broker) cursor(topicName, groupName string, partition int32) (cursorCop
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return cursorCopy{committed: c.committed(), attempts: c.attempts, inFlight: c.inFlight}, nil
+}
+
+// ReadAt appends to dst copies of up to max (0..capacity) records that
+// partition of topic retains, from offset on in offset order, and returns
+// them with the partition's log start and end offsets of the same instant
+// (read under the partition lock): a read by offset, as Kafka's Fetch, that
+// reserves nothing, commits nothing and changes no group (Attempt is 0 on
+// every record). offset == log end appends nothing. dst stays the caller's;
+// the records' headers are copies. Errors: ErrInvalidArgument (invalid
+// identifier, unknown topic, partition outside [0, partitionCount), max
+// outside 0..capacity); ErrOffsetOutOfRange, with the log offsets, when
+// offset is outside [log start, log end] (SPEC rule 20's range; nothing is
+// appended).
+func (b *Broker) ReadAt(dst []Record, topicName string, partition int32, offset int64, max int32) (recs []Record, logStart, logEnd int64, err error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return dst, 0, 0, err
+	}
+	p, err := t.partition(partition)
+	if err != nil {
+		return dst, 0, 0, err
+	}
+	if max < 0 || max > b.capacity {
+		return dst, 0, 0, fmt.Errorf("%w: max %d outside 0..%d", ErrInvalidArgument, max, b.capacity)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.sole; c != nil {
+		t.catchUpLocked(p, c)
+	}
+	start, end := p.log.StartOffset(), p.log.EndOffset()
+	if offset < start || offset > end {
+		return dst, start, end, fmt.Errorf("%w: offset %d outside [%d, %d] of %s/%d", ErrOffsetOutOfRange, offset, start, end, topicName, partition)
+	}
+	for off := offset; off < end && off-offset < int64(max); off++ {
+		dst = append(dst, p.log.At(off).record(t, partition, off, 0))
+	}
+	return dst, start, end, nil
+}
+
+// Appended returns a channel that the next successful publish to topic (any
+// partition) or AddPartitions of it closes: a reader by offset (ReadAt)
+// takes the channel first, then reads, then blocks on it, so a record
+// appended after its read always closes the channel it holds (signal.go).
+// Nothing else is changed or waited for. Errors (ErrInvalidArgument):
+// invalid identifier, unknown topic.
+func (b *Broker) Appended(topicName string) (<-chan struct{}, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return nil, err
+	}
+	return t.ready.wait(), nil
 }
