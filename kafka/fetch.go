@@ -214,16 +214,16 @@ func waitAny(ctx context.Context, chs []<-chan struct{}) error {
 // bytes of records it put there.
 func (s *Server) fetchPartition(p fetchPart, buf *[]engine.Record, limit int64, first bool) int64 {
 	rp := p.rp
-	rp.ErrorCode, rp.RecordBatches = 0, nil
+	rp.ErrorCode, rp.RecordBatches = 0, []byte{} // empty, not null: librdkafka refuses a null record set
 	offset := p.req.FetchOffset
-	var recs []engine.Record
+	var w batchWriter
 	size := int64(0)
 	for {
 		got, start, end, err := s.readAt((*buf)[:0], p.topic, rp.Partition, offset, readChunk)
 		*buf = got
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = end, end, start
 		if err != nil {
-			if len(recs) == 0 {
+			if w.n == 0 {
 				rp.ErrorCode = errorCode(err)
 				if !errors.Is(err, tributary.ErrOffsetOutOfRange) {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
@@ -240,15 +240,17 @@ func (s *Server) fetchPartition(p fetchPart, buf *[]engine.Record, limit int64, 
 				break
 			}
 			size += n
-			recs = append(recs, got[i])
+			w.add(&got[i])
 		}
 		if stop || len(got) < readChunk {
 			break
 		}
 		offset = got[len(got)-1].Offset + 1
+		clear(got) // drop the references to payloads already encoded
 	}
-	if len(recs) > 0 {
-		rp.RecordBatches = appendBatch(nil, recs)
+	clear(*buf)
+	if w.n > 0 {
+		rp.RecordBatches = w.finish(nil)
 	}
 	return size
 }
@@ -263,58 +265,83 @@ func recordSize(r *engine.Record) int64 {
 	return n
 }
 
-// appendBatch appends recs (consecutive offsets of one partition) as one
-// uncompressed magic-2 record batch with CreateTime timestamps. An empty
-// key is sent as a null key (Tributary's "no key").
-func appendBatch(dst []byte, recs []engine.Record) []byte {
-	base := recs[0].Offset
-	firstTS := recs[0].Time.UnixMilli()
-	maxTS := firstTS
-	var body []byte
-	var rec []byte
-	for i := range recs {
-		r := &recs[i]
-		ts := r.Time.UnixMilli()
-		maxTS = max(maxTS, ts)
-		rec = append(rec[:0], 0) // attributes
-		rec = binary.AppendVarint(rec, ts-firstTS)
-		rec = binary.AppendVarint(rec, r.Offset-base)
-		if r.Key == "" {
-			rec = binary.AppendVarint(rec, -1)
-		} else {
-			rec = binary.AppendVarint(rec, int64(len(r.Key)))
-			rec = append(rec, r.Key...)
-		}
-		rec = binary.AppendVarint(rec, int64(len(r.Payload)))
-		rec = append(rec, r.Payload...)
-		rec = binary.AppendVarint(rec, int64(len(r.Headers)))
-		for _, h := range r.Headers {
-			rec = binary.AppendVarint(rec, int64(len(h.Key)))
-			rec = append(rec, h.Key...)
-			rec = binary.AppendVarint(rec, int64(len(h.Value)))
-			rec = append(rec, h.Value...)
-		}
-		body = binary.AppendVarint(body, int64(len(rec)))
-		body = append(body, rec...)
+// batchWriter encodes records of consecutive offsets of one partition as
+// one uncompressed magic-2 record batch with CreateTime timestamps. An
+// empty key is sent as a null key (Tributary's "no key").
+type batchWriter struct {
+	n       int32
+	base    int64
+	last    int64
+	firstTS int64
+	maxTS   int64
+	body    []byte
+	rec     []byte
+}
+
+func (w *batchWriter) add(r *engine.Record) {
+	ts := r.Time.UnixMilli()
+	if w.n == 0 {
+		w.base, w.firstTS, w.maxTS = r.Offset, ts, ts
 	}
+	w.n++
+	w.last = r.Offset
+	w.maxTS = max(w.maxTS, ts)
+	rec := append(w.rec[:0], 0) // attributes
+	rec = binary.AppendVarint(rec, ts-w.firstTS)
+	rec = binary.AppendVarint(rec, r.Offset-w.base)
+	if r.Key == "" {
+		rec = binary.AppendVarint(rec, -1)
+	} else {
+		rec = binary.AppendVarint(rec, int64(len(r.Key)))
+		rec = append(rec, r.Key...)
+	}
+	rec = binary.AppendVarint(rec, int64(len(r.Payload)))
+	rec = append(rec, r.Payload...)
+	rec = binary.AppendVarint(rec, int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		rec = binary.AppendVarint(rec, int64(len(h.Key)))
+		rec = append(rec, h.Key...)
+		rec = binary.AppendVarint(rec, int64(len(h.Value)))
+		rec = append(rec, h.Value...)
+	}
+	w.body = binary.AppendVarint(w.body, int64(len(rec)))
+	w.body = append(w.body, rec...)
+	w.rec = rec
+}
+
+// finish appends the batch of the records added (at least one) to dst.
+func (w *batchWriter) finish(dst []byte) []byte {
 	b := kmsg.RecordBatch{
-		FirstOffset:     base,
+		FirstOffset:     w.base,
 		Magic:           2,
-		LastOffsetDelta: int32(recs[len(recs)-1].Offset - base),
-		FirstTimestamp:  firstTS,
-		MaxTimestamp:    maxTS,
+		LastOffsetDelta: int32(w.last - w.base),
+		FirstTimestamp:  w.firstTS,
+		MaxTimestamp:    w.maxTS,
 		ProducerID:      -1,
 		ProducerEpoch:   -1,
 		FirstSequence:   -1,
-		NumRecords:      int32(len(recs)),
-		Records:         body,
+		NumRecords:      w.n,
+		Records:         w.body,
 	}
 	start := len(dst)
+	if dst == nil {
+		dst = make([]byte, 0, len(w.body)+61)
+	}
 	dst = b.AppendTo(dst)
 	enc := dst[start:]
 	binary.BigEndian.PutUint32(enc[8:], uint32(len(enc)-12))
 	binary.BigEndian.PutUint32(enc[17:], crc32.Checksum(enc[21:], crc32c))
 	return dst
+}
+
+// appendBatch appends recs (consecutive offsets of one partition) to dst
+// as one batch (batchWriter).
+func appendBatch(dst []byte, recs []engine.Record) []byte {
+	var w batchWriter
+	for i := range recs {
+		w.add(&recs[i])
+	}
+	return w.finish(dst)
 }
 
 // handleListOffsets answers each partition's earliest (-2: the log

@@ -12,7 +12,7 @@ func TestProduceConsumeKgo(t *testing.T) {
 	_, s := serve(t, 1000)
 	p := client(t, s, kgo.DefaultProduceTopic("orders"), kgo.AllowAutoTopicCreation())
 	ctx := testCtx(t, 20*time.Second)
-	const n = 50
+	const n = 600 // more than one read by offset (readChunk) per fetch
 	for i := range n {
 		r := &kgo.Record{Key: []byte(fmt.Sprint("k", i%3)), Value: []byte(fmt.Sprint("v", i)), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}}
 		if err := p.ProduceSync(ctx, r).FirstErr(); err != nil {

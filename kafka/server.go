@@ -383,14 +383,17 @@ func (cc *conn) readFrame(br *bufio.Reader) (frame, error) {
 	if n < 8 || n > cc.s.maxRequestBytes {
 		return frame{}, fmt.Errorf("request length %d outside 8..%d bytes", n, cc.s.maxRequestBytes)
 	}
-	// Grow the body with what arrives, so that a prefix the client never
-	// fills costs what it sent, not what it claimed.
-	body := make([]byte, 0, min(int(n), 64<<10))
+	// Grow the body with what arrives, from 1 MiB at most, so that a
+	// prefix the client never fills costs about what it sent, not what it
+	// claimed.
+	body := make([]byte, 0, min(int(n), 1<<20))
 	for len(body) < int(n) {
 		if len(body) == cap(body) {
-			body = append(body, 0)[:len(body)]
+			grown := make([]byte, len(body), min(int(n), 2*cap(body)))
+			copy(grown, body)
+			body = grown
 		}
-		k, err := br.Read(body[len(body):min(cap(body), int(n))])
+		k, err := io.ReadAtLeast(br, body[len(body):cap(body)], 1)
 		body = body[:len(body)+k]
 		if err != nil && len(body) < int(n) {
 			if errors.Is(err, io.EOF) {
