@@ -4,7 +4,7 @@ GO ?= go
 # which ./... at the root does not reach: test and verify name it beside ./... .
 PROGRAM = ./cmd/tributary/...
 
-.PHONY: all test fuzz-short test-watermill test-otel test-prometheus test-jetstream test-browser monitor-screenshot demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
+.PHONY: all test fuzz-short test-watermill test-otel test-prometheus test-kafka test-jetstream test-browser monitor-screenshot demo lincheck verify fmt bench bench-cpu profile bench-scaling bench-16-build
 
 all: verify test
 
@@ -18,7 +18,8 @@ all: verify test
 ## then the Watermill adapter (its own module, watermill/) with Watermill's
 ## universal Pub/Sub suite at its -short size, then the OpenTelemetry
 ## instrumentation (its own module, otel/: test-otel) and the Prometheus
-## exporter (its own module, prometheus/: test-prometheus), then fuzz-short.
+## exporter (its own module, prometheus/: test-prometheus), then the Kafka
+## protocol front end (its own module, kafka/: test-kafka), then fuzz-short.
 test:
 	$(GO) vet ./... $(PROGRAM)
 	$(GO) test -race -count=1 ./... $(PROGRAM)
@@ -29,6 +30,7 @@ test:
 	cd watermill && $(GO) test -race -short -count=1 ./...
 	$(MAKE) test-otel
 	$(MAKE) test-prometheus
+	$(MAKE) test-kafka
 	$(MAKE) fuzz-short
 
 ## fuzz-short: each fuzz target of the codecs (root package) and of the
@@ -71,6 +73,19 @@ test-otel:
 ## make test runs it.
 test-prometheus:
 	cd prometheus && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+## test-kafka: the Kafka protocol front end (its own module, kafka/): go
+## vet, its tests under the race detector (franz-go's kgo clients against
+## it and against kfake, bad frames, share and classic groups), then its
+## request fuzzer for 20,000 inputs. The kcat tests live with the program
+## (cmd/tributary, make test); this target installs Debian's kcat first
+## when it is missing (as root, with apt-get), and TRIBUTARY_REQUIRE_KCAT=1
+## makes a missing kcat a failure there, not a skip.
+test-kafka:
+	@command -v kcat >/dev/null 2>&1 || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat; }
+	cd kafka && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd kafka && $(GO) test -run '^$$' -fuzz '^FuzzRequest$$' -fuzztime 20000x .
 
 ## test-jetstream: the JetStream backend's 3-node cluster tests that make
 ## test leaves out (porcupine histories on Replicas 3: TRIBUTARY_JS_CLUSTER=1),
@@ -168,6 +183,7 @@ verify:
 	cd watermill && $(GO) mod tidy -diff && $(GO) vet ./...
 	cd otel && $(GO) mod tidy -diff && $(GO) vet ./...
 	cd prometheus && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd kafka && $(GO) mod tidy -diff && $(GO) vet ./...
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
 		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... $(PROGRAM); \
 	else echo "staticcheck unavailable; skipped"; fi

@@ -349,12 +349,12 @@ type OffsetReader interface {
 	// ErrInvalidArgument (unknown topic, invalid identifier, partition
 	// outside [0, partitions)), ErrUnavailable.
 	LogOffsets(topic string, partition int32) (logStart, logEnd int64, err error)
-	// ReadAt appends to dst copies of up to max (0..capacity) retained
+	// ReadAt appends to dst copies of up to max (≥ 0) retained
 	// records of partition from offset on, in offset order (Attempt 0,
 	// headers copied), and returns them with the log start and end offsets
 	// of the same instant; offset == log end appends nothing. dst stays the
-	// caller's. Errors: ErrInvalidArgument (as LogOffsets, and max outside
-	// 0..capacity); ErrOffsetOutOfRange, with the log offsets, when offset
+	// caller's. Errors: ErrInvalidArgument (as LogOffsets, and a negative
+	// max); ErrOffsetOutOfRange, with the log offsets, when offset
 	// is outside [log start, log end] (nothing appended); ErrUnavailable.
 	ReadAt(dst []engine.Record, topic string, partition int32, offset int64, max int32) (recs []engine.Record, logStart, logEnd int64, err error)
 	// Appended returns a channel closed by the next successful publish to

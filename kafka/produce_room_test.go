@@ -1,0 +1,150 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/f91dcac0/tributary"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A full partition holds a produce until retention makes room (a group's
+// commit), and nothing is dropped or duplicated.
+func TestProduceWaitsForRoom(t *testing.T) {
+	c, s := serve(t, 5)
+	if _, err := tributary.CreateTopic(c, "full", 1, tributary.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateGroup("full", "g", tributary.RoundRobinAssignor); err != nil {
+		t.Fatal(err)
+	}
+	p := client(t, s, kgo.DefaultProduceTopic("full"), kgo.ProduceRequestTimeout(300*time.Millisecond), kgo.RecordRetries(1000))
+	ctx := testCtx(t, 30*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := range 8 {
+			if err = p.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	waitFor(t, func() bool { d, _ := c.Describe("full"); return d.Partitions[0].LogEndOffset == 5 })
+	select {
+	case err := <-done:
+		t.Fatalf("all 8 records produced into a partition of capacity 5 with no commit: %v", err)
+	case <-time.After(700 * time.Millisecond): // two produce timeouts: the client retried
+	}
+	if _, err := c.Seek("full", "g", 0, 5); err != nil { // the group commits all five
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.Describe("full")
+	if d.Partitions[0].LogStartOffset != 5 || d.Partitions[0].LogEndOffset != 8 {
+		t.Fatalf("log %d..%d, want 5..8: a record was dropped or duplicated", d.Partitions[0].LogStartOffset, d.Partitions[0].LogEndOffset)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// rawBatch is a magic-2 batch of values from an idempotent producer.
+func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
+	var body []byte
+	for i, v := range values {
+		var rec []byte
+		rec = append(rec, 0)
+		rec = binary.AppendVarint(rec, 0)
+		rec = binary.AppendVarint(rec, int64(i))
+		rec = binary.AppendVarint(rec, -1)
+		rec = binary.AppendVarint(rec, int64(len(v)))
+		rec = append(rec, v...)
+		rec = binary.AppendVarint(rec, 0)
+		body = binary.AppendVarint(body, int64(len(rec)))
+		body = append(body, rec...)
+	}
+	b := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: time.Now().UnixMilli(),
+		MaxTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq,
+		NumRecords: int32(len(values)), Records: body}
+	enc := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(enc[8:], uint32(len(enc)-12))
+	binary.BigEndian.PutUint32(enc[17:], crc32.Checksum(enc[21:], crc32c))
+	return enc
+}
+
+func produceRaw(t *testing.T, cl *kgo.Client, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, 1000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// A retried batch of an idempotent producer is answered with its first
+// offsets, not appended again; a gap in sequences is refused.
+func TestIdempotentRetry(t *testing.T) {
+	c, s := serve(t, 100)
+	cl := client(t, s)
+	ip, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(context.Background(), cl)
+	if err != nil || ip.ErrorCode != 0 {
+		t.Fatal(err, ip)
+	}
+	pid := ip.ProducerID
+	steps := []struct {
+		seq    int32
+		values []string
+		code   int16
+		base   int64
+	}{
+		{0, []string{"a", "b"}, 0, 0},
+		{0, []string{"a", "b"}, 0, 0}, // the same batch again: its offsets
+		{2, []string{"c"}, 0, 2},
+		{5, []string{"x"}, kerr.OutOfOrderSequenceNumber.Code, -1},
+		{3, []string{"d"}, 0, 3},
+	}
+	for i, st := range steps {
+		rp := produceRaw(t, cl, "idem", rawBatch(pid, 0, st.seq, st.values...))
+		if rp.ErrorCode != st.code || rp.BaseOffset != st.base {
+			t.Fatalf("step %d: error %d base %d, want %d %d", i, rp.ErrorCode, rp.BaseOffset, st.code, st.base)
+		}
+	}
+	if d, _ := c.Describe("idem"); d.Partitions[0].LogEndOffset != 4 {
+		t.Fatalf("log end %d, want 4 (a, b, c, d once each)", d.Partitions[0].LogEndOffset)
+	}
+	// A corrupted CRC is CORRUPT_MESSAGE and appends nothing.
+	b := rawBatch(-1, -1, -1, "z")
+	b[len(b)-1] ^= 0xff
+	if rp := produceRaw(t, cl, "idem", b); rp.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("corrupt batch: error %d", rp.ErrorCode)
+	}
+	if d, _ := c.Describe("idem"); d.Partitions[0].LogEndOffset != 4 {
+		t.Fatalf("log end %d after a corrupt batch", d.Partitions[0].LogEndOffset)
+	}
+}
