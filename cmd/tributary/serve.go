@@ -34,8 +34,9 @@ func serveUsage(w io.Writer) {
 // standard input, or the prompt when stdinTerminal) run on it, then until
 // ctx ends (the program's: SIGINT or SIGTERM). Both addresses are checked
 // (HOST:PORT: exit status 2) and listened on (an error: status 1) before
-// the cluster starts. The URL and the Kafka address go to stderr, so that
-// stdout is what `tributary run` prints. The exit status is the commands'
+// the cluster starts. The URL, the Kafka address and the Kafka front
+// end's log lines (slog text, Info and above) go to stderr, so that stdout
+// is what `tributary run` prints. The exit status is the commands'
 // (1 when one failed), or 1 when ctx ended before they did or a listener
 // failed while serving.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdinTerminal bool, stdout, stderr io.Writer) int {
