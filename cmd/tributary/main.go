@@ -10,9 +10,10 @@
 //	tributary [flags]            prompt with line editing and history
 //	                             (commands from standard input when it is not a terminal)
 //	tributary run [flags] FILE   run a script, stopping at the first error
-//	tributary serve -http ADDR [flags] [FILE]
-//	                             the same with the cluster's monitor page served at ADDR,
-//	                             kept serving after the commands until interrupted
+//	tributary serve [-http ADDR] [-kafka ADDR] [flags] [FILE]
+//	                             the same with the cluster's monitor page served at the -http
+//	                             ADDR and its topics over Kafka's wire protocol at the -kafka
+//	                             ADDR (one or both), kept serving after the commands until interrupted
 //	tributary demo [flags]       the example script examples/demo.tri, then the audit
 //	tributary audit [flags]      a concurrent workload checked for loss, duplicates and order
 //	tributary help               this text
@@ -98,10 +99,11 @@ Usage:
             [-seed N] [-backend memory|jetstream] [-nats URL] [-session-timeout D] FILE
         run the commands of FILE (- for standard input); stops at the first
         error with its line number and exit status 1
-  tributary serve -http ADDR [run's flags] [FILE]
-        the cluster's monitor page at http://ADDR/ (JSON at /api/state) while
+  tributary serve [-http ADDR] [-kafka ADDR] [run's flags] [FILE]
+        the cluster's monitor page at http://ADDR/ (JSON at /api/state), its
+        topics over Kafka's wire protocol at the -kafka ADDR, or both, while
         the commands of FILE run (none: standard input, or the prompt), then
-        until interrupted (Ctrl-C); the URL is printed on standard error
+        until interrupted (Ctrl-C); the addresses are printed on standard error
   tributary demo [audit flags]
         the example script (examples/demo.tri) with a transcript, then the audit
   tributary audit [flags]

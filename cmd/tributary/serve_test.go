@@ -176,12 +176,17 @@ func TestServeCommandLine(t *testing.T) {
 		wcode   int
 		wstderr string
 	}{
-		{nil, exitUsage, "-http ADDR is required"},
+		{nil, exitUsage, "-http ADDR or -kafka ADDR is required"},
+		{[]string{"-capacity", "5"}, exitUsage, "-http ADDR or -kafka ADDR is required"},
 		{[]string{"-http", "8080"}, exitUsage, `-http "8080": want HOST:PORT`},
+		{[]string{"-kafka", "9092"}, exitUsage, `-kafka "9092": want HOST:PORT, such as 127.0.0.1:9092`},
+		{[]string{"-http", "127.0.0.1:0", "-kafka", "localhost"}, exitUsage, `-kafka "localhost": want HOST:PORT`},
 		{[]string{"-http", "127.0.0.1:0", "a", "b"}, exitUsage, "want at most one FILE, got 2"},
 		{[]string{"-http", "127.0.0.1:0", "-capacity", "0"}, exitUsage, "-capacity 0: must be in"},
 		{[]string{"-http", "127.0.0.1:0", "/nonexistent/s.tri"}, exitFailed, "no such file"},
 		{[]string{"-http", "256.0.0.1:1"}, exitFailed, "tributary serve: listen tcp"},
+		{[]string{"-kafka", "256.0.0.1:1"}, exitFailed, "tributary serve: listen tcp"},
+		{[]string{"-http", "127.0.0.1:0", "-kafka", "256.0.0.1:1"}, exitFailed, "tributary serve: listen tcp"},
 	} {
 		var stdout, stderr bytes.Buffer
 		got := runServe(context.Background(), tt.args, strings.NewReader(""), false, &stdout, &stderr)
@@ -190,7 +195,7 @@ func TestServeCommandLine(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if got := runServe(context.Background(), []string{"-h"}, nil, false, &stdout, &stderr); got != exitOK || !strings.Contains(stdout.String(), "-http address") {
+	if got := runServe(context.Background(), []string{"-h"}, nil, false, &stdout, &stderr); got != exitOK || !strings.Contains(stdout.String(), "-http address") || !strings.Contains(stdout.String(), "-kafka address") {
 		t.Errorf("serve -h: exit %d, stdout %q", got, stdout.String())
 	}
 }

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var kafkaRE = regexp.MustCompile(`tributary: Kafka protocol at (127\.0\.0\.1:[0-9]+)\n`)
+
+// served is a `tributary serve` running in the test: its output, its
+// exit status once it ends, and the interrupt that ends it.
+type served struct {
+	stdout, stderr lockedBuffer
+	code           chan int
+	interrupt      context.CancelFunc
+}
+
+// startServe runs runServe on args with stdin as its commands, and waits
+// (10 s at most) for its stderr to have a line matching re, whose first
+// group it returns. It fails the test if serve exits before.
+func startServe(t *testing.T, args []string, stdin string, re *regexp.Regexp) (*served, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{code: make(chan int, 1), interrupt: cancel}
+	go func() {
+		s.code <- runServe(ctx, args, strings.NewReader(stdin), false, &s.stdout, &s.stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.code:
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not end 10 s after the interrupt")
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(s.stderr.String()); m != nil {
+			return s, m[1]
+		}
+		select {
+		case c := <-s.code:
+			s.code <- c
+			t.Fatalf("serve %q exited %d before printing %s:\n%s%s", args, c, re, s.stdout.String(), s.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve %q: no %s on stderr after 10 s:\n%s", args, re, s.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stop interrupts s and checks that it exits with status 0 and that addr
+// is no longer listened on.
+func (s *served) stop(t *testing.T, addr string) {
+	t.Helper()
+	s.interrupt()
+	select {
+	case c := <-s.code:
+		s.code <- c
+		if c != exitOK {
+			t.Errorf("exit status %d after the interrupt, want 0; stderr:\n%s", c, s.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not end 10 s after the interrupt")
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after the exit", addr)
+	}
+}
+
+// TestServeKafka runs `tributary serve -kafka 127.0.0.1:0` on a script
+// and talks to it with franz-go's client: the record the script produced
+// is there to fetch, three records produced to a new topic (auto-created)
+// get offsets 0, 1, 2 and come back, in order, with their keys, values
+// and headers; then the program exits 0 on the interrupt and stops
+// listening. A serve that ignored -kafka fails at once (no "Kafka
+// protocol at" line, or nothing listening there); one serving a cluster
+// other than the script's fails on the script's record.
+func TestServeKafka(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "s.tri")
+	if err := os.WriteFile(script, []byte("create topic orders String 1\ncreate producer web String RoundRobin\nproduce event web orders order.json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "order.json"), []byte(`{"key": "k", "value": "pizza"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0", script}, "", kafkaRE)
+	waitStderr(t, s, "commands done; serving the Kafka protocol at "+addr+" until interrupted (Ctrl-C)")
+	if !strings.Contains(s.stdout.String(), "produced 0-0 to orders p0 at offset 0") {
+		t.Errorf("stdout lacks the script's output:\n%s", s.stdout.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	got := consume(ctx, t, addr, "orders", 1)
+	if len(got) == 1 && (string(got[0].Key) != "k" || string(got[0].Value) != "pizza" || got[0].Offset != 0) {
+		t.Errorf("orders p0: key %q value %q at offset %d, want the script's k, pizza at 0", got[0].Key, got[0].Value, got[0].Offset)
+	}
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []*kgo.Record
+	for i := range 3 {
+		sent = append(sent, &kgo.Record{
+			Topic:   "clicks",
+			Key:     fmt.Appendf(nil, "user-%d", i),
+			Value:   fmt.Appendf(nil, "click %d", i),
+			Headers: []kgo.RecordHeader{{Key: "n", Value: fmt.Appendf(nil, "%d", i)}},
+		})
+	}
+	for i, r := range producer.ProduceSync(ctx, sent...) {
+		if r.Err != nil {
+			t.Fatalf("produce %d: %v", i, r.Err)
+		}
+		if r.Record.Partition != 0 || r.Record.Offset != int64(i) {
+			t.Errorf("produce %d: partition %d offset %d, want 0 and %d", i, r.Record.Partition, r.Record.Offset, i)
+		}
+	}
+	producer.Close()
+
+	got = consume(ctx, t, addr, "clicks", 3)
+	for i, r := range got {
+		w := sent[i]
+		if r.Partition != 0 || r.Offset != int64(i) || !bytes.Equal(r.Key, w.Key) || !bytes.Equal(r.Value, w.Value) || !hasHeader(r, "n", fmt.Sprint(i)) {
+			t.Errorf("clicks record %d: p%d offset %d key %q value %q headers %v; want p0 offset %d key %q value %q header n=%d",
+				i, r.Partition, r.Offset, r.Key, r.Value, r.Headers, i, w.Key, w.Value, i)
+		}
+	}
+	s.stop(t, addr)
+}
+
+// consume reads topic from its start with a client of its own (no group)
+// until it has n records or ctx ends (a failure), and returns them.
+func consume(ctx context.Context, t *testing.T, addr, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %d of %d records before %v", topic, len(got), n, ctx.Err())
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Errorf("fetch %s p%d: %v", topic, p, err) })
+		got = append(got, fs.Records()...)
+	}
+	if len(got) != n {
+		t.Errorf("%s: %d records, want %d", topic, len(got), n)
+	}
+	return got
+}
+
+func hasHeader(r *kgo.Record, key, value string) bool {
+	for _, h := range r.Headers {
+		if h.Key == key && string(h.Value) == value {
+			return true
+		}
+	}
+	return false
+}
+
+// waitStderr waits (10 s at most) for s's stderr to contain line.
+func waitStderr(t *testing.T, s *served, line string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.stderr.String(), line) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr lacks %q after 10 s:\n%s", line, s.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestServeHTTPAndKafka: with both flags both are served, and the lines
+// of each are printed (the monitor's, as TestServe reads them, and the
+// Kafka address).
+func TestServeHTTPAndKafka(t *testing.T) {
+	s, addr := startServe(t, []string{"-http", "127.0.0.1:0", "-kafka", "127.0.0.1:0"}, "create topic t Integer 2\n", kafkaRE)
+	re := regexp.MustCompile(`commands done; serving (http://127\.0\.0\.1:[0-9]+/) until interrupted \(Ctrl-C\), and the Kafka protocol at ` + regexp.QuoteMeta(addr) + "\n")
+	waitStderr(t, s, "commands done")
+	m := re.FindStringSubmatch(s.stderr.String())
+	if m == nil {
+		t.Fatalf("stderr lacks %s:\n%s", re, s.stderr.String())
+	}
+	if !strings.Contains(s.stderr.String(), "monitor page at "+m[1]) {
+		t.Errorf("stderr lacks the URL line:\n%s", s.stderr.String())
+	}
+	if b := get(t, m[1]+"api/state?history=0"); !bytes.Contains(b, []byte(`"topic":"t"`)) {
+		t.Errorf("state lacks topic t: %s", b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// The script's topic, with its two partitions, in Kafka's metadata.
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("t")
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 2 {
+		t.Errorf("metadata of t: %+v, want one topic with 2 partitions", resp.Topics)
+	}
+	cl.Close()
+	s.stop(t, addr)
+}
+
+// TestServeKcat runs kcat (librdkafka's command-line client) against
+// `tributary serve -kafka`: the lines of a file produced to a new topic,
+// the metadata listing it, a plain consume from the beginning, and a
+// consumer group's, each output compared exactly with what was produced.
+// Skipped when kcat is not on PATH, unless TRIBUTARY_REQUIRE_KCAT=1; the
+// group's part is skipped while the Kafka front end's ApiVersions lists
+// no JoinGroup. A serve that ignored -kafka fails at the first kcat (no
+// broker); one that lost, reordered or misnumbered records fails on the
+// outputs.
+func TestServeKcat(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("TRIBUTARY_REQUIRE_KCAT") == "1" {
+			t.Fatalf("kcat is not on PATH and TRIBUTARY_REQUIRE_KCAT=1: %v", err)
+		}
+		t.Skipf("kcat is not on PATH (apt-get install kcat; TRIBUTARY_REQUIRE_KCAT=1 makes this a failure): %v", err)
+	}
+	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0"}, "", kafkaRE)
+	lines := []string{"first line", "second line", "third, with a comma", "fourth"}
+	file := filepath.Join(t.TempDir(), "lines.txt")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kcat, append([]string{"-b", addr}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kcat %q: %v\nstdout:\n%s\nstderr:\n%.2000s\nserve's stderr:\n%s", args, err, stdout.String(), stderr.String(), s.stderr.String())
+		}
+		return stdout.String()
+	}
+	var want strings.Builder
+	for i, l := range lines {
+		fmt.Fprintf(&want, "0 %d %s\n", i, l)
+	}
+	n := fmt.Sprint(len(lines))
+
+	run(t, "-P", "-t", "kcat_lines", "-l", file)
+	if md := run(t, "-L", "-t", "kcat_lines"); !strings.Contains(md, `topic "kcat_lines" with 1 partitions:`) ||
+		!strings.Contains(md, "partition 0, leader 0,") || !strings.Contains(md, "broker 0 at "+addr) {
+		t.Errorf("kcat -L lacks the topic, its partition or the broker at %s:\n%s", addr, md)
+	}
+	// -c, not -e: kcat's -e waits for a fetch at the log's end to come
+	// back empty.
+	if got := run(t, "-C", "-t", "kcat_lines", "-o", "beginning", "-c", n, "-f", "%p %o %s\\n"); got != want.String() {
+		t.Errorf("kcat -C printed:\n%s\nwant:\n%s", got, want.String())
+	}
+	t.Run("group", func(t *testing.T) {
+		if !servesAPI(t, addr, 11) {
+			t.Skip("the Kafka front end serves no consumer groups (no JoinGroup in ApiVersions)")
+		}
+		if got := run(t, "-G", "kcat_group", "-X", "auto.offset.reset=earliest", "-c", n, "-f", "%p %o %s\\n", "kcat_lines"); got != want.String() {
+			t.Errorf("kcat -G printed:\n%s\nwant:\n%s", got, want.String())
+		}
+	})
+	s.stop(t, addr)
+}
+
+// servesAPI reports whether the Kafka server at addr lists the API of
+// key in its ApiVersions.
+func servesAPI(t *testing.T, addr string, key int16) bool {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == key {
+			return true
+		}
+	}
+	return false
+}
