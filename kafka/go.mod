@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/f91dcac0/tributary v0.0.0
 	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 )
 
