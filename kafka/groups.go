@@ -124,7 +124,7 @@ func (c *coordinator) group(id string, create bool) *group {
 	}
 	g := c.groups[id]
 	if g == nil && create {
-		g = &group{c: c, name: id, members: map[string]*member{}, pending: map[string]*member{}}
+		g = &group{c: c, name: id, members: map[string]*member{}, pending: map[string]*member{}, instances: map[string]string{}}
 		c.groups[id] = g
 	}
 	return g
@@ -154,6 +154,7 @@ type group struct {
 	protocol     string // chosen at each rebalance; "" when Empty
 	leader       string
 	members      map[string]*member // joined members, by member id
+	instances    map[string]string  // group.instance.id → member id, of static members
 	pending      map[string]*member // given an id by MEMBER_ID_REQUIRED, not yet joined
 	pendingSync  map[string]struct{}
 	tRebalance   *time.Timer // ends PreparingRebalance without the members that did not join
@@ -164,6 +165,7 @@ type group struct {
 type member struct {
 	g          *group
 	id         string
+	instanceID *string // group.instance.id of a static member; nil: dynamic
 	clientID   string
 	clientHost string
 	join       *kmsg.JoinGroupRequest // its latest JoinGroup
@@ -339,6 +341,27 @@ func (g *group) removeLocked(m *member) {
 	m.stopSession()
 	delete(g.members, m.id)
 	delete(g.pendingSync, m.id)
+	if m.instanceID != nil && g.instances[*m.instanceID] == m.id {
+		delete(g.instances, *m.instanceID)
+	}
+}
+
+// checkInstanceLocked is KIP-345's check of a request naming a
+// group.instance.id: UNKNOWN_MEMBER_ID when no member has it,
+// FENCED_INSTANCE_ID when another member id has it (a newer instance
+// replaced this one).
+func (g *group) checkInstanceLocked(instanceID *string, memberID string) int16 {
+	if instanceID == nil {
+		return 0
+	}
+	id, ok := g.instances[*instanceID]
+	switch {
+	case !ok:
+		return kerr.UnknownMemberID.Code
+	case id != memberID:
+		return kerr.FencedInstanceID.Code
+	}
+	return 0
 }
 
 // rebalanceLocked enters PreparingRebalance: SyncGroups waiting get
@@ -500,7 +523,7 @@ func (g *group) fillJoinLocked(m *member, resp *kmsg.JoinGroupResponse) {
 		for _, p := range o.join.Protocols {
 			if p.Name == g.protocol {
 				rm := kmsg.NewJoinGroupResponseMember()
-				rm.MemberID, rm.ProtocolMetadata = o.id, p.Metadata
+				rm.MemberID, rm.InstanceID, rm.ProtocolMetadata = o.id, o.instanceID, p.Metadata
 				resp.Members = append(resp.Members, rm)
 				break
 			}
@@ -581,8 +604,17 @@ func handleFindCoordinator(s *Server, r *request, req *kmsg.FindCoordinatorReque
 // MinSessionTimeout..MaxSessionTimeout), INCONSISTENT_GROUP_PROTOCOL (no
 // protocol type or protocols, another protocol type than the group's, no
 // protocol in common with the other members), UNKNOWN_MEMBER_ID (an id
-// the group does not know, or the member removed while it waited),
-// INVALID_REQUEST (a group.instance.id: static membership is not served).
+// the group does not know, or the member removed while it waited).
+//
+// Static membership (KIP-345, v5+'s group.instance.id): a static member
+// joins with an empty id without MEMBER_ID_REQUIRED; joining again with
+// an empty id and the same instance id replaces the old member id (its
+// waiting JoinGroup or SyncGroup, and its later requests, get
+// FENCED_INSTANCE_ID) and keeps its assignment: in Stable, with unchanged
+// metadata, without a rebalance (the leader gets SkipAssignment on v9, as
+// Kafka). A known member id with an instance id another member holds is
+// FENCED_INSTANCE_ID; an unknown instance id UNKNOWN_MEMBER_ID. Static
+// members leave by LeaveGroup or session expiry, as dynamic ones.
 // A wait ends with the client's connection or the Server.
 func handleJoinGroup(s *Server, r *request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
@@ -597,9 +629,6 @@ func handleJoinGroup(s *Server, r *request, req *kmsg.JoinGroupRequest) (kmsg.Re
 	if st := time.Duration(req.SessionTimeoutMillis) * time.Millisecond; st < MinSessionTimeout || st > MaxSessionTimeout {
 		return fail(kerr.InvalidSessionTimeout)
 	}
-	if req.InstanceID != nil {
-		return fail(kerr.InvalidRequest)
-	}
 	g := s.groups.group(req.Group, true)
 	if g == nil {
 		return nil, errCoordinatorClosed
@@ -610,13 +639,32 @@ func handleJoinGroup(s *Server, r *request, req *kmsg.JoinGroupRequest) (kmsg.Re
 		return nil, errCoordinatorClosed
 	}
 	m := g.members[req.MemberID]
-	if !g.fitsLocked(req, m) {
+	same := m // the member this join is of, if any
+	if req.MemberID == "" && req.InstanceID != nil {
+		same = g.members[g.instances[*req.InstanceID]]
+	}
+	if !g.fitsLocked(req, same) {
 		g.mu.Unlock()
 		return fail(kerr.InconsistentGroupProtocol)
 	}
+	if req.MemberID != "" && req.InstanceID != nil {
+		if code := g.checkInstanceLocked(req.InstanceID, req.MemberID); code != 0 {
+			g.mu.Unlock()
+			resp.ErrorCode = code
+			return resp, nil
+		}
+	}
+	if req.MemberID == "" && req.InstanceID != nil {
+		if old := g.members[g.instances[*req.InstanceID]]; old != nil {
+			return g.replaceStaticLocked(r, req, old)
+		}
+	}
 	if req.MemberID == "" {
-		m = &member{g: g, id: newMemberID(r.clientID), clientID: r.clientID, clientHost: r.cc.nc.RemoteAddr().String(), join: req}
-		if req.Version >= 4 {
+		m = &member{g: g, id: newMemberID(r.clientID), instanceID: req.InstanceID, clientID: r.clientID, clientHost: r.cc.nc.RemoteAddr().String(), join: req}
+		if req.InstanceID != nil {
+			g.instances[*req.InstanceID] = m.id
+		}
+		if req.Version >= 4 && req.InstanceID == nil {
 			g.pending[m.id] = m
 			m.touchLocked()
 			g.mu.Unlock()
@@ -645,6 +693,12 @@ func handleJoinGroup(s *Server, r *request, req *kmsg.JoinGroupRequest) (kmsg.Re
 	m.clientID, m.clientHost = r.clientID, r.cc.nc.RemoteAddr().String()
 	g.members[m.id] = m
 	m.failLocked(kerr.RebalanceInProgress.Code) // a JoinGroup or SyncGroup of its before this one
+	return g.joinWaitLocked(r, m, req)
+}
+
+// joinWaitLocked makes m wait in JoinGroup, rebalances, unlocks the group
+// and waits.
+func (g *group) joinWaitLocked(r *request, m *member, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
 	w := newWaiter(req)
 	m.waiting = w
 	m.stopSession()
@@ -653,12 +707,43 @@ func handleJoinGroup(s *Server, r *request, req *kmsg.JoinGroupRequest) (kmsg.Re
 	return g.wait(r, m, w)
 }
 
-// member looks up a request's member in group id, checking its
-// generation: the error code when the group or member is unknown
-// (UNKNOWN_MEMBER_ID), the generation is another (ILLEGAL_GENERATION) or
-// the id is not an identifier (INVALID_GROUP_ID). The group's mu is held
+// replaceStaticLocked is a static member's JoinGroup with an empty member
+// id while old holds its instance id: a new member id takes old's place
+// and assignment, old is fenced. Called with the group locked; unlocks it.
+func (g *group) replaceStaticLocked(r *request, req *kmsg.JoinGroupRequest, old *member) (kmsg.Response, error) {
+	m := &member{g: g, id: newMemberID(r.clientID), instanceID: req.InstanceID, clientID: r.clientID,
+		clientHost: r.cc.nc.RemoteAddr().String(), join: req, assignment: old.assignment}
+	old.failLocked(kerr.FencedInstanceID.Code)
+	old.stopSession()
+	delete(g.members, old.id)
+	if _, ok := g.pendingSync[old.id]; ok {
+		delete(g.pendingSync, old.id)
+		g.pendingSync[m.id] = struct{}{}
+	}
+	g.members[m.id] = m
+	g.instances[*req.InstanceID] = m.id
+	if g.leader == old.id {
+		g.leader = m.id
+	}
+	if g.state == groupStable && sameJoin(old.join, req) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		g.fillJoinLocked(m, resp)
+		resp.SkipAssignment = m.id == g.leader
+		m.touchLocked()
+		g.mu.Unlock()
+		return resp, nil
+	}
+	return g.joinWaitLocked(r, m, req)
+}
+
+// member looks up a request's member in group id, checking its instance
+// id and generation: the error code when the group or member is unknown
+// (UNKNOWN_MEMBER_ID), the instance id is another member's
+// (FENCED_INSTANCE_ID) or unknown (UNKNOWN_MEMBER_ID), the generation is
+// another (ILLEGAL_GENERATION) or the id is not an identifier
+// (INVALID_GROUP_ID). The group's mu is held
 // on success.
-func (c *coordinator) member(id, memberID string, generation int32) (*group, *member, int16) {
+func (c *coordinator) member(id, memberID string, instanceID *string, generation int32) (*group, *member, int16) {
 	if code := checkGroupID(id); code != 0 {
 		return nil, nil, code
 	}
@@ -668,6 +753,10 @@ func (c *coordinator) member(id, memberID string, generation int32) (*group, *me
 	}
 	g.mu.Lock()
 	m := g.members[memberID]
+	if code := g.checkInstanceLocked(instanceID, memberID); code != 0 {
+		g.mu.Unlock()
+		return nil, nil, code
+	}
 	switch {
 	case m == nil:
 		g.mu.Unlock()
@@ -685,17 +774,13 @@ func (c *coordinator) member(id, memberID string, generation int32) (*group, *me
 // leader, up to the rebalance timeout (after which members that did not
 // sync are removed and the group rebalances). In Stable it answers the
 // member's assignment again. Errors: INVALID_GROUP_ID, UNKNOWN_MEMBER_ID,
-// ILLEGAL_GENERATION (another generation), INCONSISTENT_GROUP_PROTOCOL
+// FENCED_INSTANCE_ID (a static member replaced), ILLEGAL_GENERATION (another generation), INCONSISTENT_GROUP_PROTOCOL
 // (v5+'s protocol type or name is not the group's), REBALANCE_IN_PROGRESS
 // (the group is preparing a rebalance, or one started while it waited).
 // A wait ends with the client's connection or the Server.
 func handleSyncGroup(s *Server, r *request, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	if req.InstanceID != nil {
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp, nil
-	}
-	g, m, code := s.groups.member(req.Group, req.MemberID, req.Generation)
+	g, m, code := s.groups.member(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp, nil
@@ -770,15 +855,11 @@ func emptyConsumerAssignment() []byte {
 // INVALID_GROUP_ID, UNKNOWN_MEMBER_ID (an unknown group or member: one
 // whose session expired included), ILLEGAL_GENERATION (another
 // generation), REBALANCE_IN_PROGRESS (the group prepares a rebalance:
-// the member joins again). A group.instance.id is INVALID_REQUEST (static
-// membership is not served).
+// the member joins again), FENCED_INSTANCE_ID (a static member replaced by
+// a newer instance).
 func handleHeartbeat(s *Server, r *request, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if req.InstanceID != nil {
-		resp.ErrorCode = kerr.InvalidRequest.Code
-		return resp, nil
-	}
-	g, m, code := s.groups.member(req.Group, req.MemberID, req.Generation)
+	g, m, code := s.groups.member(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp, nil
@@ -800,9 +881,11 @@ func handleHeartbeat(s *Server, r *request, req *kmsg.HeartbeatRequest) (kmsg.Re
 
 // handleLeaveGroup removes members (v3+: a batch, each answered on its
 // own; before v3 the one MemberID) and rebalances the group once.
-// Errors: INVALID_GROUP_ID (the whole request), UNKNOWN_MEMBER_ID (a
-// member the group does not know; a group.instance.id, since static
-// membership is not served). A member leaving while its JoinGroup or
+// A member named by its group.instance.id (v3+) is the static member
+// holding it. Errors: INVALID_GROUP_ID (the whole request),
+// UNKNOWN_MEMBER_ID (a member or instance id the group does not know),
+// FENCED_INSTANCE_ID (an instance id held by another member id than the
+// one named). A member leaving while its JoinGroup or
 // SyncGroup waits on another connection gets UNKNOWN_MEMBER_ID there.
 func handleLeaveGroup(s *Server, r *request, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
@@ -823,8 +906,22 @@ func handleLeaveGroup(s *Server, r *request, req *kmsg.LeaveGroupRequest) (kmsg.
 	for _, lm := range members {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
+		if g != nil && lm.InstanceID != nil {
+			id, ok := g.instances[*lm.InstanceID]
+			switch {
+			case !ok:
+				rm.ErrorCode = kerr.UnknownMemberID.Code
+			case lm.MemberID != "" && lm.MemberID != id:
+				rm.ErrorCode = kerr.FencedInstanceID.Code
+			}
+			if rm.ErrorCode != 0 {
+				resp.Members = append(resp.Members, rm)
+				continue
+			}
+			lm.MemberID, rm.MemberID = id, id
+		}
 		switch {
-		case g == nil || lm.InstanceID != nil:
+		case g == nil:
 			rm.ErrorCode = kerr.UnknownMemberID.Code
 		case g.members[lm.MemberID] != nil:
 			g.removeLocked(g.members[lm.MemberID])

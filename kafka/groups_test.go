@@ -492,3 +492,64 @@ func TestGroupCloseDuringJoin(t *testing.T) {
 	c.Close()
 	goleak.VerifyNone(t, opt)
 }
+
+// TestGroupStaticMember: a static member (group.instance.id) joins without
+// MEMBER_ID_REQUIRED; a new instance of it replaces it in Stable without a
+// rebalance, keeping the generation and the assignment, and fences the
+// old member id; it leaves by instance id. Broken variants it catches: a
+// replacement that rebalances (the generation moves to 2), one that drops
+// the assignment (the new instance's SyncGroup gets none), a missing
+// fence (the old id's heartbeat is answered NONE), a LeaveGroup that does
+// not resolve instance ids (UNKNOWN_MEMBER_ID, the group stays Stable).
+func TestGroupStaticMember(t *testing.T) {
+	_, s := serve(t, 100)
+	ctx := testCtx(t, 20*time.Second)
+	staticJoin := func(m *testMember) *kmsg.JoinGroupResponse {
+		t.Helper()
+		req := m.joinReq("g", "range", 10000)
+		req.InstanceID = kmsg.StringPtr("host-1")
+		resp, err := req.RequestWith(ctx, m.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, "static join", resp.ErrorCode, nil)
+		m.id, m.gen = resp.MemberID, resp.Generation
+		return resp
+	}
+	a, a2 := newTestMember(t, s, "alpha"), newTestMember(t, s, "alpha")
+	if jr := staticJoin(a); jr.Generation != 1 || jr.LeaderID != a.id || len(jr.Members) != 1 || *jr.Members[0].InstanceID != "host-1" {
+		t.Fatalf("static join: %+v", jr)
+	}
+	a.sync(ctx, "g", map[string]string{a.id: "all"})
+	jr := staticJoin(a2)
+	if jr.Generation != 1 || a2.id == a.id || jr.LeaderID != a2.id || !jr.SkipAssignment {
+		t.Fatalf("replacing join: %+v (old id %s)", jr, a.id)
+	}
+	if sr := a2.sync(ctx, "g", nil); sr.ErrorCode != 0 || string(sr.MemberAssignment) != "all" {
+		t.Fatalf("replacement's sync: %v %q", kerr.ErrorForCode(sr.ErrorCode), sr.MemberAssignment)
+	}
+	hb := func(id string) int16 {
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation, req.InstanceID = "g", id, 1, kmsg.StringPtr("host-1")
+		resp, err := req.RequestWith(ctx, a.cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	wantCode(t, "heartbeat of the replaced member", hb(a.id), kerr.FencedInstanceID)
+	wantCode(t, "heartbeat of the replacement", hb(a2.id), nil)
+	lv := kmsg.NewPtrLeaveGroupRequest()
+	lv.Group = "g"
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.InstanceID = kmsg.StringPtr("host-1")
+	lv.Members = append(lv.Members, lm)
+	lresp, err := lv.RequestWith(ctx, a2.cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "leave by instance id", lresp.Members[0].ErrorCode, nil)
+	if dg := describeGroup(t, ctx, a2.cl, "g"); dg.State != "Empty" || len(dg.Members) != 0 {
+		t.Fatalf("after the leave: %+v", dg)
+	}
+}

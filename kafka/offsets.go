@@ -18,6 +18,9 @@ import (
 // and the generation current (ILLEGAL_GENERATION). A valid commit counts
 // as the member's heartbeat.
 func (g *group) commitCheckLocked(req *kmsg.OffsetCommitRequest) int16 {
+	if code := g.checkInstanceLocked(req.InstanceID, req.MemberID); code != 0 {
+		return code
+	}
 	switch {
 	case g.state == groupDead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -51,23 +54,21 @@ func (g *group) commitCheckLocked(req *kmsg.OffsetCommitRequest) int16 {
 // Errors, for every partition: INVALID_GROUP_ID (not a Tributary
 // identifier), ILLEGAL_GENERATION (a generation ≥ 0 for a group the
 // coordinator does not know, or not the current one), UNKNOWN_MEMBER_ID,
-// REBALANCE_IN_PROGRESS (the group completes a rebalance), INVALID_REQUEST
-// (a group.instance.id: static membership is not served). Per partition:
+// REBALANCE_IN_PROGRESS (the group completes a rebalance),
+// FENCED_INSTANCE_ID (a static member replaced by a newer instance). Per
+// partition:
 // INVALID_TOPIC_EXCEPTION (a topic name that is not an identifier),
 // UNKNOWN_TOPIC_OR_PARTITION, OFFSET_OUT_OF_RANGE (outside [log start, log
 // end]: Seek's ErrOffsetOutOfRange; a negative offset).
 func handleOffsetCommit(s *Server, r *request, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	code := checkGroupID(req.Group)
-	if code == 0 && req.InstanceID != nil {
-		code = kerr.InvalidRequest.Code
-	}
 	if code == 0 {
 		if g := s.groups.group(req.Group, false); g != nil {
 			g.mu.Lock()
 			defer g.mu.Unlock() // commits of a group are stored in order
 			code = g.commitCheckLocked(req)
-		} else if req.Generation >= 0 {
+		} else if req.Generation >= 0 || req.InstanceID != nil {
 			code = kerr.IllegalGeneration.Code
 		}
 	}
@@ -285,7 +286,7 @@ func handleDescribeGroups(s *Server, r *request, req *kmsg.DescribeGroupsRequest
 			for _, mid := range g.memberIDsLocked() {
 				m := g.members[mid]
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
-				rm.MemberID, rm.ClientID, rm.ClientHost = m.id, m.clientID, m.clientHost
+				rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
 				if g.state == groupStable {
 					for _, p := range m.join.Protocols {
 						if p.Name == g.protocol {
