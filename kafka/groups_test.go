@@ -553,3 +553,122 @@ func TestGroupStaticMember(t *testing.T) {
 		t.Fatalf("after the leave: %+v", dg)
 	}
 }
+
+// rawRoundTrip sends req at its own version on nc and decodes the answer
+// into resp (of the same version).
+func rawRoundTrip(t *testing.T, nc net.Conn, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	rawRequest(t, nc, req)
+	var size [4]byte
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(nc, b); err != nil {
+		t.Fatal(err)
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	b = b[4:] // correlation id
+	if resp.IsFlexible() {
+		b = b[1:] // no header tags
+	}
+	if err := resp.ReadFrom(b); err != nil {
+		t.Fatalf("%T v%d: %v", resp, req.GetVersion(), err)
+	}
+	return resp
+}
+
+// TestGroupOldVersions drives the version-specific branches over a raw
+// connection: FindCoordinator v0 (one key, top-level fields), JoinGroup
+// v0 (an id at once, no MEMBER_ID_REQUIRED; the session timeout as
+// rebalance timeout), OffsetCommit v0 (a simple commit: no generation),
+// OffsetFetch v1 (per-partition errors) and v3 (top-level error; no
+// topics: all of them), LeaveGroup v0. Broken variants it catches: v0-3
+// answers left in Coordinators (v0's NodeID and Port stay 0/-1), a
+// MEMBER_ID_REQUIRED before v4 (a v0 client cannot take it), an
+// OffsetFetch error put at the top level before v2 (where the field does
+// not exist: the partition's code reads 0).
+func TestGroupOldVersions(t *testing.T) {
+	c, s := serve(t, 100)
+	if _, err := c.Backend().CreateTopic("orders", 1, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.topic("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := h.TryPublish(0, engine.Message{Payload: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_, port, _ := splitHostPort(s.Addr())
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version, fc.CoordinatorKey = 0, "g"
+	if r := rawRoundTrip(t, nc, fc).(*kmsg.FindCoordinatorResponse); r.ErrorCode != 0 || r.NodeID != NodeID || r.Port != port || r.Host != "127.0.0.1" {
+		t.Fatalf("find coordinator v0: %+v", r)
+	}
+
+	jr := (&testMember{}).joinReq("g", "range", 10000)
+	jr.Version = 0
+	j := rawRoundTrip(t, nc, jr).(*kmsg.JoinGroupResponse)
+	if j.ErrorCode != 0 || !strings.HasPrefix(j.MemberID, "raw-") || j.Generation != 1 || j.LeaderID != j.MemberID {
+		t.Fatalf("join v0: %+v", j)
+	}
+
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version, oc.Group = 0, "simple"
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 2
+	rt.Partitions = append(rt.Partitions, rp)
+	oc.Topics = append(oc.Topics, rt)
+	if r := rawRoundTrip(t, nc, oc).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("simple commit v0: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Version, of.Group = 1, "bad.group"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "orders", []int32{0}
+	of.Topics = append(of.Topics, ft)
+	if r := rawRoundTrip(t, nc, of).(*kmsg.OffsetFetchResponse); r.Topics[0].Partitions[0].ErrorCode != kerr.InvalidGroupID.Code {
+		t.Fatalf("offset fetch v1 of an invalid group: %+v", r)
+	}
+	of.Group = "simple"
+	if r := rawRoundTrip(t, nc, of).(*kmsg.OffsetFetchResponse); r.Topics[0].Partitions[0].Offset != 2 {
+		t.Fatalf("offset fetch v1: %+v", r)
+	}
+	of.Version, of.Topics = 3, nil
+	if r := rawRoundTrip(t, nc, of).(*kmsg.OffsetFetchResponse); r.ErrorCode != 0 || len(r.Topics) != 1 || r.Topics[0].Partitions[0].Offset != 2 {
+		t.Fatalf("offset fetch v3 of all topics: %+v", r)
+	}
+	of.Group = "bad.group"
+	if r := rawRoundTrip(t, nc, of).(*kmsg.OffsetFetchResponse); r.ErrorCode != kerr.InvalidGroupID.Code {
+		t.Fatalf("offset fetch v3 of an invalid group: %+v", r)
+	}
+
+	lv := kmsg.NewPtrLeaveGroupRequest()
+	lv.Version, lv.Group, lv.MemberID = 0, "g", j.MemberID
+	if r := rawRoundTrip(t, nc, lv).(*kmsg.LeaveGroupResponse); r.ErrorCode != 0 {
+		t.Fatalf("leave v0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := rawRoundTrip(t, nc, lv).(*kmsg.LeaveGroupResponse); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("second leave v0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.Version = 4
+	lg.StatesFilter = []string{"empty"}
+	r := rawRoundTrip(t, nc, lg).(*kmsg.ListGroupsResponse)
+	if len(r.Groups) != 2 || r.Groups[0].Group != "g" || r.Groups[1].Group != "simple" || r.Groups[1].GroupState != "Empty" {
+		t.Fatalf("list groups of state Empty: %+v", r.Groups)
+	}
+}
