@@ -1,0 +1,597 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/engine"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// serveCluster is serve with cluster options.
+func serveCluster(t testing.TB, capacity int32, copts []tributary.ClusterOption, opts ...Option) (*tributary.Cluster, *Server) {
+	t.Helper()
+	c, err := tributary.NewCluster(capacity, copts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Listen(c, "127.0.0.1:0", opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		c.Close()
+	})
+	return c, s
+}
+
+// publish appends payloads to topic's partition through the backend and
+// returns their offsets.
+func publish(t testing.TB, c *tributary.Cluster, topic string, partition int32, payloads ...string) {
+	t.Helper()
+	h, _, err := c.Backend().OpenTopic(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range payloads {
+		if _, err := h.TryPublish(partition, engine.Message{Key: "k", Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// groupState is the Tributary group's state on each partition of topic.
+func groupState(t testing.TB, c *tributary.Cluster, topic, group string) tributary.GroupDescription {
+	t.Helper()
+	g, ok := findGroup(t, c, topic, group)
+	if !ok {
+		t.Fatalf("topic %s has no group %s", topic, group)
+	}
+	return g
+}
+
+// findGroup is groupState that reports an absent group.
+func findGroup(t testing.TB, c *tributary.Cluster, topic, group string) (tributary.GroupDescription, bool) {
+	t.Helper()
+	d, err := c.Describe(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range d.Groups {
+		if g.Group == group {
+			return g, true
+		}
+	}
+	return tributary.GroupDescription{}, false
+}
+
+// TestShareConsumerAcceptReleaseReject runs a franz-go share consumer over
+// two partitions whose handler accepts records ending in "a", releases
+// those ending in "r" on their first delivery (accepting the second) and
+// rejects those ending in "x". It checks per record the deliveries seen
+// (payload → delivery counts), then what Tributary shows: every partition
+// committed to its log end with nothing in flight, and the rejected
+// records, and only they, in the group's dead-letter topic with the
+// dead-letter headers. Broken variants caught: release as Ack (no
+// second delivery), reject as Retry (redelivered, never in the
+// dead-letter topic), delivery count not Attempt (1 twice), reject
+// without the copy (dead-letter topic empty).
+func TestShareConsumerAcceptReleaseReject(t *testing.T) {
+	c, s := serve(t, 100)
+	b := c.Backend()
+	if _, err := b.CreateTopic("orders", 2, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateGroup("orders", "workers", tributary.RoundRobinAssignor, tributary.WithDeadLetter("orders-dlq", 5)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int32{} // payload → delivery counts
+	for p := range int32(2) {
+		var ps []string
+		for i, kind := range []string{"a", "r", "x", "a", "x", "r"} {
+			v := fmt.Sprintf("p%d-%d-%s", p, i, kind)
+			ps = append(ps, v)
+			switch kind {
+			case "r":
+				want[v] = []int32{1, 2}
+			default:
+				want[v] = []int32{1}
+			}
+		}
+		publish(t, c, "orders", p, ps...)
+	}
+
+	cl := client(t, s, kgo.ShareGroup("workers"), kgo.ConsumeTopics("orders"), kgo.FetchMaxWait(50*time.Millisecond))
+	ctx := testCtx(t, 15*time.Second)
+	got := map[string][]int32{}
+	seen := 0
+	for seen < 16 { // 12 records, 4 of them twice
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("after %d deliveries: %v (got %v)", seen, err, got)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		for _, r := range fs.Records() {
+			v := string(r.Value)
+			got[v] = append(got[v], r.DeliveryCount())
+			seen++
+			switch v[len(v)-1] {
+			case 'r':
+				if r.DeliveryCount() == 1 {
+					r.Ack(kgo.AckRelease)
+				} else {
+					r.Ack(kgo.AckAccept)
+				}
+			case 'x':
+				r.Ack(kgo.AckReject)
+			default:
+				r.Ack(kgo.AckAccept)
+			}
+		}
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for v, w := range want {
+		if fmt.Sprint(got[v]) != fmt.Sprint(w) {
+			t.Errorf("record %s: delivery counts %v, want %v", v, got[v], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d records, want %d: %v", len(got), len(want), got)
+	}
+
+	// The acks of the last poll are flushed; what the broker shows.
+	deadline := time.Now().Add(5 * time.Second)
+	var g tributary.GroupDescription
+	for {
+		g = groupState(t, c, "orders", "workers")
+		if (g.Partitions[0].Committed == 6 && g.Partitions[1].Committed == 6) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, gp := range g.Partitions {
+		if gp.Committed != 6 || gp.InFlight || gp.Lag != 0 {
+			t.Errorf("partition %d: committed %d in flight %v lag %d, want 6, false, 0", gp.Partition, gp.Committed, gp.InFlight, gp.Lag)
+		}
+	}
+	snap, err := b.Snapshot("orders-dlq")
+	if err != nil {
+		t.Fatalf("dead-letter topic: %v", err)
+	}
+	dead := map[string]map[string]string{}
+	for _, recs := range snap.Records {
+		for _, r := range recs {
+			h := map[string]string{}
+			for _, x := range r.Headers {
+				h[x.Key] = x.Value
+			}
+			dead[r.Payload] = h
+		}
+	}
+	for v := range want {
+		h, in := dead[v]
+		if in != (v[len(v)-1] == 'x') {
+			t.Errorf("record %s in the dead-letter topic: %v", v, in)
+			continue
+		}
+		if !in {
+			continue
+		}
+		p, i := v[1:2], v[3:4]
+		if h[tributary.HeaderDeadLetterTopic] != "orders" || h[tributary.HeaderDeadLetterGroup] != "workers" ||
+			h[tributary.HeaderDeadLetterPartition] != p || h[tributary.HeaderDeadLetterOffset] != i ||
+			h[tributary.HeaderDeadLetterAttempts] != "1" || h[tributary.HeaderPayloadType] != payloadType {
+			t.Errorf("dead letter %s: headers %v", v, h)
+		}
+	}
+	if len(dead) != 4 {
+		t.Errorf("dead-letter topic holds %d records, want 4: %v", len(dead), dead)
+	}
+}
+
+// TestShareRejectWithoutDeadLetter: a group without a dead-letter topic
+// archives a rejected record (acked, not delivered again, no topic made).
+// Broken variant caught: reject as Retry (committed stays 0, in flight
+// again after the next fetch).
+func TestShareRejectWithoutDeadLetter(t *testing.T) {
+	c, s := serve(t, 10)
+	if _, err := c.Backend().CreateTopic("jobs", 1, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, c, "jobs", 0, "bad")
+	r := newRawMember(t, s, "plain", "m1")
+	r.join("jobs")
+	recs := r.fetch(0, "jobs", 0)
+	if len(recs) != 1 || recs[0].count != 1 {
+		t.Fatalf("fetched %+v, want one record, delivery count 1", recs)
+	}
+	if code := r.ack(1, "jobs", 0, 0, ackReject); code != 0 {
+		t.Fatalf("reject: %v", kerr.ErrorForCode(code))
+	}
+	if again := r.fetch(2, "jobs", 0); len(again) != 0 {
+		t.Errorf("rejected record delivered again: %+v", again)
+	}
+	gp := groupState(t, c, "jobs", "plain").Partitions[0]
+	if gp.Committed != 1 || gp.InFlight {
+		t.Errorf("after reject: committed %d in flight %v, want 1, false", gp.Committed, gp.InFlight)
+	}
+	for _, name := range c.Topics() {
+		if name != "jobs" {
+			t.Errorf("topic %s made", name)
+		}
+	}
+}
+
+// TestShareMemberDisappears: member A (raw requests) acquires a record and
+// its client closes without leaving; franz-go member B, heartbeating,
+// gets A's partition once A's session (the backend's session timeout)
+// runs out, and the record with delivery count 2. Broken variants caught:
+// no expiry of silent members (B never gets partition 0: the test times
+// out), expiry without cancelling A's delivery (B never gets the record),
+// delivery count not Attempt (1).
+func TestShareMemberDisappears(t *testing.T) {
+	const session = 3 * time.Second
+	c, s := serveCluster(t, 10, []tributary.ClusterOption{tributary.WithSessionTimeout(session), tributary.WithAckTimeout(time.Minute)}, WithShareRecordLockDuration(time.Minute))
+	if _, err := c.Backend().CreateTopic("tasks", 2, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 15*time.Second)
+	var mu sync.Mutex
+	var got []*kgo.Record
+	bcl := client(t, s, kgo.ShareGroup("pool"), kgo.ConsumeTopics("tasks"), kgo.FetchMaxWait(100*time.Millisecond))
+	go func() {
+		for ctx.Err() == nil {
+			fs := bcl.PollFetches(ctx)
+			mu.Lock()
+			got = append(got, fs.Records()...)
+			mu.Unlock()
+		}
+	}()
+	waitFor(t, ctx, "B owns both partitions", func() bool {
+		g, ok := findGroup(t, c, "tasks", "pool")
+		return ok && len(g.Members) == 1 && g.Partitions[0].Owner != "" && g.Partitions[1].Owner != ""
+	})
+
+	a := newRawMember(t, s, "pool", "memberA")
+	assigned := a.join("tasks")
+	if len(assigned) != 1 {
+		t.Fatalf("A assigned %v, want one partition", assigned)
+	}
+	p := assigned[0]
+	publish(t, c, "tasks", p, "job")
+	recs := a.fetch(0, "tasks", p)
+	if len(recs) != 1 || recs[0].count != 1 {
+		t.Fatalf("A fetched %+v, want one record, delivery count 1", recs)
+	}
+	if gp := groupState(t, c, "tasks", "pool").Partitions[p]; gp.Owner != "memberA" || !gp.InFlight {
+		t.Fatalf("partition %d: owner %q in flight %v, want memberA's record", p, gp.Owner, gp.InFlight)
+	}
+	a.cl.Close() // no leave
+
+	waitFor(t, ctx, "B gets the record", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) > 0
+	})
+	mu.Lock()
+	r := got[0]
+	mu.Unlock()
+	if string(r.Value) != "job" || r.Partition != p || r.DeliveryCount() != 2 {
+		t.Errorf("B got %q of partition %d with delivery count %d, want job of %d, 2", r.Value, r.Partition, r.DeliveryCount(), p)
+	}
+	g := groupState(t, c, "tasks", "pool")
+	if len(g.Members) != 1 || g.Members[0] == "memberA" {
+		t.Errorf("members %v, want B alone", g.Members)
+	}
+}
+
+// TestShareProtocol checks the share APIs' errors and epochs with raw
+// requests, each step against what KIP-932 answers. Broken variants
+// caught: a heartbeat of an unknown member that joins it, an epoch not
+// checked, a fetch without a session that opens one, acks that settle a
+// record not held, a leave that keeps the member.
+func TestShareProtocol(t *testing.T) {
+	c, s := serve(t, 10)
+	if _, err := c.Backend().CreateTopic("events", 2, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, c, "events", 0, "e0", "e1")
+	m := newRawMember(t, s, "audit", "m1")
+
+	hb := func(group, member string, epoch int32, topics []string) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = group, member, epoch, topics
+		resp, err := req.RequestWith(m.ctx, m.br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	code := func(name string, got int16, want *kerr.Error) {
+		t.Helper()
+		if got != codeOf(want) {
+			t.Errorf("%s: %v, want %v", name, kerr.ErrorForCode(got), want)
+		}
+	}
+	code("unknown member", hb("audit", "nobody", 3, nil).ErrorCode, kerr.UnknownMemberID)
+	code("join without topics", hb("audit", "m1", 0, nil).ErrorCode, kerr.InvalidRequest)
+	code("bad group id", hb("a.b", "m1", 0, []string{"events"}).ErrorCode, kerr.InvalidGroupID)
+	code("member id too long", hb("audit", "0123456789012345678901234567890123456", 0, []string{"events"}).ErrorCode, kerr.InvalidRequest)
+
+	j := hb("audit", "m1", 0, []string{"events"})
+	code("join", j.ErrorCode, nil)
+	if j.MemberEpoch < 1 || j.Assignment == nil || len(j.Assignment.TopicPartitions) != 1 ||
+		j.Assignment.TopicPartitions[0].TopicID != topicID("events") || fmt.Sprint(j.Assignment.TopicPartitions[0].Partitions) != "[0 1]" ||
+		j.HeartbeatIntervalMillis != int32(tributary.HeartbeatInterval(DefaultShareSessionTimeout).Milliseconds()) {
+		t.Fatalf("join: epoch %d, assignment %+v, interval %d", j.MemberEpoch, j.Assignment, j.HeartbeatIntervalMillis)
+	}
+	epoch := j.MemberEpoch
+	code("stale epoch", hb("audit", "m1", epoch+5, nil).ErrorCode, kerr.FencedMemberEpoch)
+	if r := hb("audit", "m1", epoch, nil); r.ErrorCode != 0 || r.MemberEpoch != epoch || r.Assignment != nil {
+		t.Errorf("heartbeat: %v epoch %d assignment %+v, want the same epoch and no assignment", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch, r.Assignment)
+	}
+
+	// A second member takes a partition: m1's epoch moves on, with its
+	// new assignment.
+	m2 := hb("audit", "m2", 0, []string{"events"})
+	code("join m2", m2.ErrorCode, nil)
+	r := hb("audit", "m1", epoch, nil)
+	if r.ErrorCode != 0 || r.MemberEpoch <= epoch || r.Assignment == nil || len(r.Assignment.TopicPartitions[0].Partitions) != 1 {
+		t.Fatalf("heartbeat after m2 joined: %v epoch %d assignment %+v", kerr.ErrorForCode(r.ErrorCode), r.MemberEpoch, r.Assignment)
+	}
+	mine := r.Assignment.TopicPartitions[0].Partitions[0]
+	code("leave m2", hb("audit", "m2", -1, nil).ErrorCode, nil)
+	code("m2 after leaving", hb("audit", "m2", m2.MemberEpoch, nil).ErrorCode, kerr.UnknownMemberID)
+	r = hb("audit", "m1", r.MemberEpoch, nil)
+	if fmt.Sprint(r.Assignment.TopicPartitions[0].Partitions) != "[0 1]" {
+		t.Fatalf("after m2 left, m1's assignment %+v, want [0 1] (had %d)", r.Assignment, mine)
+	}
+
+	// Sessions.
+	fetch := func(member string, epoch int32, acks ...kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("audit"), kmsg.StringPtr(member), epoch
+		req.MaxRecords = 10
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topicID("events")
+		rp := kmsg.NewShareFetchRequestTopicPartition()
+		rp.Partition, rp.AcknowledgementBatches = 0, acks
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(m.ctx, m.br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	accept0 := kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: 0, LastOffset: 0, AcknowledgeTypes: []int8{ackAccept}}
+	code("fetch of a non-member", fetch("nobody", 0).ErrorCode, kerr.UnknownMemberID)
+	code("fetch without a session", fetch("m1", 1).ErrorCode, kerr.ShareSessionNotFound)
+	code("acks opening a session", fetch("m1", 0, accept0).ErrorCode, kerr.InvalidRequest)
+	f := fetch("m1", 0)
+	code("open", f.ErrorCode, nil)
+	recs := shareRecords(t, f)
+	if len(recs) != 1 || recs[0].offset != 0 || recs[0].count != 1 || recs[0].payload != "e0" {
+		t.Fatalf("opening fetch: %+v, want e0 at 0 with delivery count 1", recs)
+	}
+	code("wrong session epoch", fetch("m1", 7).ErrorCode, kerr.InvalidShareSessionEpoch)
+	if recs := shareRecords(t, fetch("m1", 1)); len(recs) != 0 {
+		t.Errorf("second fetch while e0 is held: %+v, want nothing (one record per partition in flight)", recs)
+	}
+	code("ack of a record not held", m.ackRaw(2, "events", 0, 1, ackAccept), kerr.InvalidRecordState)
+	code("ack of epoch 0", m.ackRaw(0, "events", 0, 0, ackAccept), kerr.InvalidShareSessionEpoch)
+	f = fetch("m1", 3, accept0)
+	code("piggy-backed accept", f.ErrorCode, nil)
+	if ack := f.Topics[0].Partitions[0].AcknowledgeErrorCode; ack != 0 {
+		t.Errorf("piggy-backed accept: %v", kerr.ErrorForCode(ack))
+	}
+	recs = shareRecords(t, f)
+	if len(recs) != 1 || recs[0].offset != 1 || recs[0].count != 1 {
+		t.Fatalf("fetch after accepting e0: %+v, want e1 at 1", recs)
+	}
+	if gp := groupState(t, c, "events", "audit").Partitions[0]; gp.Committed != 1 || !gp.InFlight || gp.Owner != "m1" {
+		t.Errorf("partition 0: %+v, want committed 1, e1 in flight to m1", gp)
+	}
+
+	// ShareGroupDescribe.
+	dreq := kmsg.NewPtrShareGroupDescribeRequest()
+	dreq.GroupIDs = []string{"audit", "nope"}
+	d, err := dreq.RequestWith(m.ctx, m.br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Groups) != 2 || d.Groups[0].ErrorCode != 0 || d.Groups[0].GroupState != "Stable" || len(d.Groups[0].Members) != 1 ||
+		d.Groups[0].Members[0].MemberID != "m1" || d.Groups[0].Members[0].MemberEpoch != r.MemberEpoch || d.Groups[0].Assignor != tributary.RoundRobinAssignor.Name() {
+		t.Errorf("describe: %+v", d.Groups)
+	}
+	if len(d.Groups) == 2 {
+		code("describe of an unknown group", d.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+	}
+
+	// Closing the session releases e1 (Attempt 2 next time); the leave
+	// takes m1 out of the Tributary group.
+	code("close", fetch("m1", -1).ErrorCode, nil)
+	if gp := groupState(t, c, "events", "audit").Partitions[0]; gp.InFlight || gp.Attempts != 1 {
+		t.Errorf("after the session closed: %+v, want e1 released after 1 delivery", gp)
+	}
+	code("leave", hb("audit", "m1", r.MemberEpoch, nil).ErrorCode, nil)
+	code("leave", hb("audit", "m1", -1, nil).ErrorCode, nil)
+	if g := groupState(t, c, "events", "audit"); len(g.Members) != 0 || g.Partitions[0].Committed != 1 {
+		t.Errorf("after the leave: %+v, want no members, committed 1 kept", g)
+	}
+	code("heartbeat after leaving", hb("audit", "m1", r.MemberEpoch, nil).ErrorCode, kerr.UnknownMemberID)
+}
+
+// codeOf is e's code, 0 for nil.
+func codeOf(e *kerr.Error) int16 {
+	if e == nil {
+		return 0
+	}
+	return e.Code
+}
+
+// waitFor polls cond every 10 ms until it holds, failing when ctx ends.
+func waitFor(t testing.TB, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// rawMember is a share member driven by raw requests on a client of its own.
+type rawMember struct {
+	t      testing.TB
+	ctx    context.Context
+	cl     *kgo.Client
+	br     *kgo.Broker
+	group  string
+	member string
+	epoch  int32
+}
+
+func newRawMember(t testing.TB, s *Server, group, member string) *rawMember {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := testCtx(t, 15*time.Second)
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	return &rawMember{t: t, ctx: ctx, cl: cl, br: cl.Broker(int(NodeID)), group: group, member: member}
+}
+
+// join joins the member to topic and returns its partitions there.
+func (r *rawMember) join(topic string) []int32 {
+	r.t.Helper()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.SubscribedTopicNames = r.group, r.member, []string{topic}
+	resp, err := req.RequestWith(r.ctx, r.br)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 || resp.Assignment == nil {
+		r.t.Fatalf("join: %v, assignment %+v", kerr.ErrorForCode(resp.ErrorCode), resp.Assignment)
+	}
+	r.epoch = resp.MemberEpoch
+	var ps []int32
+	for _, tp := range resp.Assignment.TopicPartitions {
+		ps = append(ps, tp.Partitions...)
+	}
+	return ps
+}
+
+// shareRecord is one record a ShareFetch acquired.
+type shareRecord struct {
+	partition int32
+	offset    int64
+	count     int16
+	payload   string
+}
+
+// shareRecords decodes a ShareFetch response's records, checking each
+// partition's AcquiredRecords name exactly the records sent.
+func shareRecords(t testing.TB, resp *kmsg.ShareFetchResponse) []shareRecord {
+	t.Helper()
+	var out []shareRecord
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode != 0 {
+				t.Fatalf("partition %d: %v", rp.Partition, kerr.ErrorForCode(rp.ErrorCode))
+			}
+			fp := kmsg.NewFetchResponseTopicPartition()
+			fp.Partition, fp.RecordBatches = rp.Partition, rp.Records
+			p, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "t", Partition: rp.Partition}, &fp, kgo.DefaultDecompressor(), nil)
+			if p.Err != nil {
+				t.Fatalf("partition %d records: %v", rp.Partition, p.Err)
+			}
+			if len(p.Records) != len(rp.AcquiredRecords) {
+				t.Fatalf("partition %d: %d records, %d acquired ranges", rp.Partition, len(p.Records), len(rp.AcquiredRecords))
+			}
+			for i, rec := range p.Records {
+				ar := rp.AcquiredRecords[i]
+				if ar.FirstOffset != rec.Offset || ar.LastOffset != rec.Offset {
+					t.Fatalf("record at %d acquired as %d..%d", rec.Offset, ar.FirstOffset, ar.LastOffset)
+				}
+				out = append(out, shareRecord{rp.Partition, rec.Offset, ar.DeliveryCount, string(rec.Value)})
+			}
+		}
+	}
+	return out
+}
+
+// fetch sends a ShareFetch of one partition at session epoch epoch
+// (no wait) and returns what it acquired.
+func (r *rawMember) fetch(epoch int32, topic string, partition int32) []shareRecord {
+	r.t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch, req.MaxRecords = kmsg.StringPtr(r.group), kmsg.StringPtr(r.member), epoch, 10
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = topicID(topic)
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.Partition = partition
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(r.ctx, r.br)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 {
+		r.t.Fatalf("share fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return shareRecords(r.t, resp)
+}
+
+// ackRaw sends a ShareAcknowledge of one offset and returns its code:
+// the top-level one, else the partition's.
+func (r *rawMember) ackRaw(epoch int32, topic string, partition int32, offset int64, typ int8) int16 {
+	r.t.Helper()
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr(r.member), epoch
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = topicID(topic)
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	rp.Partition = partition
+	rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: offset, LastOffset: offset, AcknowledgeTypes: []int8{typ}}}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(r.ctx, r.br)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		r.t.Fatalf("share acknowledge answered %+v", resp.Topics)
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// ack is ackRaw that also names the member's session epoch in its message.
+func (r *rawMember) ack(epoch int32, topic string, partition int32, offset int64, typ int8) int16 {
+	r.t.Helper()
+	code := r.ackRaw(epoch, topic, partition, offset, typ)
+	if code != 0 {
+		r.t.Logf("ack %s/%d@%d type %d at session epoch %s: %v", topic, partition, offset, typ, strconv.Itoa(int(epoch)), kerr.ErrorForCode(code))
+	}
+	return code
+}
