@@ -46,9 +46,10 @@ package kafka
 //     acquired record stays acquired until it is acknowledged, its share
 //     session or connection closes, or its member leaves or expires;
 //   - the share group's session timeout is the backend's
-//     (tributary.WithSessionTimeout), or 45 s (Kafka's
-//     group.share.session.timeout.ms) without one: a member that sends no
-//     ShareGroupHeartbeat for that long is removed, as by a leave;
+//     (tributary.WithSessionTimeout), or without one WithShareSessionTimeout's
+//     (45 s by default, Kafka's group.share.session.timeout.ms): a member
+//     that sends no ShareGroupHeartbeat for that long is removed, as by a
+//     leave, when the next share request of its group comes;
 //   - the assignment is Tributary's: a member is assigned the partitions
 //     its BackendMembers own (the group's assignor, RoundRobin unless
 //     Cluster.SetAssignor changed it), and a partition is owned by one
@@ -117,6 +118,21 @@ func WithShareRecordLockDuration(d time.Duration) Option {
 	}
 }
 
+// WithShareSessionTimeout sets the session timeout of share members
+// (tributary.MinSessionTimeout..1 h; default DefaultShareSessionTimeout) on
+// a backend that enforces none: Kafka's group.share.session.timeout.ms.
+// On a backend with a session timeout (tributary.WithSessionTimeout) that
+// one applies, since the backend expires the members itself.
+func WithShareSessionTimeout(d time.Duration) Option {
+	return func(s *Server) error {
+		if d < tributary.MinSessionTimeout || d > time.Hour {
+			return fmt.Errorf("%w: share session timeout %v outside %v..1h", tributary.ErrInvalidArgument, d, tributary.MinSessionTimeout)
+		}
+		shareOf(s).session = d
+		return nil
+	}
+}
+
 // shareCoordinators holds each Server's share groups (*Server →
 // *shareCoordinator), made on first use and dropped when the Server closes.
 var shareCoordinators sync.Map
@@ -125,6 +141,7 @@ var shareCoordinators sync.Map
 type shareCoordinator struct {
 	s           *Server
 	lockTimeout time.Duration // WithShareRecordLockDuration; 0: none known
+	session     time.Duration // WithShareSessionTimeout; 0: the default
 	cleanup     sync.Once     // registers the drop at the Server's close
 
 	// mu guards groups and everything under it (members, sessions,
@@ -208,6 +225,9 @@ func memberName(id string) string {
 func (sc *shareCoordinator) sessionTimeout() time.Duration {
 	if d := sc.s.backend.SessionTimeout(); d > 0 {
 		return d
+	}
+	if sc.session > 0 {
+		return sc.session
 	}
 	return DefaultShareSessionTimeout
 }
@@ -394,9 +414,7 @@ func handleShareGroupHeartbeat(s *Server, r *request, req *kmsg.ShareGroupHeartb
 		}
 		return fail(e, err.Error())
 	}
-	if req.MemberEpoch == 0 && m.epoch != 0 {
-		full = true // a rejoin of a member still known: the same epoch and assignment
-	} else if m.epoch == 0 || !sameAssignment(assign, m.sent) {
+	if m.epoch == 0 || !sameAssignment(assign, m.sent) {
 		g.epoch++
 		m.prevEpoch, m.epoch = m.epoch, g.epoch
 		m.sent = assign

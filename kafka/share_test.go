@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"testing"
@@ -33,8 +34,8 @@ func serveCluster(t testing.TB, capacity int32, copts []tributary.ClusterOption,
 	return c, s
 }
 
-// publish appends payloads to topic's partition through the backend and
-// returns their offsets.
+// publish appends payloads, with key "k", to topic's partition through
+// the backend.
 func publish(t testing.TB, c *tributary.Cluster, topic string, partition int32, payloads ...string) {
 	t.Helper()
 	h, _, err := c.Backend().OpenTopic(topic)
@@ -234,14 +235,41 @@ func TestShareRejectWithoutDeadLetter(t *testing.T) {
 
 // TestShareMemberDisappears: member A (raw requests) acquires a record and
 // its client closes without leaving; franz-go member B, heartbeating,
-// gets A's partition once A's session (the backend's session timeout)
-// runs out, and the record with delivery count 2. Broken variants caught:
-// no expiry of silent members (B never gets partition 0: the test times
-// out), expiry without cancelling A's delivery (B never gets the record),
+// gets A's partition once A's session runs out, and the record with
+// delivery count 2. The session timeout is the backend's, or, on a
+// backend without one, WithShareSessionTimeout's. Broken variants caught:
+// no expiry of silent members (B never gets A's partition: the test
+// times out; the front end's own expiry is what the second case needs),
+// expiry without cancelling A's delivery (B never gets the record),
 // delivery count not Attempt (1).
 func TestShareMemberDisappears(t *testing.T) {
 	const session = 3 * time.Second
-	c, s := serveCluster(t, 10, []tributary.ClusterOption{tributary.WithSessionTimeout(session), tributary.WithAckTimeout(time.Minute)}, WithShareRecordLockDuration(time.Minute))
+	t.Run("backend", func(t *testing.T) {
+		c, s := serveCluster(t, 10, []tributary.ClusterOption{tributary.WithSessionTimeout(session), tributary.WithAckTimeout(time.Minute)}, WithShareRecordLockDuration(time.Minute))
+		testMemberDisappears(t, c, s)
+	})
+	t.Run("front end", func(t *testing.T) {
+		b, err := tributary.NewEngineBackend(10) // no session timeout
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := tributary.NewClusterOn(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Listen(c, "127.0.0.1:0", WithShareSessionTimeout(session))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			s.Close()
+			c.Close()
+		})
+		testMemberDisappears(t, c, s)
+	})
+}
+
+func testMemberDisappears(t *testing.T, c *tributary.Cluster, s *Server) {
 	if _, err := c.Backend().CreateTopic("tasks", 2, payloadType); err != nil {
 		t.Fatal(err)
 	}
@@ -382,6 +410,9 @@ func TestShareProtocol(t *testing.T) {
 	code("acks opening a session", fetch("m1", 0, accept0).ErrorCode, kerr.InvalidRequest)
 	f := fetch("m1", 0)
 	code("open", f.ErrorCode, nil)
+	if f.AcquisitionLockTimeoutMillis != math.MaxInt32 {
+		t.Errorf("AcquisitionLockTimeoutMillis %d without an ack timeout, want MaxInt32", f.AcquisitionLockTimeoutMillis)
+	}
 	recs := shareRecords(t, f)
 	if len(recs) != 1 || recs[0].offset != 0 || recs[0].count != 1 || recs[0].payload != "e0" {
 		t.Fatalf("opening fetch: %+v, want e0 at 0 with delivery count 1", recs)
@@ -392,7 +423,14 @@ func TestShareProtocol(t *testing.T) {
 	}
 	code("ack of a record not held", m.ackRaw(2, "events", 0, 1, ackAccept), kerr.InvalidRecordState)
 	code("ack of epoch 0", m.ackRaw(0, "events", 0, 0, ackAccept), kerr.InvalidShareSessionEpoch)
-	f = fetch("m1", 3, accept0)
+	code("ack of a range past the record held", m.ackRange(3, "events", 0, 0, 1, ackAccept), kerr.InvalidRecordState)
+	code("per-offset acks past the record held", m.ackRange(4, "events", 0, 0, 1, ackAccept, ackAccept), kerr.InvalidRecordState)
+	code("per-offset acks of the wrong length", m.ackRange(5, "events", 0, 0, 2, ackAccept, ackAccept), kerr.InvalidRequest)
+	code("ack type 4 (renew, v2)", m.ackRange(6, "events", 0, 0, 0, 4), kerr.InvalidRequest)
+	if gp := groupState(t, c, "events", "audit").Partitions[0]; gp.Committed != 0 || !gp.InFlight {
+		t.Errorf("after refused acks: %+v, want e0 still in flight", gp)
+	}
+	f = fetch("m1", 7, accept0)
 	code("piggy-backed accept", f.ErrorCode, nil)
 	if ack := f.Topics[0].Partitions[0].AcknowledgeErrorCode; ack != 0 {
 		t.Errorf("piggy-backed accept: %v", kerr.ErrorForCode(ack))
@@ -564,13 +602,20 @@ func (r *rawMember) fetch(epoch int32, topic string, partition int32) []shareRec
 // the top-level one, else the partition's.
 func (r *rawMember) ackRaw(epoch int32, topic string, partition int32, offset int64, typ int8) int16 {
 	r.t.Helper()
+	return r.ackRange(epoch, topic, partition, offset, offset, typ)
+}
+
+// ackRange is ackRaw of the offsets first..last, of one type, or of one
+// type per offset.
+func (r *rawMember) ackRange(epoch int32, topic string, partition int32, first, last int64, types ...int8) int16 {
+	r.t.Helper()
 	req := kmsg.NewPtrShareAcknowledgeRequest()
 	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr(r.group), kmsg.StringPtr(r.member), epoch
 	rt := kmsg.NewShareAcknowledgeRequestTopic()
 	rt.TopicID = topicID(topic)
 	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
 	rp.Partition = partition
-	rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: offset, LastOffset: offset, AcknowledgeTypes: []int8{typ}}}
+	rp.AcknowledgementBatches = []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: first, LastOffset: last, AcknowledgeTypes: types}}
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(r.ctx, r.br)
@@ -594,4 +639,109 @@ func (r *rawMember) ack(epoch int32, topic string, partition int32, offset int64
 		r.t.Logf("ack %s/%d@%d type %d at session epoch %s: %v", topic, partition, offset, typ, strconv.Itoa(int(epoch)), kerr.ErrorForCode(code))
 	}
 	return code
+}
+
+// fetchWait sends a ShareFetch of the given partitions at session epoch
+// epoch, waiting up to wait, and returns the response.
+func (r *rawMember) fetchWait(epoch int32, wait time.Duration, parts map[string][]int32) *kmsg.ShareFetchResponse {
+	r.t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch, req.MaxRecords = kmsg.StringPtr(r.group), kmsg.StringPtr(r.member), epoch, 10
+	req.MaxWaitMillis = int32(wait.Milliseconds())
+	for topic, ps := range parts {
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = topicID(topic)
+		for _, p := range ps {
+			rp := kmsg.NewShareFetchRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(r.ctx, r.br)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 {
+		r.t.Fatalf("share fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp
+}
+
+// TestShareLockTimeout: the acquisition lock is the cluster's ack timeout.
+// A record held past it comes again, to the partition's owner, with
+// delivery count 2; ShareFetch reports the lock duration it was given.
+// Broken variants caught: the duration not reported (MaxInt32), a held
+// record delivered again before its lock ran out (second fetch not
+// empty), the redelivery's count not Attempt (1).
+func TestShareLockTimeout(t *testing.T) {
+	const lock = 200 * time.Millisecond
+	c, s := serveCluster(t, 10, []tributary.ClusterOption{tributary.WithAckTimeout(lock)}, WithShareRecordLockDuration(lock))
+	if _, err := c.Backend().CreateTopic("slow", 1, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, c, "slow", 0, "x")
+	m := newRawMember(t, s, "g", "m1")
+	m.join("slow")
+	resp := m.fetchWait(0, 0, map[string][]int32{"slow": {0}})
+	if resp.AcquisitionLockTimeoutMillis != int32(lock.Milliseconds()) {
+		t.Errorf("AcquisitionLockTimeoutMillis %d, want %d", resp.AcquisitionLockTimeoutMillis, lock.Milliseconds())
+	}
+	if recs := shareRecords(t, resp); len(recs) != 1 || recs[0].count != 1 {
+		t.Fatalf("first fetch: %+v, want x with delivery count 1", recs)
+	}
+	if recs := shareRecords(t, m.fetchWait(1, 0, nil)); len(recs) != 0 {
+		t.Fatalf("fetch while locked: %+v, want nothing", recs)
+	}
+	time.Sleep(lock + 50*time.Millisecond)
+	recs := shareRecords(t, m.fetchWait(2, 0, nil))
+	if len(recs) != 1 || recs[0].offset != 0 || recs[0].count != 2 || recs[0].payload != "x" {
+		t.Fatalf("fetch after the lock ran out: %+v, want x again with delivery count 2", recs)
+	}
+	if code := m.ack(3, "slow", 0, 0, ackAccept); code != 0 {
+		t.Fatalf("accept of the redelivery: %v", kerr.ErrorForCode(code))
+	}
+	if gp := groupState(t, c, "slow", "g").Partitions[0]; gp.Committed != 1 || gp.InFlight {
+		t.Errorf("after accept: %+v, want committed 1", gp)
+	}
+}
+
+// TestShareFetchWaitsOnEveryTopic: a ShareFetch of a member subscribed to
+// two topics, with nothing to acquire, waits on both and returns the
+// record published to the second. Broken variant caught: waiting on the
+// first topic's member alone (the fetch ends empty at its max wait).
+func TestShareFetchWaitsOnEveryTopic(t *testing.T) {
+	c, s := serve(t, 10)
+	for _, name := range []string{"ta", "tb"} {
+		if _, err := c.Backend().CreateTopic(name, 1, payloadType); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newRawMember(t, s, "g", "m1")
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.SubscribedTopicNames = "g", "m1", []string{"tb", "ta"}
+	hb, err := req.RequestWith(m.ctx, m.br)
+	if err != nil || hb.ErrorCode != 0 {
+		t.Fatalf("join: %v %v", err, hb)
+	}
+	if a := hb.Assignment.TopicPartitions; len(a) != 2 || a[0].TopicID != topicID("ta") || a[1].TopicID != topicID("tb") {
+		t.Fatalf("assignment %+v, want ta and tb", a)
+	}
+	h, _, err := c.Backend().OpenTopic("tb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_, err := h.TryPublish(0, engine.Message{Payload: "late"})
+		published <- err
+	}()
+	recs := shareRecords(t, m.fetchWait(0, 10*time.Second, map[string][]int32{"ta": {0}, "tb": {0}}))
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].payload != "late" {
+		t.Fatalf("waiting fetch: %+v, want tb's record", recs)
+	}
 }
