@@ -161,8 +161,8 @@ func TestShareConsumerAcceptReleaseReject(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for _, gp := range g.Partitions {
-		if gp.Committed != 6 || gp.InFlight || gp.Lag != 0 {
-			t.Errorf("partition %d: committed %d in flight %v lag %d, want 6, false, 0", gp.Partition, gp.Committed, gp.InFlight, gp.Lag)
+		if gp.Committed != 6 || gp.InFlight || gp.Lag != 0 || gp.Attempts != 0 {
+			t.Errorf("partition %d: committed %d in flight %v lag %d attempts %d, want 6, false, 0, 0", gp.Partition, gp.Committed, gp.InFlight, gp.Lag, gp.Attempts)
 		}
 	}
 	snap, err := b.Snapshot("orders-dlq")
@@ -743,5 +743,84 @@ func TestShareFetchWaitsOnEveryTopic(t *testing.T) {
 	}
 	if len(recs) != 1 || recs[0].payload != "late" {
 		t.Fatalf("waiting fetch: %+v, want tb's record", recs)
+	}
+}
+
+// TestShareDeliveryLimit: with a dead-letter topic, a record released at
+// its group's MaxAttempts deliveries is dead-lettered, not delivered a
+// third time; the next record comes. Broken variant caught: no limit
+// (x comes a third time, the dead-letter topic stays empty).
+func TestShareDeliveryLimit(t *testing.T) {
+	c, s := serve(t, 10)
+	if _, err := c.Backend().CreateTopic("jobs", 1, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateGroup("jobs", "g", tributary.RoundRobinAssignor, tributary.WithDeadLetter("jobs-dlq", 2)); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, c, "jobs", 0, "x", "y")
+	m := newRawMember(t, s, "g", "m1")
+	m.join("jobs")
+	epoch := int32(0)
+	for want := int16(1); want <= 2; want++ {
+		recs := m.fetch(epoch, "jobs", 0)
+		epoch++
+		if len(recs) != 1 || recs[0].payload != "x" || recs[0].count != want {
+			t.Fatalf("fetch %d: %+v, want x with delivery count %d", want, recs, want)
+		}
+		if code := m.ack(epoch, "jobs", 0, 0, ackRelease); code != 0 {
+			t.Fatalf("release: %v", kerr.ErrorForCode(code))
+		}
+		epoch++
+	}
+	if recs := m.fetch(epoch, "jobs", 0); len(recs) != 1 || recs[0].payload != "y" || recs[0].count != 1 {
+		t.Fatalf("after x's second release: %+v, want y", recs)
+	}
+	snap, err := c.Backend().Snapshot("jobs-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(snap.Records[0]); n != 1 || snap.Records[0][0].Payload != "x" {
+		t.Fatalf("dead-letter topic: %+v, want x", snap.Records)
+	}
+	for _, h := range snap.Records[0][0].Headers {
+		if h.Key == tributary.HeaderDeadLetterAttempts && h.Value != "2" {
+			t.Errorf("dead letter's attempts %q, want 2", h.Value)
+		}
+	}
+}
+
+// TestShareDeliveryLimitAfterLockTimeout: a record whose lock ran out
+// more often than its group's MaxAttempts allows is dead-lettered when it
+// would be acquired again, not delivered. Broken variant caught: the
+// limit checked only on release (x comes with delivery count 2).
+func TestShareDeliveryLimitAfterLockTimeout(t *testing.T) {
+	const lock = 100 * time.Millisecond
+	c, s := serveCluster(t, 10, []tributary.ClusterOption{tributary.WithAckTimeout(lock)}, WithShareRecordLockDuration(lock))
+	if _, err := c.Backend().CreateTopic("jobs", 1, payloadType); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateGroup("jobs", "g", tributary.RoundRobinAssignor, tributary.WithDeadLetter("jobs-dlq", 1)); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, c, "jobs", 0, "x")
+	m := newRawMember(t, s, "g", "m1")
+	m.join("jobs")
+	if recs := m.fetch(0, "jobs", 0); len(recs) != 1 || recs[0].count != 1 {
+		t.Fatalf("first fetch: %+v", recs)
+	}
+	time.Sleep(lock + 50*time.Millisecond)
+	if recs := m.fetch(1, "jobs", 0); len(recs) != 0 {
+		t.Fatalf("fetch after the lock ran out: %+v, want nothing (x dead-lettered)", recs)
+	}
+	snap, err := c.Backend().Snapshot("jobs-dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Records[0]) != 1 || snap.Records[0][0].Payload != "x" {
+		t.Fatalf("dead-letter topic: %+v, want x", snap.Records)
+	}
+	if gp := groupState(t, c, "jobs", "g").Partitions[0]; gp.Committed != 1 || gp.InFlight {
+		t.Errorf("jobs: %+v, want x acked", gp)
 	}
 }
