@@ -42,7 +42,9 @@ package kafka
 //     WithShareRecordLockDuration tells it the value to report in
 //     AcquisitionLockTimeoutMillis. A record whose lock ran out is not
 //     given to another member: Tributary delivers it again to the
-//     partition's owner, at its next fetch. Without an ack timeout, an
+//     partition's owner, at its next fetch, at the same offset: an
+//     acknowledgement the client still sends for the lapsed delivery
+//     settles the new one (Kafka refuses it). Without an ack timeout, an
 //     acquired record stays acquired until it is acknowledged, its share
 //     session or connection closes, or its member leaves or expires;
 //   - the share group's session timeout is the backend's
@@ -69,6 +71,13 @@ package kafka
 // releasing what the member holds; so does the close of the connection
 // that opened the session. A member has one session (there is one
 // broker).
+//
+// A dead letter's publish waits for room in a full dead-letter topic (the
+// typed library's "never lost"), holding up its request, until the client
+// goes away or the Server closes; the record then stays acquired. Group
+// ids name Tributary groups whatever the protocol: a classic consumer
+// group of the same name on the same topic is the same Tributary group
+// (KIP-932 keeps group types apart: GROUP_ID_NOT_FOUND).
 
 import (
 	"context"
@@ -134,7 +143,9 @@ func WithShareSessionTimeout(d time.Duration) Option {
 }
 
 // shareCoordinators holds each Server's share groups (*Server →
-// *shareCoordinator), made on first use and dropped when the Server closes.
+// *shareCoordinator), made on first use and dropped when the Server closes
+// (registered by the first use after NewServer: a Server closed without
+// ever answering a share request keeps the entry its share options made).
 var shareCoordinators sync.Map
 
 // shareCoordinator is one Server's share-group state.
@@ -840,6 +851,7 @@ func handleShareFetch(s *Server, r *request, req *kmsg.ShareFetchRequest) (kmsg.
 
 	// Acquire: first what is there, then, with nothing, wait.
 	sc.mu.Lock()
+	rot := int(sess.epoch)
 	var targets []fetchTarget
 	for id, ps := range sess.parts {
 		name, known := s.topicByID(id)
@@ -879,6 +891,12 @@ func handleShareFetch(s *Server, r *request, req *kmsg.ShareFetchRequest) (kmsg.
 		}
 		return int(a.partition - b.partition)
 	})
+	if n := len(targets); n > 1 {
+		// Start where the session epoch says, so that a MaxRecords below
+		// the partitions served does not always favour the lowest ones.
+		k := rot % n
+		targets = append(targets[k:], targets[:k]...)
+	}
 	limit := int32(64)
 	if req.MaxRecords > 0 {
 		limit = min(limit, req.MaxRecords)
