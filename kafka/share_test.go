@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -631,12 +630,12 @@ func (r *rawMember) ackRange(epoch int32, topic string, partition int32, first, 
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
-// ack is ackRaw that also names the member's session epoch in its message.
+// ack is ackRaw that logs a refusal.
 func (r *rawMember) ack(epoch int32, topic string, partition int32, offset int64, typ int8) int16 {
 	r.t.Helper()
 	code := r.ackRaw(epoch, topic, partition, offset, typ)
 	if code != 0 {
-		r.t.Logf("ack %s/%d@%d type %d at session epoch %s: %v", topic, partition, offset, typ, strconv.Itoa(int(epoch)), kerr.ErrorForCode(code))
+		r.t.Logf("ack %s/%d@%d type %d at session epoch %d: %v", topic, partition, offset, typ, epoch, kerr.ErrorForCode(code))
 	}
 	return code
 }
