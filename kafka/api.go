@@ -47,6 +47,10 @@ func init() {
 		{apiVersionsKey, "ApiVersions", 0, 4, typed(handleApiVersions)},
 		{19, "CreateTopics", 2, 7, typed(handleCreateTopics)},
 		{22, "InitProducerID", 0, 4, typed(handleInitProducerID)},
+		{76, "ShareGroupHeartbeat", 0, 1, typed(handleShareGroupHeartbeat)},
+		{77, "ShareGroupDescribe", 0, 1, typed(handleShareGroupDescribe)},
+		{78, "ShareFetch", 0, 1, typed(handleShareFetch)},
+		{79, "ShareAcknowledge", 0, 1, typed(handleShareAcknowledge)},
 	}
 	m := map[int16]int{}
 	for i, a := range apis {

@@ -553,9 +553,10 @@ func checkGroupID(id string) int16 {
 	return 0
 }
 
-// handleFindCoordinator answers every group key (coordinator type 0) with
-// this one node, NodeID, at the connection's advertised address; v4+
-// batches keys. A transaction key (type 1) gets
+// handleFindCoordinator answers every group key (coordinator type 0:
+// classic and share groups, which franz-go looks up as type 0; type 2:
+// the share-state coordinator) with this one node, NodeID, at the
+// connection's advertised address; v4+ batches keys. A transaction key (type 1) gets
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not served"
 // (as InitProducerID refuses transactional ids); any other type
 // INVALID_REQUEST.
@@ -570,7 +571,7 @@ func handleFindCoordinator(s *Server, r *request, req *kmsg.FindCoordinatorReque
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key, c.NodeID, c.Host, c.Port = k, -1, "", -1
 		switch req.CoordinatorType {
-		case 0:
+		case 0, 2:
 			c.NodeID, c.Host, c.Port = NodeID, host, port
 		case 1:
 			c.ErrorCode, c.ErrorMessage = kerr.TransactionalIDAuthorizationFailed.Code, kmsg.StringPtr("transactions are not served")

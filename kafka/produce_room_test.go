@@ -36,7 +36,7 @@ func TestProduceWaitsForRoom(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitFor(t, func() bool { d, _ := c.Describe("full"); return d.Partitions[0].LogEndOffset == 5 })
+	waitFor(t, testCtx(t, 10*time.Second), "5 records", func() bool { d, _ := c.Describe("full"); return d.Partitions[0].LogEndOffset == 5 })
 	select {
 	case err := <-done:
 		t.Fatalf("all 8 records produced into a partition of capacity 5 with no commit: %v", err)
@@ -51,17 +51,6 @@ func TestProduceWaitsForRoom(t *testing.T) {
 	d, _ := c.Describe("full")
 	if d.Partitions[0].LogStartOffset != 5 || d.Partitions[0].LogEndOffset != 8 {
 		t.Fatalf("log %d..%d, want 5..8: a record was dropped or duplicated", d.Partitions[0].LogStartOffset, d.Partitions[0].LogEndOffset)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10 s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

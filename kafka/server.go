@@ -57,6 +57,7 @@ type Server struct {
 
 	producers producers // InitProducerID's ids and each one's sequences
 	groups    *coordinator
+	share     *shareCoordinator // share groups (KIP-932), share.go
 
 	// mu guards listeners, conns, closed and addr.
 	mu        sync.Mutex
@@ -154,6 +155,7 @@ func NewServer(c *tributary.Cluster, opts ...Option) (*Server, error) {
 		listeners:       map[net.Listener]struct{}{},
 		conns:           map[*conn]struct{}{},
 	}
+	s.share = &shareCoordinator{s: s, groups: map[string]*shareGroup{}}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil option", tributary.ErrInvalidArgument)
