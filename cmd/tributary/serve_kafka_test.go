@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,9 +237,7 @@ func TestServeHTTPAndKafka(t *testing.T) {
 // `tributary serve -kafka`: the lines of a file produced to a new topic,
 // the metadata listing it, a plain consume from the beginning, and a
 // consumer group's, each output compared exactly with what was produced.
-// Skipped when kcat is not on PATH, unless TRIBUTARY_REQUIRE_KCAT=1; the
-// group's part is skipped while the Kafka front end's ApiVersions lists
-// no JoinGroup. A serve that ignored -kafka fails at the first kcat (no
+// Skipped when kcat is not on PATH, unless TRIBUTARY_REQUIRE_KCAT=1. A serve that ignored -kafka fails at the first kcat (no
 // broker); one that lost, reordered or misnumbered records fails on the
 // outputs.
 func TestServeKcat(t *testing.T) {
@@ -278,15 +277,11 @@ func TestServeKcat(t *testing.T) {
 		!strings.Contains(md, "partition 0, leader 0,") || !strings.Contains(md, "broker 0 at "+addr) {
 		t.Errorf("kcat -L lacks the topic, its partition or the broker at %s:\n%s", addr, md)
 	}
-	// -c, not -e: kcat's -e waits for a fetch at the log's end to come
-	// back empty.
-	if got := run(t, "-C", "-t", "kcat_lines", "-o", "beginning", "-c", n, "-f", "%p %o %s\\n"); got != want.String() {
+	// -e: kcat exits at the log end, when a fetch there comes back empty.
+	if got := run(t, "-C", "-t", "kcat_lines", "-o", "beginning", "-e", "-f", "%p %o %s\\n"); got != want.String() {
 		t.Errorf("kcat -C printed:\n%s\nwant:\n%s", got, want.String())
 	}
 	t.Run("group", func(t *testing.T) {
-		if !servesAPI(t, addr, 11) {
-			t.Skip("the Kafka front end serves no consumer groups (no JoinGroup in ApiVersions)")
-		}
 		if got := run(t, "-G", "kcat_group", "-X", "auto.offset.reset=earliest", "-c", n, "-f", "%p %o %s\\n", "kcat_lines"); got != want.String() {
 			t.Errorf("kcat -G printed:\n%s\nwant:\n%s", got, want.String())
 		}
@@ -294,25 +289,74 @@ func TestServeKcat(t *testing.T) {
 	s.stop(t, addr)
 }
 
-// servesAPI reports whether the Kafka server at addr lists the API of
-// key in its ApiVersions.
-func servesAPI(t *testing.T, addr string, key int16) bool {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// TestServeKcatBalancedGroup runs two kcat -G consumers of one group on
+// a topic of two partitions made by serve's script: once both are members
+// (DescribeGroups: Stable, two members, one partition each), two lines
+// are produced to each partition, and each consumer prints exactly its
+// own partition's two, in order. Broken variants caught: an assignment
+// handing both partitions to one member (one kcat prints four lines or
+// none), a SyncGroup giving the leader's assignment to everyone (both
+// print the same partition), lost or reordered records.
+func TestServeKcatBalancedGroup(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("TRIBUTARY_REQUIRE_KCAT") == "1" {
+			t.Fatalf("kcat is not on PATH and TRIBUTARY_REQUIRE_KCAT=1: %v", err)
+		}
+		t.Skipf("kcat is not on PATH: %v", err)
+	}
+	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0"}, "create topic pair String\ncreate partition pair p1\n", kafkaRE)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	outs := make([]bytes.Buffer, 2)
+	errs := make([]bytes.Buffer, 2)
+	done := make(chan error, 2)
+	for i := range outs {
+		cmd := exec.CommandContext(ctx, kcat, "-b", addr, "-G", "pairs", "-X", "auto.offset.reset=earliest", "-c", "2", "-f", "%p %o %s\\n", "pair")
+		cmd.Stdout, cmd.Stderr = &outs[i], &errs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
+	for {
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Groups = []string{"pairs"}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("DescribeGroups: %v (kcat stderr: %s / %s)", err, errs[0].String(), errs[1].String())
+		}
+		if g := resp.Groups[0]; g.State == "Stable" && len(g.Members) == 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	for _, k := range resp.ApiKeys {
-		if k.ApiKey == key {
-			return true
+	for p := range int32(2) {
+		for i := range 2 {
+			r := &kgo.Record{Topic: "pair", Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	return false
+	for range outs {
+		if err := <-done; err != nil {
+			t.Fatalf("kcat -G: %v\nstderr: %s / %s", err, errs[0].String(), errs[1].String())
+		}
+	}
+	var got []string
+	for i := range outs {
+		got = append(got, outs[i].String())
+	}
+	slices.Sort(got)
+	want := []string{"0 0 p0-0\n0 1 p0-1\n", "1 0 p1-0\n1 1 p1-1\n"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the two kcat -G consumers printed %q, want one partition each: %q", got, want)
+	}
+	s.stop(t, addr)
 }
