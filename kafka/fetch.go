@@ -112,7 +112,7 @@ func handleFetch(s *Server, r *request, req *kmsg.FetchRequest) (kmsg.Response, 
 				rp.ErrorCode = kerr.UnknownTopicID.Code
 			case err != nil:
 				rp.ErrorCode = errorCode(err)
-			case req.ReplicaID >= 0 && req.Version < 15:
+			case req.Version < 15 && req.ReplicaID >= 0, req.Version >= 15 && req.ReplicaState.ID >= 0:
 				rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			case rp.Partition < 0 || rp.Partition >= h.Partitions():
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -360,3 +360,65 @@ func TestServeKcatBalancedGroup(t *testing.T) {
 	}
 	s.stop(t, addr)
 }
+
+// TestREADMEKafkaSession runs the kcat session README.md shows under
+// "Kafka clients" against `tributary serve -kafka` (on a free port in
+// place of the README's 127.0.0.1:9092): each "$ " line after the serve
+// runs in sh, and its standard output must be exactly the lines below it.
+// A README whose output drifted from what kcat prints fails here.
+func TestREADMEKafkaSession(t *testing.T) {
+	if _, err := exec.LookPath("kcat"); err != nil {
+		if os.Getenv("TRIBUTARY_REQUIRE_KCAT") == "1" {
+			t.Fatalf("kcat is not on PATH and TRIBUTARY_REQUIRE_KCAT=1: %v", err)
+		}
+		t.Skipf("kcat is not on PATH: %v", err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "## Kafka clients\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Kafka clients" section`)
+	}
+	_, block, ok := strings.Cut(section, "```text\n")
+	if !ok {
+		t.Fatal("the Kafka section has no text block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	lines := strings.Split(strings.TrimSuffix(block, "\n"), "\n")
+	const readmeAddr = "127.0.0.1:9092"
+	if lines[0] != "$ tributary serve -kafka "+readmeAddr+" &" {
+		t.Fatalf("the session starts %q, want the serve line", lines[0])
+	}
+	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0"}, "", kafkaRE)
+	commands := 0
+	for i := 1; i < len(lines); {
+		cmdline, ok := strings.CutPrefix(lines[i], "$ ")
+		if !ok {
+			t.Fatalf("line %q is neither a command nor its output", lines[i])
+		}
+		i++
+		var want strings.Builder
+		for ; i < len(lines) && !strings.HasPrefix(lines[i], "$ "); i++ {
+			want.WriteString(lines[i] + "\n")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, "sh", "-c", strings.ReplaceAll(cmdline, readmeAddr, addr))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmdline, err, stderr.String())
+		}
+		if stdout.String() != want.String() {
+			t.Errorf("%s printed:\n%s\nREADME shows:\n%s", cmdline, stdout.String(), want.String())
+		}
+		commands++
+	}
+	if commands < 3 {
+		t.Fatalf("%d commands after the serve, want the produce, the consume and the group", commands)
+	}
+	s.stop(t, addr)
+}
