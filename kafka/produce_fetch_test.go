@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f91dcac0/tributary"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -35,5 +36,57 @@ func TestProduceConsumeKgo(t *testing.T) {
 		if string(r.Value) != fmt.Sprint("v", i) || r.Offset != int64(i) || string(r.Key) != fmt.Sprint("k", i%3) || len(r.Headers) != 1 {
 			t.Fatalf("record %d: %+v", i, r)
 		}
+	}
+}
+
+// snapshotOnly hides the engine backend's OffsetReader: the front end
+// then reads by Snapshot and waits by polling, as on a backend without
+// reads by offset.
+type snapshotOnly struct{ tributary.Backend }
+
+// TestFetchWithoutOffsetReader runs produce, a fetch that waits for a
+// later publish, and a read from the middle on a backend without
+// tributary.OffsetReader. Broken variants caught: a Snapshot read that
+// ignores the fetch offset (the middle read starts at 0), a wait that
+// never reads again (the waiting consumer gets nothing).
+func TestFetchWithoutOffsetReader(t *testing.T) {
+	b, err := tributary.NewEngineBackend(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tributary.NewClusterOn(snapshotOnly{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Listen(c, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); c.Close() })
+	if s.reader != nil {
+		t.Fatal("the wrapper still offers an OffsetReader")
+	}
+	ctx := testCtx(t, 20*time.Second)
+	p := client(t, s, kgo.DefaultProduceTopic("slow"), kgo.AllowAutoTopicCreation())
+	for i := range 5 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mid := client(t, s, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"slow": {0: kgo.NewOffset().At(3)}}))
+	fs := mid.PollFetches(ctx)
+	if recs := fs.Records(); fs.Err0() != nil || len(recs) != 2 || string(recs[0].Value) != "3" || recs[0].Offset != 3 {
+		t.Fatalf("read from offset 3: %v %v", fs.Err0(), recs)
+	}
+	// A consumer at the log end waits; a publish during its wait wakes it.
+	tail := client(t, s, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"slow": {0: kgo.NewOffset().At(5)}}), kgo.FetchMaxWait(5*time.Second))
+	got := make(chan []*kgo.Record, 1)
+	go func() { got <- tail.PollFetches(ctx).Records() }()
+	time.Sleep(200 * time.Millisecond)
+	if err := p.ProduceSync(ctx, &kgo.Record{Value: []byte("late")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := <-got; len(recs) != 1 || string(recs[0].Value) != "late" || recs[0].Offset != 5 {
+		t.Fatalf("the waiting fetch got %v", recs)
 	}
 }
