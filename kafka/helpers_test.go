@@ -13,7 +13,13 @@ import (
 // loopback port, closed (cluster too) when the test ends.
 func serve(t testing.TB, capacity int32, opts ...Option) (*tributary.Cluster, *Server) {
 	t.Helper()
-	c, err := tributary.NewCluster(capacity)
+	return serveCluster(t, capacity, nil, opts...)
+}
+
+// serveCluster is serve with cluster options.
+func serveCluster(t testing.TB, capacity int32, copts []tributary.ClusterOption, opts ...Option) (*tributary.Cluster, *Server) {
+	t.Helper()
+	c, err := tributary.NewCluster(capacity, copts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,24 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// serveCluster is serve with cluster options.
-func serveCluster(t testing.TB, capacity int32, copts []tributary.ClusterOption, opts ...Option) (*tributary.Cluster, *Server) {
-	t.Helper()
-	c, err := tributary.NewCluster(capacity, copts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Listen(c, "127.0.0.1:0", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		c.Close()
-	})
-	return c, s
-}
-
 // publish appends payloads, with key "k", to topic's partition through
 // the backend.
 func publish(t testing.TB, c *tributary.Cluster, topic string, partition int32, payloads ...string) {
