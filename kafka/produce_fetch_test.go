@@ -90,3 +90,38 @@ func TestFetchWithoutOffsetReader(t *testing.T) {
 		t.Fatalf("the waiting fetch got %v", recs)
 	}
 }
+
+// TestKeysLandWhereKafkaPutsThem: kgo's default partitioner sends a keyed
+// record to (murmur2(key) & 0x7fffffff) % partitions, and the typed
+// library's KeyHash producer sends the same key to the same partition of
+// the same topic, so Kafka clients and typed producers keep one key's
+// records in one partition, in order. Broken variant caught: a KeyHash
+// with another hash or without the mask (keys land elsewhere).
+func TestKeysLandWhereKafkaPutsThem(t *testing.T) {
+	c, s := serve(t, 1000)
+	topic, err := tributary.CreateTopic(c, "keyed", 7, tributary.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := tributary.NewProducer[[]byte](c, "typed", tributary.KeyHash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, s, kgo.DefaultProduceTopic("keyed"))
+	ctx := testCtx(t, 20*time.Second)
+	for i := range 200 {
+		key := fmt.Sprint("customer-", i)
+		r := &kgo.Record{Key: []byte(key), Value: []byte("kafka")}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		info, err := prod.Send(ctx, topic, tributary.Message[[]byte]{Key: key, Value: []byte("typed")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := (tributary.Murmur2(key) & 0x7fffffff) % 7
+		if r.Partition != want || info.Partition != want {
+			t.Fatalf("key %q: kgo chose partition %d, the typed KeyHash %d, want %d", key, r.Partition, info.Partition, want)
+		}
+	}
+}
