@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/f91dcac0/tributary"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,11 +49,13 @@ func (s *Server) topic(name string) (tributary.BackendTopic, error) {
 }
 
 // topicOrCreate is topic that auto-creates an absent topic with the
-// Server's auto-create partitions, when allowed.
+// Server's auto-create partitions, when allowed; never one whose name
+// starts with "__" (Kafka's internal topics, such as __consumer_offsets,
+// which clients ask for by name).
 func (s *Server) topicOrCreate(name string, allow bool) (tributary.BackendTopic, error) {
 	h, err := s.topic(name)
-	if !errors.Is(err, errUnknownTopic) || !allow || s.autoCreate == 0 {
-		return h, err
+	if !errors.Is(err, errUnknownTopic) || !allow || s.autoCreate == 0 || strings.HasPrefix(name, "__") {
+		return h, err // "__" names Kafka's internal topics: never made by a mention
 	}
 	if _, err := s.backend.CreateTopic(name, s.autoCreate, payloadType); err != nil {
 		return nil, err

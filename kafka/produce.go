@@ -104,33 +104,42 @@ func handleProduce(s *Server, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 		}
 		return resp, nil
 	}
+	// One deadline for the whole request, and the partitions appended
+	// concurrently: a full partition neither holds the others back nor
+	// adds its wait to theirs.
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
-	failed := false
+	ctx := r.ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var wg sync.WaitGroup
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			rp.Default()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			if req.TransactionID != nil {
 				rp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			} else {
-				base, code, msg := s.produce(r.ctx, t.Topic, p.Partition, p.Records, timeout)
-				rp.BaseOffset, rp.ErrorCode = base, code
-				if msg != "" {
-					rp.ErrorMessage = kmsg.StringPtr(msg)
-				}
-				if code == 0 && s.reader != nil {
-					if start, _, err := s.reader.LogOffsets(t.Topic, p.Partition); err == nil {
-						rp.LogStartOffset = start
-					}
-				}
+				continue
 			}
-			failed = failed || rp.ErrorCode != 0
-			rt.Partitions = append(rt.Partitions, rp)
+			wg.Go(func() { s.producePartition(ctx, rp, t.Topic, p.Records, timeout > 0) })
 		}
-		resp.Topics = append(resp.Topics, rt)
+	}
+	wg.Wait()
+	failed := false
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			failed = failed || rp.ErrorCode != 0
+		}
 	}
 	if req.Acks == 0 {
 		if failed {
@@ -141,9 +150,26 @@ func handleProduce(s *Server, r *request, req *kmsg.ProduceRequest) (kmsg.Respon
 	return resp, nil
 }
 
+// producePartition fills rp with the outcome of appending one
+// partition's record set.
+func (s *Server) producePartition(ctx context.Context, rp *kmsg.ProduceResponseTopicPartition, topic string, records []byte, wait bool) {
+	base, code, msg := s.produce(ctx, topic, rp.Partition, records, wait)
+	rp.BaseOffset, rp.ErrorCode = base, code
+	if msg != "" {
+		rp.ErrorMessage = kmsg.StringPtr(msg)
+	}
+	if code == 0 && s.reader != nil {
+		if start, _, err := s.reader.LogOffsets(topic, rp.Partition); err == nil {
+			rp.LogStartOffset = start
+		}
+	}
+}
+
 // produce appends the batches of one partition and returns the offset of
-// its first record, or -1 and Kafka's error code with a message.
-func (s *Server) produce(ctx context.Context, topic string, partition int32, records []byte, timeout time.Duration) (int64, int16, string) {
+// its first record, or -1 and Kafka's error code with a message. With
+// wait, a full partition is waited on until ctx ends (the request's
+// timeout); without, it fails at once.
+func (s *Server) produce(ctx context.Context, topic string, partition int32, records []byte, wait bool) (int64, int16, string) {
 	h, err := s.topicOrCreate(topic, true)
 	if err != nil {
 		return -1, errorCode(err), err.Error()
@@ -155,17 +181,16 @@ func (s *Server) produce(ctx context.Context, topic string, partition int32, rec
 	if err != nil {
 		return -1, kerr.CorruptMessage.Code, err.Error()
 	}
-	mu := s.appendLock(topic, partition)
-	mu.Lock()
-	defer mu.Unlock()
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+	lock := s.appendLock(topic, partition)
+	select {
+	case lock <- struct{}{}:
+	case <-ctx.Done():
+		return -1, kerr.RequestTimedOut.Code, "the partition's earlier appends still wait for room (retention waits for every group's commits)"
 	}
+	defer func() { <-lock }()
 	base := int64(-1)
 	for _, b := range batches {
-		off, code, msg := s.appendBatch(ctx, h, partition, b, timeout > 0)
+		off, code, msg := s.appendBatch(ctx, h, partition, b, wait)
 		if code != 0 {
 			return -1, code, msg
 		}
@@ -176,13 +201,15 @@ func (s *Server) produce(ctx context.Context, topic string, partition int32, rec
 	return base, 0, ""
 }
 
-func (s *Server) appendLock(topic string, partition int32) *sync.Mutex {
+// appendLock returns the partition's append lock: a channel of one slot,
+// taken by sending, so that a wait for it ends with the request's context.
+func (s *Server) appendLock(topic string, partition int32) chan struct{} {
 	k := partKey{topic, partition}
 	if m, ok := s.appendMu.Load(k); ok {
-		return m.(*sync.Mutex)
+		return m.(chan struct{})
 	}
-	m, _ := s.appendMu.LoadOrStore(k, &sync.Mutex{})
-	return m.(*sync.Mutex)
+	m, _ := s.appendMu.LoadOrStore(k, make(chan struct{}, 1))
+	return m.(chan struct{})
 }
 
 // batch is one decoded record batch.

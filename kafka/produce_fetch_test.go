@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/f91dcac0/tributary"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestProduceConsumeKgo(t *testing.T) {
@@ -123,5 +125,30 @@ func TestKeysLandWhereKafkaPutsThem(t *testing.T) {
 		if r.Partition != want || info.Partition != want {
 			t.Fatalf("key %q: kgo chose partition %d, the typed KeyHash %d, want %d", key, r.Partition, info.Partition, want)
 		}
+	}
+}
+
+// TestNoAutoCreateOfInternalNames: a Metadata request that allows
+// auto-creation creates an absent topic, but not one named like Kafka's
+// internal topics ("__consumer_offsets"), which tools ask for by name.
+func TestNoAutoCreateOfInternalNames(t *testing.T) {
+	c, s := serve(t, 10)
+	cl := client(t, s)
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	for _, name := range []string{"__consumer_offsets", "made_by_mention"} {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(testCtx(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code || resp.Topics[1].ErrorCode != 0 {
+		t.Fatalf("errors %d %d, want UNKNOWN_TOPIC_OR_PARTITION then 0", resp.Topics[0].ErrorCode, resp.Topics[1].ErrorCode)
+	}
+	if got := c.Topics(); len(got) != 1 || got[0] != "made_by_mention" {
+		t.Fatalf("topics %v", got)
 	}
 }

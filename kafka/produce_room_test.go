@@ -80,20 +80,7 @@ func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
 
 func produceRaw(t *testing.T, cl *kgo.Client, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks, req.TimeoutMillis = -1, 1000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Topics[0].Partitions[0]
+	return produceRawTo(t, cl, topic, 0, 1000, records)
 }
 
 // A retried batch of an idempotent producer is answered with its first
@@ -136,4 +123,92 @@ func TestIdempotentRetry(t *testing.T) {
 	if d, _ := c.Describe("idem"); d.Partitions[0].LogEndOffset != 4 {
 		t.Fatalf("log end %d after a corrupt batch", d.Partitions[0].LogEndOffset)
 	}
+}
+
+// TestFullPartitionHoldsNoOther: one Produce of a batch for each of four
+// partitions, two of them full: the two with room are appended while the
+// full ones still wait, and the full ones share the request's one
+// deadline (answered REQUEST_TIMED_OUT once, not one timeout after the
+// other). Broken variants caught: partitions appended one after another
+// (the free partitions stay empty while the first full one waits; the
+// answer comes after two timeouts).
+func TestFullPartitionHoldsNoOther(t *testing.T) {
+	c, s := serve(t, 2)
+	if _, err := tributary.CreateTopic(c, "four", 4, tributary.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateGroup("four", "g", tributary.RoundRobinAssignor); err != nil {
+		t.Fatal(err)
+	}
+	cl := client(t, s)
+	for _, p := range []int32{0, 2} { // fill partitions 0 and 2
+		if rp := produceRawTo(t, cl, "four", p, 1000, rawBatch(-1, -1, -1, "a", "b")); rp.ErrorCode != 0 {
+			t.Fatalf("filling partition %d: error %d", p, rp.ErrorCode)
+		}
+	}
+	const timeout = 1500 * time.Millisecond
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, int32(timeout/time.Millisecond)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "four"
+	for p := range int32(4) {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, rawBatch(-1, -1, -1, "x")
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	start := time.Now()
+	answered := make(chan *kmsg.ProduceResponse, 1)
+	go func() {
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- resp
+	}()
+	waitFor(t, testCtx(t, 10*time.Second), "partitions 1 and 3 appended", func() bool {
+		d, _ := c.Describe("four")
+		return d.Partitions[1].LogEndOffset == 1 && d.Partitions[3].LogEndOffset == 1
+	})
+	select {
+	case <-answered:
+		t.Fatal("answered before the full partitions' timeout")
+	default:
+	}
+	resp := <-answered
+	elapsed := time.Since(start)
+	if resp == nil {
+		t.Fatal("no response")
+	}
+	for _, rp := range resp.Topics[0].Partitions {
+		want := int16(0)
+		if rp.Partition%2 == 0 {
+			want = kerr.RequestTimedOut.Code
+		}
+		if rp.ErrorCode != want {
+			t.Errorf("partition %d: error %d, want %d", rp.Partition, rp.ErrorCode, want)
+		}
+	}
+	if elapsed >= 2*timeout {
+		t.Errorf("answered after %v: the full partitions waited one after the other (timeout %v)", elapsed, timeout)
+	}
+}
+
+func produceRawTo(t *testing.T, cl *kgo.Client, topic string, partition int32, timeoutMillis int32, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = -1, timeoutMillis
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
 }
