@@ -19,8 +19,9 @@ import (
 
 // serveUsage is the usage line of `tributary serve`.
 func serveUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: tributary serve [-http ADDR] [-kafka ADDR] [-keep-going] [-echo] [-capacity N]")
-	fmt.Fprintln(w, "                       [-replay-window N] [-clock TIME] [-seed N] [-backend memory|jetstream]")
+	fmt.Fprintln(w, "Usage: tributary serve [-http ADDR] [-kafka ADDR [-kafka-advertised ADDR]] [-keep-going] [-echo]")
+	fmt.Fprintln(w, "                       [-capacity N] [-replay-window N] [-clock TIME] [-seed N]")
+	fmt.Fprintln(w, "                       [-backend memory|jetstream]")
 	fmt.Fprintln(w, "                       [-nats URL] [-session-timeout D] [FILE]")
 	fmt.Fprintln(w, "Serves the cluster's monitor page at http://ADDR/ (JSON at /api/state), Kafka's wire protocol at the")
 	fmt.Fprintln(w, "-kafka ADDR, or both (at least one is required), runs the commands of FILE (- or none: standard")
@@ -40,10 +41,11 @@ func serveUsage(w io.Writer) {
 // (1 when one failed), or 1 when ctx ended before they did or a listener
 // failed while serving.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdinTerminal bool, stdout, stderr io.Writer) int {
-	var httpAddr, kafkaAddr string
+	var httpAddr, kafkaAddr, advertised string
 	f, rest, err := parseSessionFlags("tributary serve", args, stdout, serveUsage, func(fs *flag.FlagSet) {
 		fs.StringVar(&httpAddr, "http", "", "serve the monitor page at this `address`, HOST:PORT (such as 127.0.0.1:8080; port 0: a free one)")
 		fs.StringVar(&kafkaAddr, "kafka", "", "serve Kafka's wire protocol at this `address`, HOST:PORT (such as 127.0.0.1:9092; port 0: a free one)")
+		fs.StringVar(&advertised, "kafka-advertised", "", "tell Kafka clients to connect to this `address`, HOST:PORT (default: the -kafka listener's)")
 	})
 	if code, done := flagExit(err, stderr, "tributary serve"); done {
 		return code
@@ -52,7 +54,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdinTerminal
 		fmt.Fprintln(stderr, "tributary serve: -http ADDR or -kafka ADDR is required (or both), such as -http 127.0.0.1:8080 (tributary serve -h for help)")
 		return exitUsage
 	}
-	for _, a := range []struct{ flag, addr, example string }{{"http", httpAddr, "127.0.0.1:8080"}, {"kafka", kafkaAddr, "127.0.0.1:9092"}} {
+	if advertised != "" && kafkaAddr == "" {
+		fmt.Fprintln(stderr, "tributary serve: -kafka-advertised needs -kafka ADDR (tributary serve -h for help)")
+		return exitUsage
+	}
+	for _, a := range []struct{ flag, addr, example string }{{"http", httpAddr, "127.0.0.1:8080"}, {"kafka", kafkaAddr, "127.0.0.1:9092"}, {"kafka-advertised", advertised, "broker.example:9092"}} {
 		if a.addr == "" {
 			continue
 		}
@@ -107,7 +113,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdinTerminal
 	var ks *kafka.Server
 	if kafkaLn != nil {
 		logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		ks, err = kafka.NewServer(s.c, kafka.WithAdvertisedAddr(kafkaLn.Addr().String()), kafka.WithLogger(logger))
+		if advertised == "" {
+			advertised = kafkaLn.Addr().String()
+		}
+		ks, err = kafka.NewServer(s.c, kafka.WithAdvertisedAddr(advertised), kafka.WithLogger(logger))
 		if err != nil {
 			closeListeners()
 			s.close()

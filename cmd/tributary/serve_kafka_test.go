@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -420,5 +421,34 @@ func TestREADMEKafkaSession(t *testing.T) {
 	if commands < 3 {
 		t.Fatalf("%d commands after the serve, want the produce, the consume and the group", commands)
 	}
+	s.stop(t, addr)
+}
+
+// TestServeKafkaAdvertised: with -kafka-advertised, Metadata gives
+// clients that address for the broker, not the listener's; without
+// -kafka it is a usage error. Broken variant caught: the flag parsed and
+// not passed to the front end (Metadata shows the listener).
+func TestServeKafkaAdvertised(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := runServe(context.Background(), []string{"-http", "127.0.0.1:0", "-kafka-advertised", "b.example:9092"}, strings.NewReader(""), false, io.Discard, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "-kafka-advertised needs -kafka") {
+		t.Errorf("-kafka-advertised without -kafka: exit %d, %q", code, stderr.String())
+	}
+	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0", "-kafka-advertised", "broker.example:19092"}, "", kafkaRE)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Brokers) != 1 || resp.Brokers[0].Host != "broker.example" || resp.Brokers[0].Port != 19092 {
+		t.Errorf("Metadata's brokers %+v, want broker.example:19092", resp.Brokers)
+	}
+	cl.Close()
 	s.stop(t, addr)
 }
