@@ -37,7 +37,14 @@ func serveCluster(t testing.TB, capacity int32, copts []tributary.ClusterOption,
 // client is a kgo client of s, closed when the test ends.
 func client(t testing.TB, s *Server, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Addr())}, opts...)...)
+	return clientAt(t, s.Addr(), opts...)
+}
+
+// clientAt is a kgo client of the broker at addr, closed when the test
+// ends.
+func clientAt(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
