@@ -345,6 +345,15 @@ func (cc *conn) run() {
 	bw := bufio.NewWriterSize(cc.nc, 64<<10)
 	var out []byte
 	for f := range frames {
+		// An answer held back for the next frame's goes out before that
+		// frame is handled: its handler may wait (a Fetch's max wait, a
+		// Produce waiting for room, a JoinGroup), and the client waits
+		// for the answer before it.
+		if bw.Buffered() > 0 {
+			if err := bw.Flush(); err != nil {
+				return
+			}
+		}
 		r, err := cc.decode(f.body)
 		if err != nil {
 			cc.s.log.Info("kafka: bad request, closing the connection", "remote", cc.nc.RemoteAddr().String(), "err", err)
