@@ -29,7 +29,7 @@ func waitingFetch(topic string, partition int32, offset int64, wait time.Duratio
 	f.ReplicaID = -1
 	f.MaxWaitMillis, f.MinBytes, f.MaxBytes = int32(wait/time.Millisecond), 1, 1<<20
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
+	ft.Topic, ft.TopicID = topic, topicID(topic) // kgo sends the highest version both sides serve
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = partition, offset, 1<<20
 	ft.Partitions = append(ft.Partitions, fp)
