@@ -13,10 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// rawProduce is a v9 Produce of one batch to one partition.
+// rawProduce is a v8 (not flexible) Produce of one batch to one partition.
 func rawProduce(topic string, partition int32, acks int16, timeoutMs int32, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
+	req.SetVersion(8)
 	req.Acks, req.TimeoutMillis = acks, timeoutMs
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
@@ -306,4 +306,50 @@ func TestSimpleCommits(t *testing.T) {
 	}
 	_ = kgo.NewOffset
 	_ = context.Background
+}
+
+// TestProduceTimeoutCoversTheQueue: a produce with a short timeout queued
+// behind one with a long timeout (both waiting for room in a full
+// partition) is answered REQUEST_TIMED_OUT within its own timeout, not
+// after the long one's wait: the timeout bounds the wait for the
+// partition's append order too. The long produce waits 30 s and the
+// short one's answer is read with a 5 s deadline, so a server that takes
+// the partition's append lock before starting the timeout fails.
+func TestProduceTimeoutCoversTheQueue(t *testing.T) {
+	c, s := serve(t, 1)
+	createTopic(t, c, "q", 1)
+	if _, err := c.CreateGroup("q", "holder", tributary.RoundRobinAssignor); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, c, "q", 0, "a")
+	long := rawConn(t, s)
+	long.Write(frameOf(rawProduce("q", 0, -1, 30_000, rawBatch(-1, -1, -1, "long")), 1))
+	waitConns(t, s, 1)
+	time.Sleep(100 * time.Millisecond) // the long produce holds the partition
+	short := rawConn(t, s)
+	short.Write(frameOf(rawProduce("q", 0, -1, 200, rawBatch(-1, -1, -1, "short")), 2))
+	short.SetReadDeadline(time.Now().Add(5 * time.Second))
+	corr, body := readResponse(t, short)
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(8)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; corr != 2 || code != kerr.RequestTimedOut.Code {
+		t.Fatalf("short produce: correlation %d, error %d", corr, code)
+	}
+	// Room for one: the long produce gets it, the short one appended nothing.
+	if _, err := c.Seek("q", "holder", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	long.SetReadDeadline(time.Now().Add(10 * time.Second))
+	corr, body = readResponse(t, long)
+	resp = kmsg.NewPtrProduceResponse()
+	resp.SetVersion(8)
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; corr != 1 || p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Fatalf("long produce: correlation %d, error %d, offset %d", corr, p.ErrorCode, p.BaseOffset)
+	}
 }

@@ -155,14 +155,20 @@ func (s *Server) produce(ctx context.Context, topic string, partition int32, rec
 	if err != nil {
 		return -1, kerr.CorruptMessage.Code, err.Error()
 	}
-	mu := s.appendLock(topic, partition)
-	mu.Lock()
-	defer mu.Unlock()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	// The timeout covers the wait for the partition's append order too: a
+	// produce queued behind one waiting for room times out with it.
+	lock := s.appendLock(topic, partition)
+	select {
+	case lock <- struct{}{}:
+	case <-ctx.Done():
+		return -1, kerr.RequestTimedOut.Code, "partition full: no record appended before the timeout (another produce waits for room)"
+	}
+	defer func() { <-lock }()
 	base := int64(-1)
 	for _, b := range batches {
 		off, code, msg := s.appendBatch(ctx, h, partition, b, timeout > 0)
@@ -176,13 +182,15 @@ func (s *Server) produce(ctx context.Context, topic string, partition int32, rec
 	return base, 0, ""
 }
 
-func (s *Server) appendLock(topic string, partition int32) *sync.Mutex {
+// appendLock is a partition's append lock: a channel of capacity one,
+// held while it holds a value, so that taking it can end with a context.
+func (s *Server) appendLock(topic string, partition int32) chan struct{} {
 	k := partKey{topic, partition}
 	if m, ok := s.appendMu.Load(k); ok {
-		return m.(*sync.Mutex)
+		return m.(chan struct{})
 	}
-	m, _ := s.appendMu.LoadOrStore(k, &sync.Mutex{})
-	return m.(*sync.Mutex)
+	m, _ := s.appendMu.LoadOrStore(k, make(chan struct{}, 1))
+	return m.(chan struct{})
 }
 
 // batch is one decoded record batch.

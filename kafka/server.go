@@ -50,7 +50,7 @@ type Server struct {
 	// end, so that a Produce batch gets consecutive offsets (Kafka's
 	// BaseOffset + index); keyed by topic and partition. Guards nothing
 	// but the order of appends; taken before any backend call.
-	appendMu sync.Map // partKey → *sync.Mutex
+	appendMu sync.Map // partKey → chan struct{} (appendLock)
 
 	topics sync.Map // topic name → tributary.BackendTopic, resolved once
 	ids    sync.Map // topic id → topic name
