@@ -251,3 +251,86 @@ func TestKeysValuesHeaders(t *testing.T) {
 }
 
 var _ = kerr.UnknownServerError
+
+// TestProduceUnderRetention: a kgo producer, idempotent (its default) or
+// not (librdkafka's and sarama's default), writes batches of about 20
+// records into a partition of capacity 5 that a group drains every 40 ms,
+// so produces time out part-way (a batch larger than the room is never
+// appended at once) and are retried; every value is in the log exactly
+// once, in the order produced. Broken variant it catches: a retried batch
+// without a producer id appended from its first record again (the log
+// fills with copies of its head and the batch never completes).
+func TestProduceUnderRetention(t *testing.T) {
+	for _, name := range []string{"idempotent", "not idempotent"} {
+		t.Run(name, func(t *testing.T) {
+			var opts []kgo.Opt
+			if name != "idempotent" {
+				opts = append(opts, kgo.DisableIdempotentWrite())
+			}
+			produceUnderRetention(t, opts...)
+		})
+	}
+}
+
+func produceUnderRetention(t *testing.T, opts ...kgo.Opt) {
+	c, s := serve(t, 5)
+	createTopic(t, c, "drain", 1)
+	if _, err := c.CreateGroup("drain", "g", tributary.RoundRobinAssignor); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 10*time.Second)
+	p := client(t, s, append(opts, kgo.DefaultProduceTopic("drain"), kgo.ProduceRequestTimeout(150*time.Millisecond),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.RecordRetries(1<<20))...)
+	const n = 60
+	var seen []string
+	stop := make(chan struct{})
+	drained := make(chan struct{})
+	go func() { // the group reads and commits what is there every 40 ms
+		defer close(drained)
+		for next := int64(0); ; {
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+			}
+			snap, err := c.Backend().Snapshot("drain")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			pd := snap.Partitions[0]
+			if pd.LogEndOffset > next {
+				for _, r := range snap.Records[0][next-pd.LogStartOffset:] {
+					seen = append(seen, r.Payload)
+				}
+				next = pd.LogEndOffset
+				if _, err := c.Seek("drain", "g", 0, next); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		p.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	<-drained
+	if len(seen) != n {
+		t.Fatalf("%d records in the log for %d produced: %.300v", len(seen), n, seen)
+	}
+	for i, v := range seen {
+		if v != fmt.Sprint(i) {
+			t.Fatalf("record %d is %q: %v", i, v, seen)
+		}
+	}
+}
