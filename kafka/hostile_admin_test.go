@@ -1,7 +1,10 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"net"
 	"runtime"
 	"testing"
@@ -351,5 +354,78 @@ func TestProduceTimeoutCoversTheQueue(t *testing.T) {
 	}
 	if p := resp.Topics[0].Partitions[0]; corr != 1 || p.ErrorCode != 0 || p.BaseOffset != 1 {
 		t.Fatalf("long produce: correlation %d, error %d, offset %d", corr, p.ErrorCode, p.BaseOffset)
+	}
+}
+
+// compressedBatch is a magic-2 batch of values, no producer id, its
+// records compressed with codec.
+func compressedBatch(t *testing.T, codec kgo.CompressionCodec, values ...[]byte) []byte {
+	t.Helper()
+	var body []byte
+	for i, v := range values {
+		var rec []byte
+		rec = append(rec, 0)
+		rec = binary.AppendVarint(rec, 0)
+		rec = binary.AppendVarint(rec, int64(i))
+		rec = binary.AppendVarint(rec, -1)
+		rec = binary.AppendVarint(rec, int64(len(v)))
+		rec = append(rec, v...)
+		rec = binary.AppendVarint(rec, 0)
+		body = binary.AppendVarint(body, int64(len(rec)))
+		body = append(body, rec...)
+	}
+	comp, err := kgo.DefaultCompressor(codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	out, typ := comp.Compress(&buf, body)
+	if typ == 0 {
+		t.Fatal("nothing compressed")
+	}
+	now := time.Now().UnixMilli()
+	b := kmsg.RecordBatch{Magic: 2, Attributes: int16(typ), LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: now,
+		MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(values)), Records: out}
+	enc := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(enc[8:], uint32(len(enc)-12))
+	binary.BigEndian.PutUint32(enc[17:], crc32.Checksum(enc[21:], crc32c))
+	return enc
+}
+
+// TestDecompressionBomb: a batch of a few kilobytes that decompresses
+// past the Server's max request bytes (here 1 MiB) is MESSAGE_TOO_LARGE
+// and appends nothing, whatever the codec; one below it is appended. The
+// same bound holds for the partition's batches together. Broken variant
+// it catches: decompressing without a bound (kgo's default decompressor
+// allows 2 GiB a batch), so a 1 MiB request can make the server allocate
+// gigabytes.
+func TestDecompressionBomb(t *testing.T) {
+	c, s := serve(t, 100, WithMaxRequestBytes(1<<20))
+	cl := client(t, s)
+	zeros := make([]byte, 300<<10)
+	codecs := map[string]kgo.CompressionCodec{"gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+	for name, codec := range codecs {
+		t.Run(name, func(t *testing.T) {
+			topic := "bomb-" + name
+			createTopic(t, c, topic, 1)
+			bomb := compressedBatch(t, codec, zeros, zeros, zeros, zeros) // 1.2 MiB
+			if len(bomb) > 1<<17 {
+				t.Fatalf("the bomb is %d bytes compressed", len(bomb))
+			}
+			if rp := produceRaw(t, cl, topic, bomb); rp.ErrorCode != kerr.MessageTooLarge.Code {
+				t.Fatalf("1.2 MiB decompressed: error %d, want MESSAGE_TOO_LARGE", rp.ErrorCode)
+			}
+			two := compressedBatch(t, codec, zeros, zeros) // 600 KiB each, 1.2 MiB together
+			if rp := produceRaw(t, cl, topic, append(append([]byte(nil), two...), two...)); rp.ErrorCode != kerr.MessageTooLarge.Code {
+				t.Fatalf("two batches of 600 KiB: error %d, want MESSAGE_TOO_LARGE", rp.ErrorCode)
+			}
+			if rp := produceRaw(t, cl, topic, two); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
+				t.Fatalf("600 KiB decompressed: error %d offset %d", rp.ErrorCode, rp.BaseOffset)
+			}
+			if d, _ := c.Describe(topic); d.Partitions[0].LogEndOffset != 2 {
+				t.Fatalf("log end %d, want 2", d.Partitions[0].LogEndOffset)
+			}
+		})
 	}
 }

@@ -31,7 +31,7 @@ func recordsOf(t *testing.T, b []byte) []kmsg.Record {
 	t.Helper()
 	var out []kmsg.Record
 	for len(b) > 0 {
-		bs, err := parseBatches(b[:12+int(int32(uint32(b[8])<<24|uint32(b[9])<<16|uint32(b[10])<<8|uint32(b[11])))])
+		bs, err := parseBatches(b[:12+int(int32(uint32(b[8])<<24|uint32(b[9])<<16|uint32(b[10])<<8|uint32(b[11])))], 1<<40)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -44,5 +45,46 @@ func TestSyncLeftOutMemberAfterLeader(t *testing.T) {
 	var got kmsg.ConsumerMemberAssignment
 	if err := got.ReadFrom(r.MemberAssignment); err != nil || len(got.Topics) != 0 {
 		t.Fatalf("left-out follower syncing after the leader got %q: %v", r.MemberAssignment, err)
+	}
+}
+
+// TestStaticMemberRestartKgo: a kgo consumer with a group instance id
+// (KIP-345) consumes and commits part of a topic and closes without
+// leaving; a new client of the same instance id takes its place at once
+// (not after the 45 s session timeout) and goes on from the commit.
+func TestStaticMemberRestartKgo(t *testing.T) {
+	c, s := serve(t, 100)
+	createTopic(t, c, "static", 2)
+	publish(t, c, "static", 0, "a0", "a1", "a2")
+	publish(t, c, "static", 1, "b0", "b1", "b2")
+	ctx := testCtx(t, 15*time.Second)
+	consume := func(want int) []*kgo.Record {
+		cl := client(t, s, kgo.ConsumeTopics("static"), kgo.ConsumerGroup("sg"), kgo.InstanceID("i1"),
+			kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		var got []*kgo.Record
+		for len(got) < want {
+			fs := cl.PollRecords(ctx, want-len(got))
+			if err := fs.Err0(); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fs.Records()...)
+		}
+		if err := cl.CommitRecords(ctx, got...); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+		return got
+	}
+	first := consume(4)
+	second := consume(2)
+	seen := map[string]bool{}
+	for _, r := range append(first, second...) {
+		if seen[string(r.Value)] {
+			t.Fatalf("%s delivered twice", r.Value)
+		}
+		seen[string(r.Value)] = true
+	}
+	if len(seen) != 6 {
+		t.Fatalf("%d distinct records, want 6", len(seen))
 	}
 }

@@ -116,6 +116,8 @@ func handleInitProducerID(s *Server, r *request, req *kmsg.InitProducerIDRequest
 // producers.partial), so nothing is duplicated either. Acks 0, 1 and -1 are served alike
 // (one broker: an append is acknowledged by all replicas at once); acks 0
 // writes no response, and closes the connection on an error, as Kafka.
+// A partition's batches that decompress past the Server's max request
+// bytes are MESSAGE_TOO_LARGE, refused before they are decompressed whole.
 func handleProduce(s *Server, r *request, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -178,7 +180,10 @@ func (s *Server) produce(ctx context.Context, topic string, partition int32, rec
 	if partition < 0 || partition >= h.Partitions() {
 		return -1, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("partition %d outside [0, %d)", partition, h.Partitions())
 	}
-	batches, err := parseBatches(records)
+	batches, err := parseBatches(records, int64(s.maxRequestBytes))
+	if errors.Is(err, errDecompressLimit) {
+		return -1, kerr.MessageTooLarge.Code, err.Error()
+	}
 	if err != nil {
 		return -1, kerr.CorruptMessage.Code, err.Error()
 	}
@@ -229,7 +234,10 @@ type batch struct {
 // parseBatches decodes a Produce partition's record set: one or more
 // magic-2 record batches, CRC-checked, decompressed. Anything else (an
 // old message set, a bad CRC, trailing bytes) is an error.
-func parseBatches(b []byte) ([]batch, error) {
+//
+// limit bounds the bytes its batches decompress to, all together
+// (errDecompressLimit).
+func parseBatches(b []byte, limit int64) ([]batch, error) {
 	var out []batch
 	for len(b) > 0 {
 		if len(b) < 61 {
@@ -257,10 +265,11 @@ func parseBatches(b []byte) ([]batch, error) {
 		if rb.NumRecords < 0 || rb.NumRecords > 1<<20 {
 			return nil, fmt.Errorf("record batch of %d records", rb.NumRecords)
 		}
-		recs, err := kgo.DefaultDecompressor().Decompress(rb.Records, kgo.CompressionCodecType(rb.Attributes&0x0007))
+		recs, err := decompress(rb.Records, kgo.CompressionCodecType(rb.Attributes&0x0007), limit)
 		if err != nil {
 			return nil, fmt.Errorf("record batch: %w", err)
 		}
+		limit -= int64(len(recs))
 		bt := batch{RecordBatch: rb, records: make([]kmsg.Record, 0, rb.NumRecords)}
 		for range rb.NumRecords {
 			length, k := binary.Varint(recs)

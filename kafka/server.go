@@ -102,7 +102,8 @@ func WithAdvertisedAddr(addr string) Option {
 
 // WithMaxRequestBytes sets the largest request frame read, in bytes
 // (1 KiB..1 GiB; default DefaultMaxRequestBytes): a longer length prefix
-// closes the connection.
+// closes the connection. It also bounds what one partition's record
+// batches of a Produce may decompress to (MESSAGE_TOO_LARGE beyond).
 func WithMaxRequestBytes(n int32) Option {
 	return func(s *Server) error {
 		if n < 1<<10 || n > 1<<30 {
