@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -332,5 +333,60 @@ func produceUnderRetention(t *testing.T, opts ...kgo.Opt) {
 		if v != fmt.Sprint(i) {
 			t.Fatalf("record %d is %q: %v", i, v, seen)
 		}
+	}
+}
+
+// TestCloseUnderLoad: Server.Close while kgo producers, a group consumer
+// and a partition consumer are busy returns, panics nothing, and leaves
+// no goroutine (goleak in TestMain, once the clients close).
+func TestCloseUnderLoad(t *testing.T) {
+	c, s := serve(t, 50)
+	createTopic(t, c, "load", 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	var produced sync.WaitGroup
+	var clients []*kgo.Client
+	for range 2 {
+		p := client(t, s, kgo.DefaultProduceTopic("load"), kgo.RecordDeliveryTimeout(time.Second), kgo.ProduceRequestTimeout(200*time.Millisecond))
+		clients = append(clients, p)
+		wg.Add(1)
+		produced.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				p.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+				if i == 20 {
+					produced.Done()
+				}
+			}
+		}()
+	}
+	for _, opt := range []kgo.Opt{kgo.ConsumerGroup("loadg"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())} {
+		cl := client(t, s, kgo.ConsumeTopics("load"), opt)
+		clients = append(clients, cl)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				cl.PollFetches(ctx)
+			}
+		}()
+	}
+	produced.Wait()
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits after 10 s under load")
+	}
+	cancel()
+	for _, cl := range clients { // fails what kgo still buffers: no broker to retry on
+		cl.Close()
+	}
+	wg.Wait()
+	if d, err := c.Describe("load"); err != nil || len(d.Partitions) != 3 {
+		t.Fatalf("describe after close: %v", err)
 	}
 }
