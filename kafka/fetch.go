@@ -345,8 +345,8 @@ func appendBatch(dst []byte, recs []engine.Record) []byte {
 }
 
 // handleListOffsets answers each partition's earliest (-2: the log
-// start), latest (-1: the log end) or max-timestamp (-3: the last record)
-// offset, or the first offset whose record's timestamp is at least the
+// start), latest (-1: the log end) or max-timestamp (-3: the first record
+// of the largest timestamp, with that timestamp) offset, or the first offset whose record's timestamp is at least the
 // one asked for (-1 when none is). Other negative timestamps (tiered
 // storage's -4 and -5) are INVALID_REQUEST.
 func handleListOffsets(s *Server, r *request, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
@@ -386,40 +386,60 @@ func (s *Server) listOffset(topic string, partition int32, ts int64) (int64, int
 	case ts == -1:
 		return -1, end, 0
 	case ts == -3:
-		if end == start {
-			return -1, -1, 0
+		// The first record of the largest timestamp, not the last record:
+		// producers' timestamps need not grow (Kafka, KAFKA-16310).
+		maxTS, maxOff := int64(-1), int64(-1)
+		if err := s.scan(topic, partition, start, end, func(r *engine.Record) bool {
+			if ms := r.Time.UnixMilli(); maxOff < 0 || ms > maxTS {
+				maxTS, maxOff = ms, r.Offset
+			}
+			return true
+		}); err != nil {
+			return -1, -1, errorCode(err)
 		}
-		recs, _, _, err := s.readAt(nil, topic, partition, end-1, 1)
-		if err != nil || len(recs) == 0 {
-			return -1, end, 0
-		}
-		return recs[0].Time.UnixMilli(), end - 1, 0
+		return maxTS, maxOff, 0
 	case ts < 0:
 		return -1, -1, kerr.InvalidRequest.Code
 	}
+	foundTS, found := int64(-1), int64(-1)
+	if err := s.scan(topic, partition, start, end, func(r *engine.Record) bool {
+		if ms := r.Time.UnixMilli(); ms >= ts {
+			foundTS, found = ms, r.Offset
+			return false
+		}
+		return true
+	}); err != nil {
+		return -1, -1, errorCode(err)
+	}
+	return foundTS, found, 0
+}
+
+// scan calls f on each retained record of a partition from start on,
+// below end, in offset order, until f returns false; retention moving
+// past the offset reached resumes at the new log start.
+func (s *Server) scan(topic string, partition int32, start, end int64, f func(*engine.Record) bool) error {
 	var buf []engine.Record
 	for off := start; off < end; {
 		got, _, _, err := s.readAt(buf[:0], topic, partition, off, readChunk)
 		buf = got
 		if errors.Is(err, tributary.ErrOffsetOutOfRange) {
-			off, _, err = s.logOffsets(topic, partition)
-			if err != nil {
-				return -1, -1, errorCode(err)
+			if off, _, err = s.logOffsets(topic, partition); err != nil {
+				return err
 			}
 			continue
 		}
 		if err != nil {
-			return -1, -1, errorCode(err)
+			return err
 		}
 		if len(got) == 0 {
-			break
+			return nil
 		}
 		for i := range got {
-			if got[i].Time.UnixMilli() >= ts {
-				return got[i].Time.UnixMilli(), got[i].Offset, 0
+			if got[i].Offset >= end || !f(&got[i]) {
+				return nil
 			}
 		}
 		off = got[len(got)-1].Offset + 1
 	}
-	return -1, -1, 0
+	return nil
 }

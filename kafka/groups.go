@@ -824,6 +824,15 @@ func handleSyncGroup(s *Server, r *request, req *kmsg.SyncGroupRequest) (kmsg.Re
 				o.assignment = a.MemberAssignment
 			}
 		}
+		if g.protocolType == "consumer" {
+			// A member left out gets an empty assignment it can decode,
+			// whether it syncs before the leader or after.
+			for _, o := range g.members {
+				if o.assignment == nil {
+					o.assignment = emptyConsumerAssignment()
+				}
+			}
+		}
 		g.state = groupStable
 		g.pendingSync = nil
 		g.stopTimers()

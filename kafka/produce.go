@@ -29,11 +29,34 @@ type partKey struct {
 // enable.idempotence): a retried batch whose records were appended is
 // answered with their offsets, not appended again.
 type producers struct {
-	// mu guards next and seqs. Taken under a partition's append lock
-	// (Server.appendMu), never the other way round.
+	// mu guards next, seqs and partial. Taken under a partition's append
+	// lock (Server.appendMu), never the other way round.
 	mu   sync.Mutex
 	next int64
 	seqs map[seqKey]*seqState
+	// partial is, per partition, the last batch without a producer id
+	// that a timeout cut short (a full partition): a retry of the same
+	// batch (the same bytes: CRC, length, first timestamp, records)
+	// appends only the records it lacks, so a producer that is not
+	// idempotent neither duplicates the records appended before the
+	// timeout nor, with a batch larger than the room retention makes at
+	// a time, retries it for ever.
+	partial map[partKey]partialBatch
+}
+
+// partialBatch is a batch cut short: its identity, the records appended
+// and the offset of its first.
+type partialBatch struct {
+	crc            int32
+	length         int32
+	firstTimestamp int64
+	numRecords     int32
+	count          int32
+	base           int64
+}
+
+func (pb partialBatch) is(b *batch) bool {
+	return pb.crc == b.CRC && pb.length == b.Length && pb.firstTimestamp == b.FirstTimestamp && pb.numRecords == b.NumRecords
 }
 
 type seqKey struct {
@@ -61,6 +84,7 @@ type batchInfo struct {
 
 func (p *producers) init() {
 	p.seqs = map[seqKey]*seqState{}
+	p.partial = map[partKey]partialBatch{}
 	p.next = time.Now().UnixMilli() << 16 // distinct across restarts, as ids are never persisted
 }
 
@@ -86,9 +110,14 @@ func handleInitProducerID(s *Server, r *request, req *kmsg.InitProducerIDRequest
 // Kafka's compressions) record by record, with the request's timeout as
 // the wait for room in a full partition (Tributary's retention, SPEC rule
 // 13): when it runs out the partition answers REQUEST_TIMED_OUT, which
-// clients retry, so nothing is dropped. Acks 0, 1 and -1 are served alike
+// clients retry, so nothing is dropped. A batch cut short by the timeout
+// keeps the records it appended, and its retry appends only the rest
+// (an idempotent producer's by sequence, another's by the batch's bytes:
+// producers.partial), so nothing is duplicated either. Acks 0, 1 and -1 are served alike
 // (one broker: an append is acknowledged by all replicas at once); acks 0
 // writes no response, and closes the connection on an error, as Kafka.
+// A partition's batches that decompress past the Server's max request
+// bytes are MESSAGE_TOO_LARGE, refused before they are decompressed whole.
 func handleProduce(s *Server, r *request, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
@@ -177,7 +206,10 @@ func (s *Server) produce(ctx context.Context, topic string, partition int32, rec
 	if partition < 0 || partition >= h.Partitions() {
 		return -1, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("partition %d outside [0, %d)", partition, h.Partitions())
 	}
-	batches, err := parseBatches(records)
+	batches, err := parseBatches(records, int64(s.maxRequestBytes))
+	if errors.Is(err, errDecompressLimit) {
+		return -1, kerr.MessageTooLarge.Code, err.Error()
+	}
 	if err != nil {
 		return -1, kerr.CorruptMessage.Code, err.Error()
 	}
@@ -221,7 +253,10 @@ type batch struct {
 // parseBatches decodes a Produce partition's record set: one or more
 // magic-2 record batches, CRC-checked, decompressed. Anything else (an
 // old message set, a bad CRC, trailing bytes) is an error.
-func parseBatches(b []byte) ([]batch, error) {
+//
+// limit bounds the bytes its batches decompress to, all together
+// (errDecompressLimit).
+func parseBatches(b []byte, limit int64) ([]batch, error) {
 	var out []batch
 	for len(b) > 0 {
 		if len(b) < 61 {
@@ -249,10 +284,11 @@ func parseBatches(b []byte) ([]batch, error) {
 		if rb.NumRecords < 0 || rb.NumRecords > 1<<20 {
 			return nil, fmt.Errorf("record batch of %d records", rb.NumRecords)
 		}
-		recs, err := kgo.DefaultDecompressor().Decompress(rb.Records, kgo.CompressionCodecType(rb.Attributes&0x0007))
+		recs, err := decompress(rb.Records, kgo.CompressionCodecType(rb.Attributes&0x0007), limit)
 		if err != nil {
 			return nil, fmt.Errorf("record batch: %w", err)
 		}
+		limit -= int64(len(recs))
 		bt := batch{RecordBatch: rb, records: make([]kmsg.Record, 0, rb.NumRecords)}
 		for range rb.NumRecords {
 			length, k := binary.Varint(recs)
@@ -324,6 +360,12 @@ func (s *Server) appendBatch(ctx context.Context, h tributary.BackendTopic, part
 			return -1, kerr.DuplicateSequenceNumber.Code, fmt.Sprintf("sequence %d older than the last five batches", b.FirstSequence)
 		}
 		s.producers.mu.Unlock()
+	} else {
+		s.producers.mu.Lock()
+		if pb, ok := s.producers.partial[partKey{h.Name(), partition}]; ok && pb.is(&b) {
+			skip, base = pb.count, pb.base
+		}
+		s.producers.mu.Unlock()
 	}
 	appended := skip
 	var err error
@@ -357,6 +399,17 @@ func (s *Server) appendBatch(ctx context.Context, h tributary.BackendTopic, part
 			st.next = b.FirstSequence + appended
 		}
 		st.remember(batchInfo{firstSeq: b.FirstSequence, count: appended, base: base})
+		s.producers.mu.Unlock()
+	}
+	if st == nil && appended > 0 {
+		k := partKey{h.Name(), partition}
+		s.producers.mu.Lock()
+		if appended < int32(len(b.records)) {
+			s.producers.partial[k] = partialBatch{crc: b.CRC, length: b.Length, firstTimestamp: b.FirstTimestamp,
+				numRecords: b.NumRecords, count: appended, base: base}
+		} else {
+			delete(s.producers.partial, k)
+		}
 		s.producers.mu.Unlock()
 	}
 	switch {

@@ -102,7 +102,8 @@ func WithAdvertisedAddr(addr string) Option {
 
 // WithMaxRequestBytes sets the largest request frame read, in bytes
 // (1 KiB..1 GiB; default DefaultMaxRequestBytes): a longer length prefix
-// closes the connection.
+// closes the connection. It also bounds what one partition's record
+// batches of a Produce may decompress to (MESSAGE_TOO_LARGE beyond).
 func WithMaxRequestBytes(n int32) Option {
 	return func(s *Server) error {
 		if n < 1<<10 || n > 1<<30 {
@@ -345,6 +346,15 @@ func (cc *conn) run() {
 	bw := bufio.NewWriterSize(cc.nc, 64<<10)
 	var out []byte
 	for f := range frames {
+		// An answer held back for the next frame's goes out before that
+		// frame is handled: its handler may wait (a Fetch's max wait, a
+		// Produce waiting for room, a JoinGroup), and the client waits
+		// for the answer before it.
+		if bw.Buffered() > 0 {
+			if err := bw.Flush(); err != nil {
+				return
+			}
+		}
 		r, err := cc.decode(f.body)
 		if err != nil {
 			cc.s.log.Info("kafka: bad request, closing the connection", "remote", cc.nc.RemoteAddr().String(), "err", err)
