@@ -68,7 +68,7 @@ type Server struct {
 
 	ctx    context.Context // cancelled by Close: every handler's context derives from it
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // every connection's goroutines
+	wg     sync.WaitGroup // every connection's goroutines (its run and its reader)
 }
 
 // Option configures a Server.
@@ -324,7 +324,9 @@ func (cc *conn) run() {
 	// The reader reads one frame ahead, so that a client that goes away
 	// while its request is handled cancels the handler's context.
 	frames := make(chan frame, 1)
+	cc.s.wg.Add(1) // while run's own count is held: Close's Wait covers it
 	go func() {
+		defer cc.s.wg.Done()
 		defer close(frames)
 		defer cc.cancel()
 		br := bufio.NewReaderSize(cc.nc, 64<<10)
