@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f91dcac0/tributary/kafka/kafkatest"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -448,6 +449,49 @@ func TestServeKafkaAdvertised(t *testing.T) {
 	}
 	if len(resp.Brokers) != 1 || resp.Brokers[0].Host != "broker.example" || resp.Brokers[0].Port != 19092 {
 		t.Errorf("Metadata's brokers %+v, want broker.example:19092", resp.Brokers)
+	}
+	cl.Close()
+	s.stop(t, addr)
+}
+
+// TestServeKafkaWorkloads runs the kafka module's franz-go workloads
+// (package kafkatest, which the module's tests also run against kfake)
+// against `tributary serve -kafka`: a classic consumer group of three kgo
+// members over 10,000 records on 6 partitions, one leaving after a third
+// and one joining after two thirds (no record lost or misplaced,
+// per-partition order within each assignment, and OffsetFetch — the
+// cluster's committed offsets — at every log end), then a share consumer
+// accepting, releasing and rejecting (each record's delivery counts).
+func TestServeKafkaWorkloads(t *testing.T) {
+	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0"}, "", kafkaRE)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	tt := kmsg.NewCreateTopicsRequestTopic()
+	tt.Topic, tt.NumPartitions, tt.ReplicationFactor = "t", 6, 1
+	ct.Topics = append(ct.Topics, tt)
+	if resp, err := ct.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("CreateTopics: %v %+v", err, resp)
+	}
+	st := kafkatest.GroupWorkload(t, addr, 10000, 6, kafkatest.Committed(t, addr, "g"))
+	t.Logf("group: %d records delivered, %d duplicates, %d assignments, %v", st.Records, st.Duplicates, st.Assigns, st.Elapsed)
+	counts := kafkatest.ShareWorkload(t, addr)
+	for v, c := range counts {
+		want := "[1]"
+		if v[len(v)-1] == 'r' {
+			want = "[1 2]"
+		}
+		if fmt.Sprint(c) != want {
+			t.Errorf("share: record %s delivered with counts %v, want %s", v, c, want)
+		}
+	}
+	if len(counts) != 12 {
+		t.Errorf("share: %d records delivered, want 12", len(counts))
 	}
 	cl.Close()
 	s.stop(t, addr)
