@@ -58,6 +58,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdinTerminal
 		fmt.Fprintln(stderr, "tributary serve: -kafka-advertised needs -kafka ADDR (tributary serve -h for help)")
 		return exitUsage
 	}
+	if host, _, err := net.SplitHostPort(advertised); err == nil {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			fmt.Fprintf(stderr, "tributary serve: -kafka-advertised %s: want a host clients can reach, not an empty or wildcard one\n", quote(advertised))
+			return exitUsage
+		}
+	}
 	for _, a := range []struct{ flag, addr, example string }{{"http", httpAddr, "127.0.0.1:8080"}, {"kafka", kafkaAddr, "127.0.0.1:9092"}, {"kafka-advertised", advertised, "broker.example:9092"}} {
 		if a.addr == "" {
 			continue
@@ -144,7 +150,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdinTerminal
 				served <- fmt.Errorf("-kafka: %w", err)
 			}
 		}()
-		fmt.Fprintf(stderr, "tributary: Kafka protocol at %s\n", kafkaLn.Addr())
+		if advertised != kafkaLn.Addr().String() {
+			fmt.Fprintf(stderr, "tributary: Kafka protocol at %s, clients told %s\n", kafkaLn.Addr(), advertised)
+		} else {
+			fmt.Fprintf(stderr, "tributary: Kafka protocol at %s\n", kafkaLn.Addr())
+		}
 	}
 	stop := func() {
 		if ks != nil {

@@ -435,7 +435,15 @@ func TestServeKafkaAdvertised(t *testing.T) {
 		!strings.Contains(stderr.String(), "-kafka-advertised needs -kafka") {
 		t.Errorf("-kafka-advertised without -kafka: exit %d, %q", code, stderr.String())
 	}
-	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0", "-kafka-advertised", "broker.example:19092"}, "", kafkaRE)
+	for _, bad := range []string{":9092", "0.0.0.0:9092", "[::]:9092"} {
+		stderr.Reset()
+		if code := runServe(context.Background(), []string{"-kafka", "127.0.0.1:0", "-kafka-advertised", bad}, strings.NewReader(""), false, io.Discard, &stderr); code != exitUsage ||
+			!strings.Contains(stderr.String(), "want a host clients can reach") {
+			t.Errorf("-kafka-advertised %s: exit %d, %q", bad, code, stderr.String())
+		}
+	}
+	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0", "-kafka-advertised", "broker.example:19092"}, "",
+		regexp.MustCompile(`tributary: Kafka protocol at (127\.0\.0\.1:[0-9]+), clients told broker\.example:19092\n`))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
