@@ -4,10 +4,12 @@ import (
 	"context"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -187,5 +189,77 @@ func TestGroupFencedCommit(t *testing.T) {
 	offs, code := b.fetchOffsets(ctx, "fg", "fence", 0)
 	if code != 0 || offs[0] != 7 {
 		t.Fatalf("OffsetFetch: %v %v, want 7", offs, kerr.ErrorForCode(code))
+	}
+}
+
+// TestGroupMembersOnDifferentTopics: one classic group whose two kgo
+// members subscribe to different topics (Kafka allows it; the leader
+// assigns each member its own topic's partitions). Each consumes its
+// topic whole and the group's commits land on each topic: Describe shows
+// the Tributary group of the same name committed to the log end on both.
+// Broken variants it catches: a JoinGroup that refuses differing
+// subscriptions (INCONSISTENT_GROUP_PROTOCOL: no records), commits of one
+// topic stored under the other (one topic's committed offset stays 0).
+func TestGroupMembersOnDifferentTopics(t *testing.T) {
+	c, s := serve(t, 100)
+	createTopic(t, c, "ta", 2)
+	createTopic(t, c, "tb", 1)
+	for p := range int32(2) {
+		publish(t, c, "ta", p, "a0", "a1", "a2")
+	}
+	publish(t, c, "tb", 0, "b0", "b1", "b2", "b3")
+	ctx := testCtx(t, 15*time.Second)
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	var cls []*kgo.Client
+	defer func() {
+		for _, cl := range cls {
+			cl.Close()
+		}
+		wg.Wait()
+	}()
+	for _, topic := range []string{"ta", "tb"} {
+		cl := client(t, s, kgo.ConsumerGroup("mixed"), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.HeartbeatInterval(100*time.Millisecond), kgo.AutoCommitInterval(100*time.Millisecond), kgo.FetchMaxWait(100*time.Millisecond))
+		cls = append(cls, cl)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() || ctx.Err() != nil {
+					return
+				}
+				mu.Lock()
+				for _, r := range fs.Records() {
+					if r.Topic != topic {
+						t.Errorf("record of %s to the member of %s", r.Topic, topic)
+					}
+					got[r.Topic]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, topic := range []string{"ta", "tb"} {
+		waitFor(t, ctx, topic+" committed to its log end", func() bool {
+			g, ok := findGroup(t, c, topic, "mixed")
+			if !ok {
+				return false
+			}
+			d, _ := c.Describe(topic)
+			for _, gp := range g.Partitions {
+				if gp.Committed != d.Partitions[gp.Partition].LogEndOffset {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got["ta"] < 6 || got["tb"] < 4 {
+		t.Fatalf("consumed %v, want ta 6, tb 4", got)
 	}
 }
