@@ -71,6 +71,15 @@ func TestGroupMemberCrashesDuringJoin(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	nc.Close() // crashes mid-JoinGroup
+	// Wait until the server has seen the close (the crashed JoinGroup no
+	// longer waits); a JoinGroup of the survivor before that would find
+	// both joined and complete the generation with both.
+	waitFor(t, ctx, "the crashed JoinGroup detached", func() bool {
+		g := s.groups.group("crash", false)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.joiningLocked() == 0
+	})
 	start := time.Now()
 	resp := a.join(ctx, "crash", 10_000)
 	if got := joinedIDs(resp); !slices.Equal(got, []string{a.id}) {
