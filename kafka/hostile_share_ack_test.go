@@ -70,9 +70,9 @@ func TestShareAckTwice(t *testing.T) {
 // the partition's next owner with its delivery count up by one, once;
 // the same member id joining again has a new session: the old session's
 // acknowledgement is SHARE_SESSION_NOT_FOUND or INVALID_SHARE_SESSION_EPOCH,
-// never a settle. Broken variants it catches: acknowledgements checked
-// against the Tributary group only (the removed member's accept settles
-// the record the new owner now holds: committed 1 before m2 accepts),
+// never a settle. Broken variants it catches: a removed member's
+// acknowledgement passed on to Tributary (answered INVALID_RECORD_STATE,
+// or, settling the record m2 now holds, committed 1 before m2 accepts),
 // a rejoin that keeps the old session (its epoch-2 accept is taken).
 func TestShareAckAfterRemoval(t *testing.T) {
 	c, s := serve(t, 10)
