@@ -274,3 +274,41 @@ func TestGroupMembersOnDifferentTopics(t *testing.T) {
 		t.Fatalf("consumed %v, want ta 6, tb 4", got)
 	}
 }
+
+// TestGroupHeartbeatOnlyMemberDropped: a member that answers a rebalance
+// only with heartbeats (REBALANCE_IN_PROGRESS each time) and never joins
+// again is dropped when the rebalance timeout (500 ms) ends, although
+// its session stays alive; the joining member's JoinGroup completes
+// without it and the heartbeater then gets UNKNOWN_MEMBER_ID (its client
+// joins anew). Broken variants it catches: a heartbeat that restarts the
+// rebalance timer (the rebalance never completes: the context ends), a
+// completion that keeps members with live sessions (two members in the
+// generation, the new one's SyncGroup waiting for a leader that never
+// syncs).
+func TestGroupHeartbeatOnlyMemberDropped(t *testing.T) {
+	_, s := serve(t, 100)
+	ctx := testCtx(t, 10*time.Second)
+	a, b := newTestMember(t, s, "hbonly"), newTestMember(t, s, "joiner")
+	a.joinWith(ctx, "hb", 10_000, 500)
+	a.sync(ctx, "hb", nil)
+	done := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { done <- b.joinWith(ctx, "hb", 10_000, 500) }()
+	var codes []int16
+	for {
+		select {
+		case jb := <-done:
+			if got := joinedIDs(jb); jb.LeaderID != b.id || !slices.Equal(got, []string{b.id}) {
+				t.Fatalf("generation %d: leader %s members %v, want %s alone", jb.Generation, jb.LeaderID, got, b.id)
+			}
+			if !slices.Contains(codes, kerr.RebalanceInProgress.Code) {
+				t.Fatalf("heartbeats during the rebalance answered %v, want REBALANCE_IN_PROGRESS", codes)
+			}
+			wantCode(t, "heartbeat after the drop", a.heartbeat(ctx, "hb", a.id, a.gen), kerr.UnknownMemberID)
+			return
+		case <-time.After(50 * time.Millisecond):
+			codes = append(codes, a.heartbeat(ctx, "hb", a.id, a.gen))
+		case <-ctx.Done():
+			t.Fatalf("the rebalance did not complete; heartbeats answered %v", codes)
+		}
+	}
+}
