@@ -15,11 +15,14 @@ import (
 // producer waits on the group's commits) and consumes them with classic
 // group "cg" while five kgo members join and leave: two start, then at
 // each eighth of the records one joins or one leaves (Close: LeaveGroup),
-// ending with two. balancers are the members' group balancers (none: kgo's
+// ending with two; with static, members have group instance ids
+// (KIP-345) inst0..inst2 and a Close sends no LeaveGroup: members 3 and 4
+// take the places of the closed 0 and 1 (same instance ids), ending with
+// three. balancers are the members' group balancers (none: kgo's
 // default, cooperative-sticky). It fails on a record never delivered, one
 // at another partition or offset than produced, or a partition whose
 // committed offset (Cluster.Describe) does not reach its log end.
-func churnWorkload(t *testing.T, n, parts int, balancers ...kgo.GroupBalancer) {
+func churnWorkload(t *testing.T, n, parts int, static bool, balancers ...kgo.GroupBalancer) {
 	c, s := serve(t, 1000)
 	createTopic(t, c, "churn", int32(parts))
 	ctx := testCtx(t, 15*time.Second)
@@ -49,6 +52,9 @@ func churnWorkload(t *testing.T, n, parts int, balancers ...kgo.GroupBalancer) {
 			kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(3 * time.Second),
 			kgo.RebalanceTimeout(3 * time.Second), kgo.AutoCommitInterval(100 * time.Millisecond),
 			kgo.FetchMaxWait(100 * time.Millisecond)}
+		if static {
+			opts = append(opts, kgo.InstanceID(fmt.Sprint("inst", id%3)))
+		}
 		if len(balancers) > 0 {
 			opts = append(opts, kgo.Balancers(balancers...))
 		}
@@ -113,6 +119,11 @@ func churnWorkload(t *testing.T, n, parts int, balancers ...kgo.GroupBalancer) {
 	}()
 	// +2 +3 -0 +4 -1 -2 -3: five members, two at the end.
 	steps := []int{2, 3, -0 - 100, 4, -1 - 100, -2 - 100, -3 - 100}
+	if static {
+		// Instance ids inst0..inst2: 3 takes 0's place after it closed
+		// (a static member's Close sends no LeaveGroup), 4 takes 1's.
+		steps = []int{2, -0 - 100, 3, -1 - 100, 4}
+	}
 	for i, st := range steps {
 		waitUnique((i + 1) * n / 8)
 		if st >= 0 {
@@ -172,7 +183,8 @@ func churnWorkload(t *testing.T, n, parts int, balancers ...kgo.GroupBalancer) {
 
 // TestGroupChurnKgo runs churnWorkload (20,000 records, 4 partitions)
 // with kgo's default cooperative-sticky balancer and with the eager range
-// balancer. Redelivery after a rebalance is allowed (at least once); loss
+// balancer, and with static members replaced under their instance ids.
+// Redelivery after a rebalance is allowed (at least once); loss
 // is not. Broken variants it catches: an OffsetCommit that does not Seek
 // (retention frees nothing: the producer stalls at 4,000 records and the
 // deadline ends the test), a SyncGroup that hands a member another's
@@ -180,6 +192,7 @@ func churnWorkload(t *testing.T, n, parts int, balancers ...kgo.GroupBalancer) {
 // delivered), a LeaveGroup that does not rebalance (the leaver's
 // partitions stay with it: the deadline ends the test).
 func TestGroupChurnKgo(t *testing.T) {
-	t.Run("cooperative-sticky", func(t *testing.T) { churnWorkload(t, 20000, 4) })
-	t.Run("eager-range", func(t *testing.T) { churnWorkload(t, 20000, 4, kgo.RangeBalancer()) })
+	t.Run("cooperative-sticky", func(t *testing.T) { churnWorkload(t, 20000, 4, false) })
+	t.Run("eager-range", func(t *testing.T) { churnWorkload(t, 20000, 4, false, kgo.RangeBalancer()) })
+	t.Run("static-cooperative", func(t *testing.T) { churnWorkload(t, 20000, 4, true) })
 }

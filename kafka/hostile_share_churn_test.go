@@ -49,8 +49,10 @@ func (d *crashDialer) crash() {
 
 // TestShareChurnKgo: kgo share consumers of group "crew" on 4 partitions
 // join, leave (Close) and crash (connections cut, no leave: removed
-// after the cluster's 300 ms session timeout) while a kgo producer writes
-// 2,000 records into partitions of capacity 100 (so it waits on the
+// after the cluster's 2.5 s session timeout; kgo heartbeats a share group
+// at most once a second, whatever interval the broker asks for, so a
+// timeout under a second expires live members too) while a kgo producer
+// writes 2,000 records into partitions of capacity 100 (so it waits on the
 // acknowledgements). Every record is accepted: Tributary's Describe shows
 // every partition committed to its log end with nothing in flight; and
 // each record's deliveries carry distinct delivery counts (a record
@@ -61,7 +63,7 @@ func (d *crashDialer) crash() {
 // redelivery with the old count (a repeated count).
 func TestShareChurnKgo(t *testing.T) {
 	const n, parts = 2000, 4
-	c, s := serveCluster(t, 100, []tributary.ClusterOption{tributary.WithSessionTimeout(300 * time.Millisecond)})
+	c, s := serveCluster(t, 100, []tributary.ClusterOption{tributary.WithSessionTimeout(2500 * time.Millisecond)})
 	createTopic(t, c, "flow", parts)
 	ctx := testCtx(t, 15*time.Second)
 	p := client(t, s, kgo.DefaultProduceTopic("flow"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
