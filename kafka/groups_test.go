@@ -43,11 +43,21 @@ func (m *testMember) joinReq(group, protocol string, sessionMs int32) *kmsg.Join
 }
 
 // join joins group, answering MEMBER_ID_REQUIRED, and returns the
-// response of the join that got in.
+// response of the join that got in (rebalance timeout 60 s).
 func (m *testMember) join(ctx context.Context, group string, sessionMs int32) *kmsg.JoinGroupResponse {
 	m.t.Helper()
+	return m.joinWith(ctx, group, sessionMs, 60000)
+}
+
+// joinWith joins group with the given session and rebalance timeouts,
+// answering MEMBER_ID_REQUIRED, and returns the response of the join that
+// got in.
+func (m *testMember) joinWith(ctx context.Context, group string, sessionMs, rebalanceMs int32) *kmsg.JoinGroupResponse {
+	m.t.Helper()
 	for range 2 {
-		resp, err := m.joinReq(group, "range", sessionMs).RequestWith(ctx, m.cl)
+		req := m.joinReq(group, "range", sessionMs)
+		req.RebalanceTimeoutMillis = rebalanceMs
+		resp, err := req.RequestWith(ctx, m.cl)
 		if err != nil {
 			m.t.Fatalf("join: %v", err)
 		}

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"net"
 	"slices"
 	"sync"
@@ -12,30 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// joinWith is m.join with the given rebalance timeout.
-func (m *testMember) joinWith(ctx context.Context, group string, sessionMs, rebalanceMs int32) *kmsg.JoinGroupResponse {
-	m.t.Helper()
-	for range 2 {
-		req := m.joinReq(group, "range", sessionMs)
-		req.RebalanceTimeoutMillis = rebalanceMs
-		resp, err := req.RequestWith(ctx, m.cl)
-		if err != nil {
-			m.t.Fatalf("join: %v", err)
-		}
-		if resp.ErrorCode == kerr.MemberIDRequired.Code && m.id == "" {
-			m.id = resp.MemberID
-			continue
-		}
-		if resp.ErrorCode != 0 {
-			m.t.Fatalf("join: %v", kerr.ErrorForCode(resp.ErrorCode))
-		}
-		m.id, m.gen = resp.MemberID, resp.Generation
-		return resp
-	}
-	m.t.Fatal("join: MEMBER_ID_REQUIRED twice")
-	return nil
-}
 
 func joinedIDs(resp *kmsg.JoinGroupResponse) []string {
 	var ids []string

@@ -197,16 +197,7 @@ func TestFullPartitionHoldsNoOther(t *testing.T) {
 
 func produceRawTo(t *testing.T, cl *kgo.Client, topic string, partition int32, timeoutMillis int32, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks, req.TimeoutMillis = -1, timeoutMillis
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), cl)
+	resp, err := rawProduce(topic, partition, -1, timeoutMillis, records).RequestWith(context.Background(), cl)
 	if err != nil {
 		t.Fatal(err)
 	}

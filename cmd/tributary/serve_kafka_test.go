@@ -235,14 +235,11 @@ func TestServeHTTPAndKafka(t *testing.T) {
 	s.stop(t, addr)
 }
 
-// TestServeKcat runs kcat (librdkafka's command-line client) against
-// `tributary serve -kafka`: the lines of a file produced to a new topic,
-// the metadata listing it, a plain consume from the beginning, and a
-// consumer group's, each output compared exactly with what was produced.
-// Skipped when kcat is not on PATH, unless TRIBUTARY_REQUIRE_KCAT=1. A serve that ignored -kafka fails at the first kcat (no
-// broker); one that lost, reordered or misnumbered records fails on the
-// outputs.
-func TestServeKcat(t *testing.T) {
+// kcatPath is kcat's path; the test is skipped when kcat is not on PATH,
+// unless TRIBUTARY_REQUIRE_KCAT=1 (set by .ci/run after installing it),
+// which makes that a failure.
+func kcatPath(t *testing.T) string {
+	t.Helper()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		if os.Getenv("TRIBUTARY_REQUIRE_KCAT") == "1" {
@@ -250,6 +247,18 @@ func TestServeKcat(t *testing.T) {
 		}
 		t.Skipf("kcat is not on PATH (apt-get install kcat; TRIBUTARY_REQUIRE_KCAT=1 makes this a failure): %v", err)
 	}
+	return kcat
+}
+
+// TestServeKcat runs kcat (librdkafka's command-line client) against
+// `tributary serve -kafka`: the lines of a file produced to a new topic,
+// the metadata listing it, a plain consume from the beginning, and a
+// consumer group's, each output compared exactly with what was produced.
+// Skipped without kcat (kcatPath). A serve that ignored -kafka fails at
+// the first kcat (no broker); one that lost, reordered or misnumbered records fails on the
+// outputs.
+func TestServeKcat(t *testing.T) {
+	kcat := kcatPath(t)
 	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0"}, "", kafkaRE)
 	lines := []string{"first line", "second line", "third, with a comma", "fourth"}
 	file := filepath.Join(t.TempDir(), "lines.txt")
@@ -300,13 +309,7 @@ func TestServeKcat(t *testing.T) {
 // none), a SyncGroup giving the leader's assignment to everyone (both
 // print the same partition), lost or reordered records.
 func TestServeKcatBalancedGroup(t *testing.T) {
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("TRIBUTARY_REQUIRE_KCAT") == "1" {
-			t.Fatalf("kcat is not on PATH and TRIBUTARY_REQUIRE_KCAT=1: %v", err)
-		}
-		t.Skipf("kcat is not on PATH: %v", err)
-	}
+	kcat := kcatPath(t)
 	s, addr := startServe(t, []string{"-kafka", "127.0.0.1:0"}, "create topic pair String\ncreate partition pair p1\n", kafkaRE)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -369,12 +372,7 @@ func TestServeKcatBalancedGroup(t *testing.T) {
 // runs in sh, and its standard output must be exactly the lines below it.
 // A README whose output drifted from what kcat prints fails here.
 func TestREADMEKafkaSession(t *testing.T) {
-	if _, err := exec.LookPath("kcat"); err != nil {
-		if os.Getenv("TRIBUTARY_REQUIRE_KCAT") == "1" {
-			t.Fatalf("kcat is not on PATH and TRIBUTARY_REQUIRE_KCAT=1: %v", err)
-		}
-		t.Skipf("kcat is not on PATH: %v", err)
-	}
+	kcatPath(t)
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
