@@ -3,8 +3,6 @@ package kafka
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"hash/crc32"
 	"net"
 	"runtime"
 	"testing"
@@ -361,35 +359,17 @@ func TestProduceTimeoutCoversTheQueue(t *testing.T) {
 // records compressed with codec.
 func compressedBatch(t *testing.T, codec kgo.CompressionCodec, values ...[]byte) []byte {
 	t.Helper()
-	var body []byte
-	for i, v := range values {
-		var rec []byte
-		rec = append(rec, 0)
-		rec = binary.AppendVarint(rec, 0)
-		rec = binary.AppendVarint(rec, int64(i))
-		rec = binary.AppendVarint(rec, -1)
-		rec = binary.AppendVarint(rec, int64(len(v)))
-		rec = append(rec, v...)
-		rec = binary.AppendVarint(rec, 0)
-		body = binary.AppendVarint(body, int64(len(rec)))
-		body = append(body, rec...)
-	}
 	comp, err := kgo.DefaultCompressor(codec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	out, typ := comp.Compress(&buf, body)
+	out, typ := comp.Compress(&buf, recordsBody(values))
 	if typ == 0 {
 		t.Fatal("nothing compressed")
 	}
 	now := time.Now().UnixMilli()
-	b := kmsg.RecordBatch{Magic: 2, Attributes: int16(typ), LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: now,
-		MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(values)), Records: out}
-	enc := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(enc[8:], uint32(len(enc)-12))
-	binary.BigEndian.PutUint32(enc[17:], crc32.Checksum(enc[21:], crc32c))
-	return enc
+	return sealBatch(kmsg.RecordBatch{Attributes: int16(typ), FirstTimestamp: now, MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1}, values, out)
 }
 
 // TestDecompressionBomb: a batch of a few kilobytes that decompresses

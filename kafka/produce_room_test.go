@@ -56,10 +56,20 @@ func TestProduceWaitsForRoom(t *testing.T) {
 
 // rawBatch is a magic-2 batch of values from an idempotent producer.
 func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
-	var body []byte
+	vs := make([][]byte, len(values))
 	for i, v := range values {
-		var rec []byte
-		rec = append(rec, 0)
+		vs[i] = []byte(v)
+	}
+	now := time.Now().UnixMilli()
+	return sealBatch(kmsg.RecordBatch{FirstTimestamp: now, MaxTimestamp: now, ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq}, vs, recordsBody(vs))
+}
+
+// recordsBody is values encoded as the records of a batch, without keys
+// or headers, at offset deltas 0, 1, 2, ….
+func recordsBody(values [][]byte) []byte {
+	var body, rec []byte
+	for i, v := range values {
+		rec = append(rec[:0], 0)
 		rec = binary.AppendVarint(rec, 0)
 		rec = binary.AppendVarint(rec, int64(i))
 		rec = binary.AppendVarint(rec, -1)
@@ -69,9 +79,13 @@ func rawBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
 		body = binary.AppendVarint(body, int64(len(rec)))
 		body = append(body, rec...)
 	}
-	b := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(len(values) - 1), FirstTimestamp: time.Now().UnixMilli(),
-		MaxTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq,
-		NumRecords: int32(len(values)), Records: body}
+	return body
+}
+
+// sealBatch completes b (magic 2, the values' count and last offset
+// delta, records as given) and encodes it with its length and CRC.
+func sealBatch(b kmsg.RecordBatch, values [][]byte, records []byte) []byte {
+	b.Magic, b.LastOffsetDelta, b.NumRecords, b.Records = 2, int32(len(values)-1), int32(len(values)), records
 	enc := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(enc[8:], uint32(len(enc)-12))
 	binary.BigEndian.PutUint32(enc[17:], crc32.Checksum(enc[21:], crc32c))
