@@ -14,9 +14,9 @@ import (
 	tributarywm "github.com/f91dcac0/tributary/watermill"
 )
 
-// Example_router is README's Watermill program, kept compiling and correct
-// by this test (TestREADMEWatermillProgram checks README shows this body):
-// a Watermill router handling a topic of four partitions through the
+// Example_router is docs/watermill.md's Watermill program, kept compiling
+// and correct by this test (TestDocsWatermillProgram checks the page shows
+// this body): a Watermill router handling a topic of four partitions through the
 // consumer group "billing", one customer's orders in order.
 func Example_router() {
 	cluster, _ := tributary.NewCluster(1000) // records retained per partition
@@ -48,13 +48,14 @@ func Example_router() {
 	// order-3 {"total":42}: partition 1 offset 2 attempt 1
 }
 
-// README shows Example_router's body, one tab less indented, in a Go block.
-func TestREADMEWatermillProgram(t *testing.T) {
+// docs/watermill.md shows Example_router's body, one tab less indented, in
+// a Go block.
+func TestDocsWatermillProgram(t *testing.T) {
 	src, err := os.ReadFile("example_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/watermill.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +71,6 @@ func TestREADMEWatermillProgram(t *testing.T) {
 	}
 	want.WriteString("```\n")
 	if !strings.Contains(string(readme), want.String()) {
-		t.Errorf("README.md has no Go block equal to Example_router's body:\n%s", want.String())
+		t.Errorf("docs/watermill.md has no Go block equal to Example_router's body:\n%s", want.String())
 	}
 }
