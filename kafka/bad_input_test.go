@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -159,38 +160,21 @@ func TestTruncatedFrameAndDisconnect(t *testing.T) {
 	nc2.Write(frameOf(f, 7))
 	waitConns(t, s, 3) // nc2, cl's connection(s) at least
 	nc2.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s.mu.Lock()
-		n := len(s.conns)
-		s.mu.Unlock()
-		if n <= 2 || time.Now().After(deadline) {
-			if n > 2 {
-				t.Fatalf("%d connections still served after the waiting client left", n)
-			}
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, testCtx(t, 5*time.Second), "the waiting client's connection closed", func() bool { return conns(s) <= 2 })
 	assertHealthy(t, s)
 }
 
 // waitConns waits until s serves at least n connections.
 func waitConns(t *testing.T, s *Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s.mu.Lock()
-		k := len(s.conns)
-		s.mu.Unlock()
-		if k >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections, want %d", k, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, testCtx(t, 5*time.Second), fmt.Sprint(n, " connections served"), func() bool { return conns(s) >= n })
+}
+
+// conns is how many connections s serves now.
+func conns(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 func TestApiVersionsOfAnUnknownVersion(t *testing.T) {

@@ -120,19 +120,7 @@ func TestManyConnectionsDropped(t *testing.T) {
 		}
 		nc.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		s.mu.Lock()
-		n := len(s.conns)
-		s.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dropped connections still served", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, testCtx(t, 5*time.Second), "every dropped connection gone", func() bool { return conns(s) == 0 })
 	assertHealthy(t, s)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/f91dcac0/tributary"
+	"github.com/f91dcac0/tributary/internal/contract"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -84,18 +85,10 @@ var (
 	errInvalidTopic = errors.New("invalid topic name")
 )
 
-// validName is SPEC rule 3: 1 to 64 of A-Z a-z 0-9 _ -.
+// validName is SPEC rule 3 (1 to 64 of A-Z a-z 0-9 _ -), the engine's
+// own identifier check.
 func validName(s string) bool {
-	if len(s) < 1 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return contract.CheckID(tributary.ErrInvalidArgument, "", s) == nil
 }
 
 // errorCode maps a backend error to Kafka's code: an unknown topic to

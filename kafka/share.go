@@ -122,7 +122,7 @@ func WithShareRecordLockDuration(d time.Duration) Option {
 		if d < time.Millisecond || d > math.MaxInt32*time.Millisecond {
 			return fmt.Errorf("%w: share record lock duration %v outside 1ms..%v", tributary.ErrInvalidArgument, d, math.MaxInt32*time.Millisecond)
 		}
-		shareOf(s).lockTimeout = d
+		s.share.lockTimeout = d
 		return nil
 	}
 }
@@ -137,7 +137,7 @@ func WithShareSessionTimeout(d time.Duration) Option {
 		if d < tributary.MinSessionTimeout || d > time.Hour {
 			return fmt.Errorf("%w: share session timeout %v outside %v..1h", tributary.ErrInvalidArgument, d, tributary.MinSessionTimeout)
 		}
-		shareOf(s).session = d
+		s.share.session = d
 		return nil
 	}
 }
@@ -154,10 +154,6 @@ type shareCoordinator struct {
 	mu     sync.Mutex
 	groups map[string]*shareGroup
 }
-
-// shareOf returns s's share coordinator (Server.share, made by NewServer
-// before the options run).
-func shareOf(s *Server) *shareCoordinator { return s.share }
 
 // shareGroup is one share group: its members and the group epoch, the
 // last member epoch handed out.
@@ -348,7 +344,7 @@ func backendCode(err error) *kerr.Error {
 // each heartbeat.
 func handleShareGroupHeartbeat(s *Server, r *request, req *kmsg.ShareGroupHeartbeatRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
-	sc := shareOf(s)
+	sc := s.share
 	resp.HeartbeatIntervalMillis = sc.heartbeatMillis()
 	fail := func(e *kerr.Error, msg string) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ErrorMessage = e.Code, kmsg.StringPtr(msg)
@@ -738,7 +734,7 @@ type fetchTarget struct {
 // not subscribed to acquires nothing.
 func handleShareFetch(s *Server, r *request, req *kmsg.ShareFetchRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	sc := shareOf(s)
+	sc := s.share
 	resp.AcquisitionLockTimeoutMillis = sc.lockMillis()
 	fail := func(e *kerr.Error, msg string) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ErrorMessage = e.Code, kmsg.StringPtr(msg)
@@ -1067,7 +1063,7 @@ func (o *shareFetchOut) part(id [16]byte, p int32) *kmsg.ShareFetchResponseTopic
 // (sessions open by ShareFetch). Top-level errors as ShareFetch's.
 func handleShareAcknowledge(s *Server, r *request, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	sc := shareOf(s)
+	sc := s.share
 	resp.AcquisitionLockTimeoutMillis = sc.lockMillis()
 	fail := func(e *kerr.Error, msg string) (kmsg.Response, error) {
 		resp.ErrorCode, resp.ErrorMessage = e.Code, kmsg.StringPtr(msg)
@@ -1143,7 +1139,7 @@ func handleShareAcknowledge(s *Server, r *request, req *kmsg.ShareAcknowledgeReq
 // identifier INVALID_GROUP_ID.
 func handleShareGroupDescribe(s *Server, r *request, req *kmsg.ShareGroupDescribeRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
-	sc := shareOf(s)
+	sc := s.share
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	now := time.Now()
